@@ -1,0 +1,36 @@
+# Entry points for people and CI. `make demo` runs the main job, `make test` every test.
+PYTHON ?= python3
+VENV   := .venv
+BUILD  := build
+JOBS   ?= $(shell nproc)
+
+.PHONY: deps build test test-cpp test-python demo bench-probe clean
+
+deps:
+	@tools/install-deps.sh $(VENV) $(PYTHON)
+
+build: deps
+	@echo "[build] resolver and C++ tests -> $(BUILD)/tests"
+	@cmake -S tests -B $(BUILD)/tests -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake --build $(BUILD)/tests -j $(JOBS)
+
+test-cpp: build
+	@echo "[test] C++ (ctest)"
+	@ctest --test-dir $(BUILD)/tests --output-on-failure -j $(JOBS)
+
+test-python: build
+	@echo "[test] Python (pytest)"
+	@CULINA_BUILD_DIR=$(abspath $(BUILD)) $(VENV)/bin/python -m pytest tests -q
+
+# ctest first, pytest last: the output ends with pytest's summary line.
+test: test-cpp test-python
+
+demo: build
+	@echo "[demo] what the resolver sees on this host"
+	@$(BUILD)/tests/resolver/culina-resolver probe
+
+bench-probe: build
+	@$(VENV)/bin/python benchmarks/probe_bench.py --resolver $(BUILD)/tests/resolver/culina-resolver
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,41 @@
+// culina-resolver: the install-time helper. Sub-commands live in their own files.
+#include <cstring>
+#include <iostream>
+
+#include "cli/commands.h"
+
+namespace {
+
+struct Command {
+    const char* name;
+    int (*run)(const culina::cli::Args&);
+    const char* summary;
+};
+
+const Command kCommands[] = {
+    {"probe", culina::cli::probe_command, "describe this host (OS, CPU, driver, GPUs, toolkit) [--json]"},
+    {"select", culina::cli::select_command, "choose a wheel: --manifest FILE --tags FILE [--json]"},
+    {"fetch", culina::cli::fetch_command, "download and verify: --manifest FILE --file WHEEL [--base-url URL] [--cache-dir DIR]"},
+    {"resolve", culina::cli::resolve_command, "probe, select and fetch: --manifest FILE --tags FILE [--base-url URL] [--json]"},
+};
+
+void print_usage(std::ostream& out) {
+    out << "usage: culina-resolver <command> [options]\n\ncommands:\n";
+    for (const Command& command : kCommands) out << "  " << command.name << "\t" << command.summary << "\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
+        print_usage(argc < 2 ? std::cerr : std::cout);
+        return argc < 2 ? 2 : 0;
+    }
+    const culina::cli::Args args(argv + 2, argv + argc);
+    for (const Command& command : kCommands) {
+        if (std::strcmp(argv[1], command.name) == 0) return command.run(args);
+    }
+    std::cerr << "culina-resolver: unknown command '" << argv[1] << "'\n";
+    print_usage(std::cerr);
+    return 2;
+}

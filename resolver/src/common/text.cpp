@@ -1,0 +1,60 @@
+#include "common/text.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace culina {
+
+std::string trim(const std::string& text) {
+    const char* space = " \t\r\n\f\v";
+    const size_t begin = text.find_first_not_of(space);
+    if (begin == std::string::npos) return "";
+    const size_t end = text.find_last_not_of(space);
+    return text.substr(begin, end - begin + 1);
+}
+
+std::vector<std::string> split(const std::string& text, char separator) {
+    std::vector<std::string> parts;
+    std::string current;
+    for (char c : text) {
+        if (c == separator) {
+            parts.push_back(current);
+            current.clear();
+        } else {
+            current.push_back(c);
+        }
+    }
+    parts.push_back(current);
+    return parts;
+}
+
+bool starts_with(const std::string& text, const std::string& prefix) {
+    return text.compare(0, prefix.size(), prefix) == 0;
+}
+
+std::optional<int> parse_small_uint(const std::string& text) {
+    if (text.empty() || text.size() > 9) return std::nullopt;
+    int value = 0;
+    for (char c : text) {
+        if (c < '0' || c > '9') return std::nullopt;
+        value = value * 10 + (c - '0');
+    }
+    return value;
+}
+
+std::optional<std::string> read_text_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return std::nullopt;
+    std::ostringstream buffer;
+    buffer << in.rdbuf();
+    return buffer.str();
+}
+
+std::optional<std::string> get_env(const char* name) {
+    const char* value = std::getenv(name);
+    if (value == nullptr) return std::nullopt;
+    return std::string(value);
+}
+
+}  // namespace culina

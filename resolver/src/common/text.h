@@ -1,0 +1,20 @@
+// Small string helpers shared by the parsers.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace culina {
+
+std::string trim(const std::string& text);
+std::vector<std::string> split(const std::string& text, char separator);
+bool starts_with(const std::string& text, const std::string& prefix);
+// Digits only, at most 9 of them; nullopt otherwise (no sign, no spaces).
+std::optional<int> parse_small_uint(const std::string& text);
+// Whole file, or nullopt when it cannot be read.
+std::optional<std::string> read_text_file(const std::string& path);
+// An environment variable, or nullopt when unset (an empty value is returned as "").
+std::optional<std::string> get_env(const char* name);
+
+}  // namespace culina
