@@ -1,0 +1,15 @@
+// A user setting (an environment variable) whose value cannot be understood.
+// The message names the variable, the value and what is accepted.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace culina {
+
+struct SettingError : std::runtime_error {
+    SettingError(const std::string& variable, const std::string& value, const std::string& accepted)
+        : std::runtime_error(variable + "='" + value + "' is not understood: " + accepted) {}
+};
+
+}  // namespace culina

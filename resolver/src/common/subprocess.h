@@ -1,0 +1,29 @@
+// Child processes with a time limit: the probe must never hang on a stuck driver or tool.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace culina {
+
+struct ChildOutcome {
+    enum class Status { exited, killed_at_limit, crashed, could_not_start };
+    Status status = Status::could_not_start;
+    int exit_code = -1;  // when exited
+    int signal = 0;      // when crashed
+    std::string output;  // what the child wrote to its stdout (stderr too, for commands)
+    std::string describe() const;
+};
+
+// What a child body calls to hand text back; text sent before a hang or crash is kept.
+using ChildEmit = std::function<void(const std::string&)>;
+
+// Runs body(emit) in a forked child; everything emitted is handed back as output.
+ChildOutcome run_in_child(const std::function<void(const ChildEmit&)>& body, std::chrono::milliseconds limit);
+
+// Runs argv[0] (found on PATH when it has no slash) and captures stdout and stderr.
+ChildOutcome run_command(const std::vector<std::string>& argv, std::chrono::milliseconds limit);
+
+}  // namespace culina

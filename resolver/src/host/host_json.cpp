@@ -1,0 +1,44 @@
+#include "host/host_json.h"
+
+namespace culina {
+namespace {
+
+template <typename T>
+nlohmann::json or_null(const std::optional<T>& value) {
+    return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
+nlohmann::json host_to_json(const HostInfo& host) {
+    nlohmann::json gpus = nlohmann::json::array();
+    for (const GpuInfo& gpu : host.gpus) {
+        gpus.push_back({{"index", gpu.index}, {"name", gpu.name}, {"sm", gpu.sm.str()}});
+    }
+    return {
+        {"os",
+         {{"system", host.os.system},
+          {"release", host.os.release},
+          {"libc", {{"name", host.os.libc.name}, {"version", host.os.libc.version}}},
+          {"wsl", host.os.wsl},
+          {"container", host.os.container}}},
+        {"cpu",
+         {{"arch", host.cpu.arch},
+          {"vendor", host.cpu.vendor},
+          {"model", host.cpu.model},
+          {"isa_level", host.cpu.isa_level},
+          {"features", host.cpu.features},
+          {"source", host.cpu.source}}},
+        {"driver",
+         {{"version", or_null(host.driver.version)},
+          {"cuda", host.driver.cuda ? nlohmann::json(host.driver.cuda->str()) : nlohmann::json(nullptr)},
+          {"source", host.driver.source}}},
+        {"gpus", gpus},
+        {"toolkit", host.toolkit ? nlohmann::json{{"nvcc", host.toolkit->nvcc}, {"cuda", host.toolkit->cuda.str()}}
+                                 : nlohmann::json(nullptr)},
+        {"overrides", host.overrides},
+        {"errors", host.errors},
+    };
+}
+
+}  // namespace culina

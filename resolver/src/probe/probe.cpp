@@ -1,0 +1,66 @@
+#include "probe/probe.h"
+
+#include "probe/cpu_probe.h"
+#include "probe/cuda_driver_probe.h"
+#include "probe/driver_version.h"
+#include "probe/os_probe.h"
+#include "probe/toolkit_probe.h"
+
+namespace culina {
+namespace {
+
+std::string join_sources(const std::string& a, const std::string& b) {
+    if (a.empty()) return b;
+    if (b.empty()) return a;
+    return a + " + " + b;
+}
+
+void probe_driver(const ProbeSettings& settings, HostInfo& host) {
+    const bool need_libcuda = !settings.override_cuda || !settings.override_gpus;
+    CudaDriverReport report;
+    if (need_libcuda) {
+        report = probe_cuda_driver(settings.cuda_timeout, host.os.wsl);
+        host.errors.insert(host.errors.end(), report.errors.begin(), report.errors.end());
+    }
+
+    const DriverVersionReading module = read_driver_version();
+    host.driver.version = module.version;
+    const std::string library = report.library_found ? "libcuda.so.1 (" + report.library_path + ")" : "";
+    host.driver.source = join_sources(module.source, library);
+    host.driver.cuda = report.cuda;
+    host.gpus = report.gpus;
+    if (module.version && need_libcuda && !report.library_found) {
+        host.errors.push_back("the NVIDIA kernel module " + *module.version +
+                              " is loaded but libcuda.so.1 was not found: install the driver's user-space "
+                              "libraries (or add them to the loader path)");
+    }
+
+    if (settings.override_cuda) {
+        host.driver.cuda = *settings.override_cuda;
+        if (!host.driver.cuda) host.driver.version.reset();
+        host.driver.source = "CULINA_OVERRIDE_CUDA";
+        host.overrides.push_back("CULINA_OVERRIDE_CUDA");
+    }
+    if (settings.override_gpus) {
+        host.gpus.clear();
+        for (size_t i = 0; i < settings.override_gpus->size(); ++i) {
+            host.gpus.push_back({static_cast<int>(i), "CULINA_OVERRIDE_SM", (*settings.override_gpus)[i]});
+        }
+        host.overrides.push_back("CULINA_OVERRIDE_SM");
+    }
+}
+
+}  // namespace
+
+HostInfo probe_host(const ProbeSettings& settings) {
+    HostInfo host;
+    host.os = probe_os();
+    host.cpu = probe_cpu();
+    probe_driver(settings, host);
+    host.toolkit = probe_toolkit(host.errors);
+    return host;
+}
+
+HostInfo probe_host() { return probe_host(probe_settings_from_env()); }
+
+}  // namespace culina

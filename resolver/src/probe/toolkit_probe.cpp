@@ -1,0 +1,66 @@
+#include "probe/toolkit_probe.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <chrono>
+
+#include "common/subprocess.h"
+#include "common/text.h"
+
+namespace culina {
+namespace {
+
+constexpr std::chrono::seconds kNvccLimit{15};
+
+bool is_executable(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
+
+std::string canonical(const std::string& path) {
+    char resolved[PATH_MAX];
+    return realpath(path.c_str(), resolved) ? std::string(resolved) : path;
+}
+
+std::vector<std::string> nvcc_candidates() {
+    std::vector<std::string> candidates;
+    if (const std::optional<std::string> path = get_env("PATH")) {
+        for (const std::string& dir : split(*path, ':')) {
+            if (!dir.empty()) candidates.push_back(dir + "/nvcc");
+        }
+    }
+    for (const char* root_variable : {"CUDA_HOME", "CUDA_PATH"}) {
+        const std::optional<std::string> root = get_env(root_variable);
+        if (root && !root->empty()) candidates.push_back(*root + "/bin/nvcc");
+    }
+    candidates.push_back("/usr/local/cuda/bin/nvcc");
+    return candidates;
+}
+
+}  // namespace
+
+std::optional<CudaVersion> parse_nvcc_version(const std::string& text) {
+    const std::string marker = "release ";
+    const size_t at = text.find(marker);
+    if (at == std::string::npos) return std::nullopt;
+    const size_t begin = at + marker.size();
+    const size_t end = text.find_first_of(", \n", begin);
+    return parse_cuda_version(text.substr(begin, end == std::string::npos ? std::string::npos : end - begin));
+}
+
+std::optional<ToolkitInfo> probe_toolkit(std::vector<std::string>& errors) {
+    for (const std::string& candidate : nvcc_candidates()) {
+        if (!is_executable(candidate)) continue;
+        const ChildOutcome outcome = run_command({candidate, "--version"}, kNvccLimit);
+        if (outcome.status != ChildOutcome::Status::exited || outcome.exit_code != 0) {
+            errors.push_back("toolkit: '" + candidate + " --version' " + outcome.describe() + "; skipped");
+            continue;
+        }
+        if (const std::optional<CudaVersion> version = parse_nvcc_version(outcome.output)) {
+            return ToolkitInfo{canonical(candidate), *version};
+        }
+        errors.push_back("toolkit: '" + candidate + " --version' printed no 'release X.Y'; skipped");
+    }
+    return std::nullopt;
+}
+
+}  // namespace culina
