@@ -1,0 +1,118 @@
+// The culina._C module: thin pybind11 glue. Python (culina/_api.py) validates arguments and
+// hands over raw addresses; this file only unpacks them and calls a back end.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "common/dlpack.h"
+#include "common/problem.h"
+#include "cpu/linear_attention_cpu.h"
+#include "cuda/api.h"
+
+namespace py = pybind11;
+using culina::DType;
+using culina::Problem;
+
+namespace {
+
+Problem make_problem(uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t out, uintptr_t initial_state,
+                     uintptr_t final_state, std::vector<int64_t> dims, int dtype, float scale,
+                     std::optional<std::vector<float>> decay) {
+  if (dims.size() != 5) throw std::invalid_argument("dims must be (B, H, T, Dk, Dv)");
+  if (dtype < 0 || dtype > 2) throw std::invalid_argument("dtype code must be 0, 1 or 2");
+  Problem p;
+  p.batch = dims[0];
+  p.heads = dims[1];
+  p.seq_len = dims[2];
+  p.dk = dims[3];
+  p.dv = dims[4];
+  p.dtype = DType(dtype);
+  p.scale = scale;
+  if (decay) {
+    if (int64_t(decay->size()) != p.heads) throw std::invalid_argument("decay needs one value per head");
+    p.decay = std::move(*decay);
+  }
+  p.q = reinterpret_cast<const void*>(q);
+  p.k = reinterpret_cast<const void*>(k);
+  p.v = reinterpret_cast<const void*>(v);
+  p.out = reinterpret_cast<void*>(out);
+  p.initial_state = reinterpret_cast<const float*>(initial_state);
+  p.final_state = reinterpret_cast<float*>(final_state);
+  return p;
+}
+
+// Shape, strides, dtype, device and address of a "dltensor" capsule, without consuming it:
+// the producer's capsule destructor still owns the memory.
+py::dict dlpack_info(py::capsule capsule) {
+  if (std::string(capsule.name() ? capsule.name() : "") != "dltensor")
+    throw std::invalid_argument("expected an unconsumed DLPack capsule named 'dltensor'");
+  const DLTensor& t = static_cast<DLManagedTensor*>(capsule.get_pointer())->dl_tensor;
+  py::list shape, strides;
+  for (int i = 0; i < t.ndim; ++i) shape.append(t.shape[i]);
+  if (t.strides)
+    for (int i = 0; i < t.ndim; ++i) strides.append(t.strides[i]);
+  py::dict info;
+  info["shape"] = py::tuple(shape);
+  info["strides"] = t.strides ? py::object(py::tuple(strides)) : py::object(py::none());
+  info["dtype_code"] = int(t.dtype.code);
+  info["dtype_bits"] = int(t.dtype.bits);
+  info["dtype_lanes"] = int(t.dtype.lanes);
+  info["device_type"] = int(t.device.device_type);
+  info["device_id"] = int(t.device.device_id);
+  info["address"] = reinterpret_cast<uintptr_t>(t.data) + t.byte_offset;
+  return info;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "culina's compiled core: CPU reference and CUDA kernels for causal linear attention";
+  static py::exception<culina::gpu::UnsupportedDevice> unsupported(m, "UnsupportedDevice", PyExc_RuntimeError);
+
+  m.def("dlpack_info", &dlpack_info, py::arg("capsule"));
+  m.def(
+      "cpu_forward",
+      [](uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t out, uintptr_t initial_state, uintptr_t final_state,
+         std::vector<int64_t> dims, int dtype, float scale, std::optional<std::vector<float>> decay, int threads) {
+        const Problem p = make_problem(q, k, v, out, initial_state, final_state, std::move(dims), dtype, scale,
+                                       std::move(decay));
+        py::gil_scoped_release release;
+        culina::cpu::linear_attention(p, threads);
+      },
+      py::arg("q"), py::arg("k"), py::arg("v"), py::arg("out"), py::arg("initial_state"), py::arg("final_state"),
+      py::arg("dims"), py::arg("dtype"), py::arg("scale"), py::arg("decay"), py::arg("threads") = 0);
+  m.def(
+      "gpu_forward",
+      [](uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t out, uintptr_t initial_state, uintptr_t final_state,
+         std::vector<int64_t> dims, int dtype, float scale, std::optional<std::vector<float>> decay, int device,
+         uintptr_t stream) {
+        const Problem p = make_problem(q, k, v, out, initial_state, final_state, std::move(dims), dtype, scale,
+                                       std::move(decay));
+        py::gil_scoped_release release;
+        culina::gpu::linear_attention(p, device, stream);
+      },
+      py::arg("q"), py::arg("k"), py::arg("v"), py::arg("out"), py::arg("initial_state"), py::arg("final_state"),
+      py::arg("dims"), py::arg("dtype"), py::arg("scale"), py::arg("decay"), py::arg("device"), py::arg("stream"));
+  m.def("built_with_cuda", &culina::gpu::built_with_cuda);
+  m.def("compiled_arch_list", &culina::gpu::compiled_arch_list);
+  m.def("driver_version", &culina::gpu::driver_version);
+  m.def("devices", [] {
+    py::list out;
+    for (const auto& d : culina::gpu::devices()) {
+      py::dict info;
+      info["ordinal"] = d.ordinal;
+      info["name"] = d.name;
+      info["capability"] = py::make_tuple(d.major, d.minor);
+      info["supported"] = d.supported;
+      info["binary_version"] = d.binary_version;
+      info["error"] = d.error;
+      out.append(info);
+    }
+    return out;
+  });
+  m.attr("MAX_HEAD_DIM") = culina::kMaxHeadDim;
+  m.attr("MAX_HEADS") = culina::kMaxHeads;
+}

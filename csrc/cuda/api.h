@@ -1,0 +1,42 @@
+// What the bindings may ask of the GPU back end. Implemented by the .cu files, or by
+// gpu_unavailable.cpp in a CPU-only build; no CUDA header leaks into the bindings.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/problem.h"
+
+namespace culina::gpu {
+
+struct DeviceInfo {
+  int ordinal = 0;
+  std::string name;
+  int major = 0, minor = 0;
+  // Whether this binary holds code the device can run (SASS for it, or PTX it can JIT).
+  bool supported = false;
+  // Architecture of the code the device would run (e.g. 90), or 0 when unsupported.
+  int binary_version = 0;
+  // CUDA's own reason when the device cannot run this binary.
+  std::string error;
+};
+
+// The device cannot run any code in this binary; the Python side turns it into
+// culina.UnsupportedDeviceError with the build record.
+struct UnsupportedDevice : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+bool built_with_cuda();
+// nvcc's __CUDA_ARCH_LIST__ as compiled into this binary ("750,800,900"); empty if CPU-only.
+std::string compiled_arch_list();
+// The CUDA version the driver supports as 1000*major + 10*minor; 0 when no driver loads.
+int driver_version();
+std::vector<DeviceInfo> devices();
+// Runs the problem on `device`, ordered on `stream` (a cudaStream_t as an integer; 0 is the
+// legacy default stream). Returns once the work is queued.
+void linear_attention(const Problem& problem, int device, uintptr_t stream);
+
+}  // namespace culina::gpu

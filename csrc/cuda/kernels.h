@@ -1,0 +1,36 @@
+// Kernel launchers shared between the dispatch (launch.cu) and the kernel files.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "common/problem.h"
+
+namespace culina::gpu {
+
+// Everything a kernel needs, passed by value (the decay table rides in parameter space,
+// so a call needs no host-to-device copy).
+struct KernelParams {
+  const void* q;
+  const void* k;
+  const void* v;
+  void* out;
+  const float* initial_state;
+  float* final_state;
+  int heads, seq_len, dk, dv;
+  float scale;
+  float log2_decay[kMaxHeads];
+};
+
+// Any head sizes up to kMaxHeadDim, every dtype, every architecture (CUDA cores, fp32 math).
+cudaError_t launch_generic(const KernelParams& params, int batch, DType dtype, cudaStream_t stream);
+// Tensor-core path: fp16/bf16, dk in {64, 128, 256}, dv a multiple of 64, 16-byte aligned
+// rows; code exists only for sm_80 and newer (__CUDA_ARCH__), so the caller must check the
+// binary version the device runs and the shared memory it grants (mma_shared_bytes).
+bool mma_handles(const Problem& problem);
+size_t mma_shared_bytes(int dk);
+cudaError_t launch_mma(const KernelParams& params, int batch, DType dtype, cudaStream_t stream);
+// Attributes of the generic kernel for the current device: binaryVersion says which of the
+// binary's architectures the device runs (cudaErrorNoKernelImageForDevice when none).
+cudaError_t generic_kernel_attributes(cudaFuncAttributes* attributes);
+
+}  // namespace culina::gpu

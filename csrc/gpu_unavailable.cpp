@@ -1,0 +1,21 @@
+// The GPU back end of a CPU-only build (no nvcc at build time): it reports no devices and
+// refuses GPU work with the way to get a build that has it.
+#ifdef CULINA_CPU_ONLY
+#include "cuda/api.h"
+
+namespace culina::gpu {
+
+bool built_with_cuda() { return false; }
+std::string compiled_arch_list() { return {}; }
+int driver_version() { return 0; }
+std::vector<DeviceInfo> devices() { return {}; }
+
+void linear_attention(const Problem&, int, uintptr_t) {
+  throw UnsupportedDevice(
+      "this culina was built without CUDA (no nvcc at build time), so it runs NumPy arrays "
+      "only: install a CUDA toolkit and rebuild (pip install --no-binary culina culina), or "
+      "install a GPU wheel");
+}
+
+}  // namespace culina::gpu
+#endif

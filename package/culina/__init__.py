@@ -1,0 +1,13 @@
+"""culina: causal linear attention with per-head decay, on CUDA GPUs and on the CPU."""
+from importlib import metadata as _metadata
+
+from ._api import linear_attention
+from ._build import build_record
+from .errors import UnsupportedDeviceError
+
+try:
+    __version__ = _metadata.version("culina")
+except _metadata.PackageNotFoundError:  # an in-place build that pip never installed
+    __version__ = "0.1.0+local"
+
+__all__ = ["linear_attention", "build_record", "UnsupportedDeviceError", "__version__"]

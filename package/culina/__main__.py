@@ -1,0 +1,73 @@
+"""`python -m culina info [--json]`: what this copy is and which GPUs here it can serve."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from . import __version__, _C, _build
+
+
+def gather() -> dict:
+    record = _build.build_record()
+    driver = _C.driver_version()
+    devices = []
+    for info in _C.devices():
+        major, minor = info["capability"]
+        entry = {"index": info["ordinal"], "name": info["name"], "capability": f"{major}.{minor}",
+                 "supported": info["supported"]}
+        if info["supported"]:
+            bv = info["binary_version"]
+            entry["runs"] = f"sm_{bv} code" if bv else "unknown"
+        else:
+            entry["reason"] = info["error"]
+            entry["fix"] = _build.how_to_fit((major, minor))
+        devices.append(entry)
+    return {
+        "version": __version__,
+        "build": record,
+        "binary_arch_list": _C.compiled_arch_list() or None,
+        "driver_cuda_version": f"{driver // 1000}.{driver % 1000 // 10}" if driver else None,
+        "gpus": devices,
+    }
+
+
+def render(facts: dict) -> str:
+    record = facts["build"]
+    lines = [f"culina {facts['version']}"]
+    if record.get("kind") == "unknown":
+        lines.append(f"  build:   unknown ({record['note']})")
+    else:
+        how = {"local": "local build", "release": "release wheel"}.get(record["kind"], record["kind"])
+        lines.append(f"  build:   {how}, variant {record.get('variant')}"
+                     + (" (CPU only)" if record.get("cpu_only") else ""))
+        if not record.get("cpu_only"):
+            lines.append(f"  CUDA:    {record.get('cuda_version')} (nvcc {record.get('nvcc_version')})")
+            lines.append(f"  archs:   {_build.describe_archs(record)}")
+        lines.append(f"  compiler: {record.get('compiler')}")
+    if facts["binary_arch_list"]:
+        lines.append(f"  binary:  __CUDA_ARCH_LIST__ = {facts['binary_arch_list']}")
+    lines.append(f"  driver:  " + (f"supports CUDA {facts['driver_cuda_version']}"
+                                   if facts["driver_cuda_version"] else "none found"))
+    if not facts["gpus"]:
+        lines.append("  GPUs:    none visible (NumPy arrays still run on the CPU)")
+    for gpu in facts["gpus"]:
+        status = (f"supported ({gpu['runs']})" if gpu["supported"]
+                  else f"NOT supported: {gpu['reason']}; {gpu['fix']}")
+        lines.append(f"  GPU {gpu['index']}:   {gpu['name']}, compute capability {gpu['capability']}: {status}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m culina")
+    sub = parser.add_subparsers(dest="command", required=True)
+    info = sub.add_parser("info", help="version, how this copy was built, and the GPUs it can serve")
+    info.add_argument("--json", action="store_true", help="machine-readable output")
+    args = parser.parse_args(argv)
+    facts = gather()
+    print(json.dumps(facts, indent=2) if args.json else render(facts))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

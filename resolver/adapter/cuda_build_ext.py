@@ -1,0 +1,278 @@
+"""setuptools `build_ext` that compiles an extension's `.cu` sources with nvcc.
+
+One job: turn the extension's CUDA sources into objects for the requested architectures,
+link the CUDA runtime statically (so the module loads with no driver installed), and write
+the build record `_build_info.json` next to the built module. With no nvcc it builds the
+C++ sources alone, defines CULINA_CPU_ONLY, and says so loudly.
+
+Environment: CULINA_CUDA_ARCHS (`native`, `all`, or a list such as `8.0;9.0;10.0+PTX`,
+`80;90`, `9.0a`), CULINA_MAX_JOBS or MAX_JOBS (parallel nvcc jobs), CUDA_HOME / CUDA_PATH.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from setuptools.command.build_ext import build_ext
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10 has no tomllib; pip's vendored copy reads the same files.
+    from pip._vendor import tomli as tomllib
+
+ARCHS_VAR = "CULINA_CUDA_ARCHS"
+ACCEPTED_ARCHS = "'native', 'all', or a list such as '8.0;9.0;10.0+PTX', '80;90' or '9.0a'"
+BUILD_RECORD = "_build_info.json"
+
+
+class BuildError(RuntimeError):
+    """A build setting or tool that cannot be used; the message says which and what to do."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Arch:
+    """One target: compute capability digits ("90"), suffix ("", "a", "f"), PTX or SASS."""
+
+    digits: str
+    suffix: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.digits[:-1]}.{self.digits[-1]}{self.suffix}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Toolkit:
+    root: Path
+    nvcc: Path
+    version: str  # release, "13.0"
+    full_version: str  # "13.0.88"
+
+    @property
+    def major(self) -> int:
+        return int(self.version.split(".")[0])
+
+    def cudart_static(self) -> Path:
+        for lib in ("lib64", "lib", "targets/x86_64-linux/lib", "targets/sbsa-linux/lib"):
+            candidate = self.root / lib / "libcudart_static.a"
+            if candidate.exists():
+                return candidate
+        raise BuildError(f"libcudart_static.a not found under {self.root}: the CUDA toolkit there "
+                         "is incomplete; install the toolkit's cudart development files")
+
+
+def find_toolkit() -> Toolkit | None:
+    """nvcc from CUDA_HOME, CUDA_PATH, PATH, then /usr/local/cuda; None when there is none."""
+    candidates = []
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(var):
+            nvcc = Path(os.environ[var]) / "bin" / "nvcc"
+            if not nvcc.exists():
+                raise BuildError(f"{var}={os.environ[var]} has no bin/nvcc: point {var} at a CUDA "
+                                 f"toolkit root (the folder holding bin/nvcc), or unset it")
+            candidates.append(nvcc)
+    on_path = shutil.which("nvcc")
+    if on_path:
+        candidates.append(Path(on_path))
+    candidates.append(Path("/usr/local/cuda/bin/nvcc"))
+    for nvcc in candidates:
+        if nvcc.exists():
+            nvcc = nvcc.resolve()
+            out = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True,
+                                 check=True).stdout
+            match = re.search(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)", out)
+            if not match:
+                raise BuildError(f"cannot read the version from `{nvcc} --version`:\n{out}")
+            return Toolkit(nvcc.parent.parent, nvcc, match.group(1), match.group(2))
+    return None
+
+
+def release_archs() -> str:
+    """The `[tool.culina] release_archs` list from pyproject.toml: what `all` means."""
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    with open(pyproject, "rb") as fh:
+        return tomllib.load(fh)["tool"]["culina"]["release_archs"]
+
+
+def native_archs() -> str:
+    """The compute capabilities of the GPUs visible here, as a list for parse_archs."""
+    smi = shutil.which("nvidia-smi")
+    out = ""
+    if smi:
+        out = subprocess.run([smi, "--query-gpu=compute_cap", "--format=csv,noheader"],
+                             capture_output=True, text=True).stdout
+    caps = sorted({line.strip() for line in out.splitlines() if line.strip()})
+    if not caps:
+        raise BuildError(f"{ARCHS_VAR}=native but no GPU is visible here (nvidia-smi "
+                         f"{'found none' if smi else 'is not installed'}): name the architectures "
+                         f"instead, e.g. {ARCHS_VAR}='8.0;9.0', or use {ARCHS_VAR}=all")
+    return ";".join(caps)
+
+
+def supported_digits(toolkit: Toolkit) -> list[str]:
+    out = subprocess.run([str(toolkit.nvcc), "--list-gpu-arch"], capture_output=True, text=True,
+                         check=True).stdout
+    return sorted({m for m in re.findall(r"compute_(\d+)", out)}, key=int)
+
+
+def parse_archs(value: str, toolkit: Toolkit) -> tuple[list[Arch], list[Arch]]:
+    """(SASS targets, PTX targets) from a CULINA_CUDA_ARCHS value."""
+    spec = value.strip()
+    if spec == "all":
+        spec = release_archs()
+    elif spec == "native":
+        spec = native_archs()
+    known = supported_digits(toolkit)
+
+    def fail(why: str) -> BuildError:
+        return BuildError(f"{ARCHS_VAR}={value!r}: {why}. Accepted: {ACCEPTED_ARCHS}; nvcc "
+                          f"{toolkit.version} targets {', '.join(d[:-1] + '.' + d[-1] for d in known)}")
+
+    sass: list[Arch] = []
+    ptx: list[Arch] = []
+    entries = [e for e in re.split(r"[;,\s]+", spec) if e]
+    if not entries:
+        raise fail("the list is empty")
+    for entry in entries:
+        match = re.fullmatch(r"(\d+)(?:\.(\d))?([af]?)(\+PTX)?", entry, re.IGNORECASE)
+        if not match:
+            raise fail(f"{entry!r} is not an architecture")
+        major, minor, suffix, want_ptx = match.groups()
+        digits = major + minor if minor is not None else major
+        if len(digits) < 2:
+            raise fail(f"{entry!r} is not an architecture (write 8.0 or 80)")
+        suffix = suffix.lower()
+        if digits not in known:
+            raise fail(f"{entry!r} is not an architecture nvcc {toolkit.version} can target")
+        if suffix == "a" and int(digits) < 90 or suffix == "f" and int(digits) < 100:
+            raise fail(f"{entry!r}: the '{suffix}' variants exist from "
+                       f"{'9.0' if suffix == 'a' else '10.0'} on")
+        arch = Arch(digits, suffix)
+        if arch not in sass:
+            sass.append(arch)
+        if want_ptx and arch not in ptx:
+            ptx.append(arch)
+    return sass, ptx
+
+
+def gencode_flags(sass: list[Arch], ptx: list[Arch]) -> list[str]:
+    flags = [f"-gencode=arch=compute_{a.digits}{a.suffix},code=sm_{a.digits}{a.suffix}" for a in sass]
+    flags += [f"-gencode=arch=compute_{a.digits}{a.suffix},code=compute_{a.digits}{a.suffix}"
+              for a in ptx]
+    return flags
+
+
+def max_jobs() -> int:
+    for var in ("CULINA_MAX_JOBS", "MAX_JOBS"):
+        value = os.environ.get(var)
+        if value:
+            if not value.isdigit() or int(value) < 1:
+                raise BuildError(f"{var}={value!r}: expected a positive whole number of "
+                                 f"parallel compile jobs, e.g. {var}=4")
+            return int(value)
+    return max(1, os.cpu_count() or 1)
+
+
+def say(message: str) -> None:
+    print(f"[culina build] {message}", file=sys.stderr, flush=True)
+
+
+class CudaBuildExt(build_ext):
+    """build_ext for extensions whose sources mix .cpp and .cu files."""
+
+    def build_extension(self, ext):
+        toolkit = find_toolkit()
+        cu_sources = [s for s in ext.sources if s.endswith(".cu")]
+        ext.sources = [s for s in ext.sources if not s.endswith(".cu")]
+        record = {"kind": "local", "variant": "null", "cpu_only": True, "cuda_version": None,
+                  "nvcc_version": None, "sass_archs": [], "ptx_archs": [],
+                  "compiler": compiler_version(self.compiler.compiler_so[0])}
+        if toolkit is None:
+            say("=" * 72)
+            say("no nvcc found (CUDA_HOME, CUDA_PATH, PATH, /usr/local/cuda): building the CPU-ONLY")
+            say("module. GPU arrays will be refused; install a CUDA toolkit and rebuild for GPUs.")
+            say("=" * 72)
+            ext.define_macros.append(("CULINA_CPU_ONLY", "1"))
+        else:
+            sass, ptx = parse_archs(os.environ.get(ARCHS_VAR, "all"), toolkit)
+            say(f"nvcc {toolkit.full_version} at {toolkit.nvcc}; SASS {[a.label for a in sass]}, "
+                f"PTX {[a.label for a in ptx]}")
+            ext.extra_objects += self._compile_cuda(ext, toolkit, cu_sources, sass, ptx)
+            ext.extra_link_args += [str(toolkit.cudart_static()), "-lrt", "-lpthread", "-ldl"]
+            record.update(variant=f"cu{toolkit.version.replace('.', '')}", cpu_only=False,
+                          cuda_version=toolkit.version, nvcc_version=toolkit.full_version,
+                          sass_archs=[a.label for a in sass], ptx_archs=[a.label for a in ptx])
+        super().build_extension(ext)
+        # Beside the module in the build tree (what a wheel packs); copy_extensions_to_source
+        # carries it into the source tree for in-place builds.
+        out = Path(self.build_lib, *ext.name.split(".")[:-1], BUILD_RECORD)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(record, indent=2) + "\n")
+        say(f"build record: {out}")
+
+    def copy_extensions_to_source(self):
+        super().copy_extensions_to_source()
+        build_py = self.get_finalized_command("build_py")
+        for ext in self.extensions:
+            package = ".".join(ext.name.split(".")[:-1])
+            source = Path(self.build_lib, *package.split("."), BUILD_RECORD)
+            target = Path(build_py.get_package_dir(package), BUILD_RECORD)
+            self.copy_file(str(source), str(target), level=self.verbose)
+
+    def _compile_cuda(self, ext, toolkit, sources, sass, ptx) -> list[str]:
+        flags = ["-O3", "-std=c++17", "-Xcompiler", "-fPIC", "-Xfatbin=-compress-all",
+                 "-DNDEBUG", *[f"-I{d}" for d in ext.include_dirs],
+                 *[f"-D{name}={value}" if value is not None else f"-D{name}"
+                   for name, value in ext.define_macros],
+                 *gencode_flags(sass, ptx)]
+        headers = [str(p) for d in ext.include_dirs for p in Path(d).rglob("*.h")]
+        newest_input = max((os.path.getmtime(p) for p in headers), default=0.0)
+        tag = hashlib.sha256(" ".join([str(toolkit.nvcc), *flags]).encode()).hexdigest()[:12]
+        objects = [Path(self.build_temp) / "cuda" / tag /
+                   (Path(src).with_suffix("").as_posix().replace("/", "_") + ".o") for src in sources]
+        jobs = []
+        for src, obj in zip(sources, objects):
+            if obj.exists() and obj.stat().st_mtime > max(newest_input, os.path.getmtime(src)):
+                say(f"up to date: {src}")
+            else:
+                jobs.append((src, obj))
+        count = len(jobs)
+
+        def compile_one(job):
+            src, obj = job
+            obj.parent.mkdir(parents=True, exist_ok=True)
+            start = time.monotonic()
+            cmd = [str(toolkit.nvcc), *flags, "-c", src, "-o", str(obj)]
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            return src, proc, time.monotonic() - start, cmd
+
+        workers = min(max_jobs(), max(1, count))
+        if count:
+            say(f"compiling {count} CUDA source(s) with {workers} job(s)")
+        done = 0
+        with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+            for src, proc, seconds, cmd in pool.map(compile_one, jobs):
+                done += 1
+                if proc.returncode != 0:
+                    raise BuildError(f"nvcc failed on {src} (exit {proc.returncode}):\n"
+                                     f"{' '.join(cmd)}\n{proc.stdout}{proc.stderr}")
+                say(f"[{done}/{count}] {src} ({seconds:.1f} s)")
+        ext.depends = [*ext.depends, *sources, *headers]
+        return [str(obj) for obj in objects]
+
+
+def compiler_version(executable: str) -> str:
+    try:
+        out = subprocess.run([executable, "--version"], capture_output=True, text=True).stdout
+    except OSError:
+        return executable
+    return out.splitlines()[0].strip() if out else executable

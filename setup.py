@@ -1,0 +1,24 @@
+"""Declares the culina extension; the resolver's adapter compiles its CUDA sources."""
+import sys
+from pathlib import Path
+
+import pybind11
+from setuptools import Extension, setup
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT / "resolver" / "adapter"))
+from cuda_build_ext import CudaBuildExt  # noqa: E402
+
+sources = sorted(p.relative_to(ROOT).as_posix()
+                 for pattern in ("*.cpp", "*.cu") for p in (ROOT / "csrc").rglob(pattern))
+
+setup(
+    ext_modules=[Extension(
+        "culina._C",
+        sources=sources,
+        include_dirs=["csrc", pybind11.get_include()],
+        language="c++",
+        extra_compile_args=["-O3", "-std=c++17", "-fvisibility=hidden"],
+    )],
+    cmdclass={"build_ext": CudaBuildExt},
+)
