@@ -1,12 +1,116 @@
+// `culina-resolver fetch`: download and verify one wheel of the manifest into the cache and
+// print its path. Exit 0 with the path on stdout; 1 when the fetch failed; 2 for bad usage or
+// settings. Everything else goes to stderr.
+#include <unistd.h>
+
 #include <iostream>
+#include <optional>
 
 #include "cli/commands.h"
+#include "common/text.h"
+#include "fetch/fetch_error.h"
+#include "fetch/fetch_wheel.h"
+#include "manifest/manifest.h"
 
 namespace culina::cli {
+namespace {
 
-int fetch_command(const Args&) {
-    std::cerr << "culina-resolver fetch: not built yet\n";
+constexpr const char* kUsage =
+    "usage: culina-resolver fetch --manifest FILE --file WHEEL [--base-url URL] [--cache-dir DIR] [--allow-http]\n"
+    "  --manifest FILE   release-manifest.json holding WHEEL's sha256 and size\n"
+    "  --file WHEEL      the asset to fetch, as named in the manifest\n"
+    "  --base-url URL    where the release assets are (default: CULINA_RELEASE_URL); fetches <URL>/<WHEEL>\n"
+    "  --cache-dir DIR   cache root (default: CULINA_CACHE_DIR, $XDG_CACHE_HOME/culina, ~/.cache/culina)\n"
+    "  --allow-http      permit plain http beyond loopback: only when the manifest came inside the sdist\n";
+
+struct FetchArgs {
+    std::string manifest;
+    std::string file;
+    std::optional<std::string> base_url;
+    std::optional<std::string> cache_dir;
+    bool allow_http = false;
+};
+
+int usage_error(const std::string& message) {
+    std::cerr << "culina-resolver fetch: " << message << "\n" << kUsage;
     return 2;
+}
+
+void log_line(const std::string& message) { std::cerr << "culina-resolver fetch: " << message << "\n"; }
+
+}  // namespace
+
+int fetch_command(const Args& args) {
+    FetchArgs parsed;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& flag = args[i];
+        if (flag == "--help" || flag == "-h") {
+            std::cout << kUsage;
+            return 0;
+        }
+        if (flag == "--allow-http") {
+            parsed.allow_http = true;
+            continue;
+        }
+        if (flag != "--manifest" && flag != "--file" && flag != "--base-url" && flag != "--cache-dir") {
+            return usage_error("unknown option '" + flag + "'");
+        }
+        if (i + 1 == args.size()) return usage_error(flag + " needs a value");
+        const std::string& value = args[++i];
+        if (flag == "--manifest") parsed.manifest = value;
+        if (flag == "--file") parsed.file = value;
+        if (flag == "--base-url") parsed.base_url = value;
+        if (flag == "--cache-dir") parsed.cache_dir = value;
+    }
+    if (parsed.manifest.empty()) return usage_error("--manifest is required");
+    if (parsed.file.empty()) return usage_error("--file is required");
+    if (!parsed.base_url) parsed.base_url = get_env("CULINA_RELEASE_URL");
+    if (!parsed.base_url || parsed.base_url->empty()) {
+        return usage_error("no release URL: pass --base-url or set CULINA_RELEASE_URL");
+    }
+
+    try {
+        const Manifest manifest = load_manifest(parsed.manifest);
+        const WheelEntry* entry = nullptr;
+        for (const WheelEntry& wheel : manifest.wheels) {
+            if (wheel.file == parsed.file) entry = &wheel;
+        }
+        if (entry == nullptr) {
+            std::cerr << "culina-resolver fetch: " << parsed.manifest << " lists no wheel named '" << parsed.file
+                      << "' (it lists " << manifest.wheels.size() << "); pass one of its \"file\" values\n";
+            return 2;
+        }
+        std::string base = *parsed.base_url;
+        while (!base.empty() && base.back() == '/') base.pop_back();
+
+        fetch::FetchOptions options;
+        options.settings = fetch::fetch_settings_from_environment();
+        if (parsed.cache_dir) {
+            std::vector<std::string> notes;
+            options.settings.cache_root = fetch::resolve_cache_root(
+                [&](const char* name) -> std::optional<std::string> {
+                    if (std::string(name) == "CULINA_CACHE_DIR") return parsed.cache_dir;
+                    return std::nullopt;
+                },
+                notes);
+        }
+        options.allow_http = parsed.allow_http;
+        options.log = log_line;
+        options.progress_out = &std::cerr;
+        options.progress_redraw = ::isatty(STDERR_FILENO) == 1;
+        for (const std::string& note : options.settings.notes) log_line(note);
+
+        const fetch::WheelExpectation expected{base + "/" + entry->file, entry->file,    entry->sha256,
+                                               entry->size,             manifest.name, manifest.version};
+        std::cout << fetch::fetch_wheel(expected, options) << "\n";
+        return 0;
+    } catch (const ManifestError& error) {
+        std::cerr << "culina-resolver fetch: " << error.what() << "\n";
+        return 2;
+    } catch (const fetch::FetchError& error) {
+        std::cerr << "culina-resolver fetch: " << error.what() << "\n";
+        return error.kind == fetch::FetchError::Kind::configuration ? 2 : 1;
+    }
 }
 
 }  // namespace culina::cli

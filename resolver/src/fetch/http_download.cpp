@@ -1,0 +1,393 @@
+#include "fetch/http_download.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <random>
+#include <thread>
+
+#include "fetch/curl_library.h"
+#include "fetch/fetch_error.h"
+#include "fetch/retry_policy.h"
+#include "fetch/sha256.h"
+#include "fetch/url_policy.h"
+
+namespace culina::fetch {
+namespace {
+
+constexpr int kMaxRedirects = 10;
+constexpr std::size_t kErrorBodyLimit = 2048;
+
+using Clock = std::chrono::steady_clock;
+
+// The part file and the digest of exactly the bytes it holds.
+class PartFile {
+public:
+    explicit PartFile(const std::string& path) : path_(path) {
+        fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd_ < 0) fail("open");
+        struct stat info {};
+        if (::fstat(fd_, &info) != 0) fail("stat");
+        size_ = static_cast<std::uint64_t>(info.st_size);
+        rehash();
+    }
+    ~PartFile() { ::close(fd_); }
+    PartFile(const PartFile&) = delete;
+    PartFile& operator=(const PartFile&) = delete;
+
+    std::uint64_t size() const { return size_; }
+
+    void truncate() {
+        if (::ftruncate(fd_, 0) != 0) fail("truncate");
+        if (::lseek(fd_, 0, SEEK_SET) != 0) fail("seek in");
+        size_ = 0;
+        hasher_.reset();
+    }
+
+    // False (with errno) when the disk refuses the bytes.
+    bool append(const char* data, std::size_t count) {
+        hasher_.update(data, count);
+        size_ += count;
+        while (count > 0) {
+            const ssize_t written = ::write(fd_, data, count);
+            if (written < 0) {
+                if (errno == EINTR) continue;
+                return false;
+            }
+            data += written;
+            count -= static_cast<std::size_t>(written);
+        }
+        return true;
+    }
+
+    std::string finish_hex() { return hasher_.finish_hex(); }
+
+private:
+    // A prefix left by an interrupted run is hashed once, so that resuming continues the digest.
+    void rehash() {
+        std::string chunk(1 << 20, '\0');
+        std::uint64_t left = size_;
+        while (left > 0) {
+            const ssize_t got = ::read(fd_, chunk.data(), std::min<std::uint64_t>(chunk.size(), left));
+            if (got < 0 && errno == EINTR) continue;
+            if (got <= 0) fail("read");
+            hasher_.update(chunk.data(), static_cast<std::size_t>(got));
+            left -= static_cast<std::uint64_t>(got);
+        }
+    }
+
+    [[noreturn]] void fail(const char* what) const {
+        throw FetchError(FetchError::Kind::local, std::string("cannot ") + what + " the partial download " + path_ +
+                                                      ": " + std::strerror(errno) +
+                                                      "; check the cache folder (CULINA_CACHE_DIR) is writable");
+    }
+
+    std::string path_;
+    int fd_ = -1;
+    std::uint64_t size_ = 0;
+    Sha256 hasher_;
+};
+
+// State shared with libcurl's callbacks during one request.
+struct Transfer {
+    Transfer(PartFile& part, std::uint64_t expected_size, Progress& progress, std::uint64_t& session_received,
+             int timeout_seconds)
+        : part(part),
+          expected_size(expected_size),
+          progress(progress),
+          session_received(session_received),
+          timeout_seconds(timeout_seconds) {}
+
+    PartFile& part;
+    const std::uint64_t expected_size;
+    Progress& progress;
+    std::uint64_t& session_received;
+    const int timeout_seconds;
+
+    long status = 0;
+    bool body_to_file = false;
+    bool restarted = false;  // the server ignored Range and sent the whole asset
+    std::optional<std::uint64_t> content_range_start;
+    std::string error_body;
+    bool oversize = false;
+    bool range_mismatch = false;
+    int write_errno = 0;
+    bool stalled = false;
+    curl::OffT last_seen = -1;
+    Clock::time_point last_progress = Clock::now();
+};
+
+bool header_is(const std::string& line, const char* name) {
+    const std::size_t length = std::strlen(name);
+    return line.size() > length && strncasecmp(line.c_str(), name, length) == 0;
+}
+
+std::size_t on_header(char* data, std::size_t size, std::size_t count, void* user) {
+    auto& transfer = *static_cast<Transfer*>(user);
+    const std::size_t bytes = size * count;
+    const std::string line(data, bytes);
+    if (line.rfind("HTTP/", 0) == 0) {
+        const std::size_t space = line.find(' ');
+        transfer.status = space == std::string::npos ? 0 : std::strtol(line.c_str() + space + 1, nullptr, 10);
+        transfer.content_range_start.reset();
+    } else if (header_is(line, "content-range:")) {
+        const std::size_t digits = line.find_first_of("0123456789");
+        if (digits != std::string::npos) transfer.content_range_start = std::strtoull(line.c_str() + digits, nullptr, 10);
+    } else if (line == "\r\n" || line == "\n") {
+        const bool body_is_asset = transfer.status == 200 || transfer.status == 206;
+        transfer.body_to_file = body_is_asset;
+        if (transfer.status == 200 && transfer.part.size() > 0) {
+            transfer.part.truncate();
+            transfer.restarted = true;
+        }
+        if (transfer.status == 206 && transfer.content_range_start != transfer.part.size()) {
+            transfer.range_mismatch = true;
+            return 0;
+        }
+    }
+    return bytes;
+}
+
+std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user) {
+    auto& transfer = *static_cast<Transfer*>(user);
+    const std::size_t bytes = size * count;
+    if (!transfer.body_to_file) {
+        transfer.error_body.append(data, std::min(bytes, kErrorBodyLimit - std::min(kErrorBodyLimit, transfer.error_body.size())));
+        return bytes;
+    }
+    if (transfer.part.size() + bytes > transfer.expected_size) {
+        transfer.oversize = true;
+        return 0;
+    }
+    if (!transfer.part.append(data, bytes)) {
+        transfer.write_errno = errno;
+        return 0;
+    }
+    transfer.session_received += bytes;
+    return bytes;
+}
+
+int on_progress(void* user, curl::OffT, curl::OffT now, curl::OffT, curl::OffT) {
+    auto& transfer = *static_cast<Transfer*>(user);
+    const Clock::time_point time = Clock::now();
+    if (now != transfer.last_seen) {
+        transfer.last_seen = now;
+        transfer.last_progress = time;
+    } else if (time - transfer.last_progress >= std::chrono::seconds(transfer.timeout_seconds)) {
+        transfer.stalled = true;
+        return 1;
+    }
+    if (transfer.body_to_file) transfer.progress.update(transfer.part.size(), transfer.session_received);
+    return 0;
+}
+
+struct AttemptFailure {
+    bool transient;
+    FetchError::Kind kind;
+    std::string reason;
+};
+
+std::string status_hint(long status) {
+    if (status == 404) {
+        return ": the server has no such asset; check the base URL (--base-url or CULINA_RELEASE_URL) and that "
+               "the release holds this file";
+    }
+    if (status == 401 || status == 403) {
+        return ": access denied; check the base URL, and the proxy settings (https_proxy, no_proxy)";
+    }
+    return "";
+}
+
+std::string body_excerpt(const std::string& body) {
+    std::string excerpt;
+    for (char c : body.substr(0, 200)) excerpt.push_back(c == '\n' || c == '\r' ? ' ' : c);
+    return excerpt.empty() ? "" : " (server said: " + excerpt + ")";
+}
+
+class Downloader {
+public:
+    Downloader(const DownloadRequest& request, Progress& progress, const Log& log)
+        : request_(request), progress_(progress), log_(log), part_(request.part_path) {}
+
+    DownloadResult run() {
+        DownloadResult result;
+        const int attempts = request_.retries + 1;
+        std::mt19937 random(std::random_device{}());
+        for (int attempt = 1;; ++attempt) {
+            result.attempts = attempt;
+            if (part_.size() > request_.expected_size) {
+                say("the partial download holds more bytes than the asset's size: starting over");
+                part_.truncate();
+            }
+            if (part_.size() == request_.expected_size) break;
+            if (part_.size() > 0) {
+                say("resuming at byte " + std::to_string(part_.size()) + " of " +
+                    std::to_string(request_.expected_size) + " with a Range request");
+            }
+            const std::optional<AttemptFailure> failure = attempt_once();
+            if (!failure) break;
+            if (!failure->transient) throw FetchError(failure->kind, failure->reason);
+            if (attempt == attempts) {
+                throw FetchError(failure->kind,
+                                 "gave up after " + std::to_string(attempts) + " attempt" + (attempts > 1 ? "s" : "") +
+                                     "; the last one failed: " + failure->reason +
+                                     ". Check the network and proxy (https_proxy, no_proxy), or raise CULINA_RETRIES "
+                                     "(now " + std::to_string(request_.retries) + ") or CULINA_TIMEOUT (now " +
+                                     std::to_string(request_.timeout_seconds) + " s)");
+            }
+            const double delay = backoff_seconds(attempt, std::uniform_real_distribution<double>(0.0, 1.0)(random));
+            char seconds[16];
+            std::snprintf(seconds, sizeof seconds, "%.1f", delay);
+            say("attempt " + std::to_string(attempt) + " of " + std::to_string(attempts) + " failed: " +
+                failure->reason + "; transient, retrying in " + seconds + " s");
+            std::this_thread::sleep_for(std::chrono::duration<double>(delay));
+        }
+        result.sha256 = part_.finish_hex();
+        result.received = session_received_;
+        return result;
+    }
+
+private:
+    void say(const std::string& message) {
+        progress_.interrupt();
+        log_(message);
+    }
+
+    // One attempt: the request and the redirects it leads to.
+    std::optional<AttemptFailure> attempt_once() {
+        std::string url = request_.url;
+        for (int hop = 0;; ++hop) {
+            Transfer transfer(part_, request_.expected_size, progress_, session_received_, request_.timeout_seconds);
+            curl::Easy easy;
+            char error_buffer[curl::ERROR_SIZE] = "";
+            const std::string range = std::to_string(part_.size()) + "-";
+            configure(easy, url, transfer, error_buffer, part_.size() > 0 ? range.c_str() : nullptr);
+            const int code = curl::library().easy_perform(easy.get());
+            if (transfer.restarted) say("the server ignored the Range request and sent the whole asset: starting over");
+            const long status = easy.response_code();
+            if (code == curl::OK && status >= 300 && status < 400) {
+                const std::string next = easy.redirect_url();
+                if (next.empty()) return permanent(FetchError::Kind::network, "HTTP " + std::to_string(status) + " without a Location from " + url);
+                if (hop == kMaxRedirects) {
+                    return permanent(FetchError::Kind::network, "more than " + std::to_string(kMaxRedirects) +
+                                                                    " redirects starting at " + request_.url);
+                }
+                if (const auto refusal = redirect_refusal(url, next, request_.allow_http)) {
+                    return permanent(FetchError::Kind::network, *refusal);
+                }
+                url = next;
+                continue;
+            }
+            return judge(code, status, url, transfer, error_buffer);
+        }
+    }
+
+    void configure(curl::Easy& easy, const std::string& url, Transfer& transfer, char* error_buffer, const char* range) {
+        easy.set(curl::OPT_URL, url.c_str());
+        easy.set(curl::OPT_USERAGENT, "culina-resolver");
+        easy.set(curl::OPT_NOSIGNAL, 1L);
+        easy.set(curl::OPT_CONNECTTIMEOUT, static_cast<long>(request_.timeout_seconds));
+        // Large reads: fewer callbacks per byte on fast links.
+        easy.set(curl::OPT_BUFFERSIZE, 512L * 1024);
+        easy.set(curl::OPT_ERRORBUFFER, static_cast<void*>(error_buffer));
+        easy.set(curl::OPT_HEADERFUNCTION, &on_header);
+        easy.set(curl::OPT_HEADERDATA, static_cast<void*>(&transfer));
+        easy.set(curl::OPT_WRITEFUNCTION, &on_body);
+        easy.set(curl::OPT_WRITEDATA, static_cast<void*>(&transfer));
+        easy.set(curl::OPT_NOPROGRESS, 0L);
+        easy.set(curl::OPT_XFERINFOFUNCTION, &on_progress);
+        easy.set(curl::OPT_XFERINFODATA, static_cast<void*>(&transfer));
+        if (!request_.ca_bundle.empty()) easy.set(curl::OPT_CAINFO, request_.ca_bundle.c_str());
+        if (range != nullptr) easy.set(curl::OPT_RANGE, range);
+    }
+
+    static AttemptFailure permanent(FetchError::Kind kind, const std::string& reason) { return {false, kind, reason}; }
+    static AttemptFailure transient(const std::string& reason) { return {true, FetchError::Kind::network, reason}; }
+
+    std::optional<AttemptFailure> judge(int code, long status, const std::string& url, Transfer& transfer,
+                                        const char* error_buffer) {
+        const std::string size = std::to_string(request_.expected_size);
+        if (transfer.oversize) {
+            return permanent(FetchError::Kind::verification,
+                             "the server sent more than the manifest's size of " + size + " bytes for " + url +
+                                 ": the release asset does not match the manifest");
+        }
+        if (transfer.range_mismatch) {
+            const std::string asked = std::to_string(part_.size());
+            part_.truncate();
+            return transient("asked " + url + " for the bytes from " + asked +
+                             " on and it answered with another range; starting over");
+        }
+        if (transfer.write_errno != 0) {
+            return permanent(FetchError::Kind::local, "cannot write " + request_.part_path + ": " +
+                                                          std::strerror(transfer.write_errno) +
+                                                          "; free disk space or set CULINA_CACHE_DIR elsewhere");
+        }
+        if (transfer.stalled) {
+            return transient("no progress for " + std::to_string(request_.timeout_seconds) +
+                             " s (CULINA_TIMEOUT) from " + url);
+        }
+        if (code != curl::OK) return curl_failure(code, url, error_buffer);
+        if (status == 200 || status == 206) {
+            if (part_.size() == request_.expected_size) return std::nullopt;
+            return permanent(FetchError::Kind::verification,
+                             "the response from " + url + " ended after " + std::to_string(part_.size()) +
+                                 " bytes but the manifest's size is " + size +
+                                 ": the release asset does not match the manifest");
+        }
+        if (status == 416) {
+            return permanent(FetchError::Kind::verification,
+                             url + " cannot serve bytes from " + std::to_string(part_.size()) +
+                                 " (HTTP 416): the release asset is shorter than the manifest's size of " + size);
+        }
+        const std::string reason = "HTTP " + std::to_string(status) + " from " + url;
+        if (is_transient_http_status(status)) return transient(reason + body_excerpt(transfer.error_body));
+        return permanent(FetchError::Kind::network, reason + status_hint(status) + body_excerpt(transfer.error_body));
+    }
+
+    std::optional<AttemptFailure> curl_failure(int code, const std::string& url, const char* error_buffer) {
+        const std::string detail = std::string(*error_buffer ? error_buffer : curl::library().easy_strerror(code));
+        if (code == curl::PEER_FAILED_VERIFICATION) {
+            return permanent(FetchError::Kind::network,
+                             "the TLS certificate of " + url + " is not trusted (" + detail +
+                                 "); behind a TLS-inspecting proxy or with a private mirror, point CULINA_CA_BUNDLE to "
+                                 "its CA certificate (PEM)" +
+                                 (request_.ca_bundle.empty() ? std::string()
+                                                             : "; now trusting " + request_.ca_bundle + " from " +
+                                                                   request_.ca_bundle_source));
+        }
+        if (code == curl::SSL_CACERT_BADFILE) {
+            return permanent(FetchError::Kind::configuration,
+                             "cannot use the CA bundle " + request_.ca_bundle + " from " + request_.ca_bundle_source +
+                                 " (" + detail + "): point it to a PEM file of CA certificates");
+        }
+        const std::string reason = detail + " (libcurl error " + std::to_string(code) + ") for " + url;
+        if (is_transient_curl_code(code)) return transient(reason);
+        return permanent(FetchError::Kind::network, reason);
+    }
+
+    const DownloadRequest& request_;
+    Progress& progress_;
+    const Log& log_;
+    PartFile part_;
+    std::uint64_t session_received_ = 0;
+};
+
+}  // namespace
+
+DownloadResult download(const DownloadRequest& request, Progress& progress, const Log& log) {
+    if (const auto refusal = url_refusal(request.url, request.allow_http)) {
+        throw FetchError(FetchError::Kind::configuration, *refusal);
+    }
+    Downloader downloader(request, progress, log);
+    DownloadResult result = downloader.run();
+    progress.finish(result.received);
+    return result;
+}
+
+}  // namespace culina::fetch

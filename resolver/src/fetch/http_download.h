@@ -1,0 +1,38 @@
+// One asset over HTTP(S) into a part file: redirects checked hop by hop, a stall timeout per
+// attempt, retries with backoff for transient failures only, and Range to resume what a broken
+// attempt left. The bytes are hashed as they arrive.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "fetch/progress.h"
+
+namespace culina::fetch {
+
+struct DownloadRequest {
+    std::string url;
+    std::string part_path;  // resumed when it already holds a prefix (an interrupted earlier run)
+    std::uint64_t expected_size = 0;
+    bool allow_http = false;
+    int timeout_seconds = 30;
+    int retries = 3;
+    std::string ca_bundle;         // empty: libcurl's default store
+    std::string ca_bundle_source;  // variable that named it
+};
+
+struct DownloadResult {
+    std::string sha256;          // of the part file, which holds exactly expected_size bytes
+    std::uint64_t received = 0;  // bytes transferred over the network by this call
+    int attempts = 0;
+};
+
+using Log = std::function<void(const std::string&)>;
+
+// Throws FetchError: network (gave up, or a permanent HTTP/TLS failure), verification (the
+// server's bytes cannot be the asset: too many, too few), local (cannot write), configuration
+// (URL refused by the policy). The part file is left as it is; the caller deletes it on failure.
+DownloadResult download(const DownloadRequest& request, Progress& progress, const Log& log);
+
+}  // namespace culina::fetch

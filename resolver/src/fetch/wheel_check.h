@@ -1,0 +1,27 @@
+// Is this file the wheel we expect? A zip with exactly one top-level `*.dist-info/METADATA`
+// whose Name and Version are the project's. Catches a manifest or mirror that points at
+// another project's or another release's file even when its digest was recorded for it.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace culina::fetch {
+
+struct MetadataFields {
+    std::string name;
+    std::string version;
+};
+
+// The Name and Version headers of a core-metadata file (the header block before the first
+// blank line); empty strings for missing ones.
+MetadataFields parse_metadata_fields(const std::string& text);
+
+// PEP 503: lowercase, runs of '-', '_' and '.' become one '-'.
+std::string normalize_project_name(const std::string& name);
+
+// nullopt when the wheel matches; otherwise what is wrong with it, in words.
+std::optional<std::string> wheel_metadata_problem(const std::string& path, const std::string& project,
+                                                  const std::string& version);
+
+}  // namespace culina::fetch
