@@ -151,6 +151,9 @@ def parse_archs(value: str, toolkit: Toolkit) -> tuple[list[Arch], list[Arch]]:
         if len(digits) < 2:
             raise fail(f"{entry!r} is not an architecture (write 8.0 or 80)")
         suffix = suffix.lower()
+        if digits not in known and toolkit.major >= 13 and int(digits) < 75:
+            raise fail(f"{entry!r}: CUDA {toolkit.major} targets 7.5 and newer only; build older "
+                       "GPUs with a CUDA 12 toolkit")
         if digits not in known:
             raise fail(f"{entry!r} is not an architecture nvcc {toolkit.version} can target")
         if suffix == "a" and int(digits) < 90 or suffix == "f" and int(digits) < 100:

@@ -1,0 +1,59 @@
+"""CULINA_CUDA_ARCHS parsing in the build adapter (needs the nvcc it validates against)."""
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "resolver" / "adapter"))
+import cuda_build_ext as adapter  # noqa: E402
+
+TOOLKIT = adapter.find_toolkit()
+pytestmark = pytest.mark.skipif(TOOLKIT is None, reason="no CUDA toolkit (nvcc) on this machine")
+
+
+def labels(value):
+    sass, ptx = adapter.parse_archs(value, TOOLKIT)
+    return [a.label for a in sass], [a.label for a in ptx]
+
+
+@pytest.mark.parametrize("value,expected", [
+    ("8.0;9.0;10.0+PTX", (["8.0", "9.0", "10.0"], ["10.0"])),
+    ("80;90", (["8.0", "9.0"], [])),
+    ("9.0a", (["9.0a"], [])),
+    ("8.6, 8.6", (["8.6"], [])),
+    ("all", (["7.5", "8.0", "9.0", "10.0", "12.0"], ["12.0"])),
+])
+def test_accepted_forms(value, expected):
+    assert labels(value) == expected
+
+
+def test_gencode_flags():
+    sass, ptx = adapter.parse_archs("9.0a;12.0+PTX", TOOLKIT)
+    assert adapter.gencode_flags(sass, ptx) == [
+        "-gencode=arch=compute_90a,code=sm_90a", "-gencode=arch=compute_120,code=sm_120",
+        "-gencode=arch=compute_120,code=compute_120"]
+
+
+@pytest.mark.parametrize("value,why", [
+    ("", "the list is empty"), ("hopper", "is not an architecture"), ("9.5", "is not an architecture nvcc"),
+    ("8.0a", "variants exist from 9.0"), ("9", "write 8.0 or 80"),
+])
+def test_rejected_with_variable_value_and_accepted_forms(value, why):
+    with pytest.raises(adapter.BuildError) as err:
+        adapter.parse_archs(value, TOOLKIT)
+    text = str(err.value)
+    assert text.startswith(f"CULINA_CUDA_ARCHS={value!r}") and why in text and "Accepted: 'native'" in text
+
+
+@pytest.mark.skipif(TOOLKIT is None or TOOLKIT.major < 13, reason="needs CUDA 13, which dropped sm_70")
+def test_cuda13_refuses_pre_turing():
+    with pytest.raises(adapter.BuildError, match=r"'7.0': CUDA 13 targets 7.5 and newer only"):
+        adapter.parse_archs("7.0", TOOLKIT)
+
+
+def test_max_jobs_validated(monkeypatch):
+    monkeypatch.setenv("CULINA_MAX_JOBS", "zero")
+    with pytest.raises(adapter.BuildError, match="CULINA_MAX_JOBS='zero'"):
+        adapter.max_jobs()
+    monkeypatch.setenv("CULINA_MAX_JOBS", "3")
+    assert adapter.max_jobs() == 3

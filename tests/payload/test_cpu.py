@@ -1,0 +1,68 @@
+"""CPU reference (C++) against the NumPy recurrence in conftest.reference."""
+import numpy as np
+import pytest
+from conftest import reference
+
+import culina
+
+ml_dtypes = pytest.importorskip("ml_dtypes", reason="NumPy bfloat16 arrays need ml_dtypes")
+DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
+# ||out - ref|| / ||ref||: the output is rounded to its dtype; accumulation is fp32.
+TOLERANCE = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1e-2}
+
+
+def rel_err(out, ref):
+    out = np.asarray(out, dtype=np.float64)
+    assert np.isfinite(out).all()
+    return np.linalg.norm(out - ref) / np.linalg.norm(ref)
+
+
+def make(rng, shape, dtype):
+    return (rng.standard_normal(shape) * 0.5).astype(DTYPES[dtype])
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("use_decay", [False, True], ids=["no-decay", "decay"])
+@pytest.mark.parametrize("shape", [(2, 3, 37, 16, 24), (1, 2, 1, 8, 8), (1, 1, 130, 64, 64),
+                                   (2, 2, 65, 32, 16)], ids=lambda s: "x".join(map(str, s)))
+def test_matches_recurrence(rng, dtype, use_decay, shape):
+    b, h, t, dk, dv = shape
+    q, k = make(rng, (b, h, t, dk), dtype), make(rng, (b, h, t, dk), dtype)
+    v = make(rng, (b, h, t, dv), dtype)
+    decay = rng.uniform(0.6, 1.0, size=h) if use_decay else None
+    out, state = culina.linear_attention(q, k, v, decay, output_final_state=True)
+    ref_out, ref_state = reference(q, k, v, decay)
+    assert out.dtype == v.dtype and out.shape == (b, h, t, dv)
+    assert state.dtype == np.float32 and state.shape == (b, h, dk, dv)
+    assert rel_err(out, ref_out) < TOLERANCE[dtype]
+    assert rel_err(state, ref_state) < 1e-5
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_initial_state_and_scale(rng, dtype):
+    b, h, t, dk, dv = 2, 2, 19, 16, 32
+    q, k, v = make(rng, (b, h, t, dk), dtype), make(rng, (b, h, t, dk), dtype), make(rng, (b, h, t, dv), dtype)
+    s0 = rng.standard_normal((b, h, dk, dv)).astype(np.float32)
+    decay = [0.8, 0.95]
+    out, state = culina.linear_attention(q, k, v, decay, scale=0.3, initial_state=s0, output_final_state=True)
+    ref_out, ref_state = reference(q, k, v, decay, scale=0.3, initial_state=s0)
+    assert rel_err(out, ref_out) < TOLERANCE[dtype]
+    assert rel_err(state, ref_state) < 1e-5
+
+
+def test_chained_calls_equal_one_call(rng):
+    """Final state of the first half, fed as the initial state of the second half."""
+    q, k, v = (rng.standard_normal((1, 2, 40, 8)).astype(np.float32) for _ in range(3))
+    decay = [0.9, 0.7]
+    whole = culina.linear_attention(q, k, v, decay)
+    first, state = culina.linear_attention(q[:, :, :25].copy(), k[:, :, :25].copy(), v[:, :, :25].copy(),
+                                           decay, output_final_state=True)
+    second = culina.linear_attention(q[:, :, 25:].copy(), k[:, :, 25:].copy(), v[:, :, 25:].copy(),
+                                     decay, initial_state=state)
+    np.testing.assert_allclose(np.concatenate([first, second], axis=2), whole, rtol=1e-5, atol=1e-5)
+
+
+def test_returns_only_output_by_default(rng):
+    q = rng.standard_normal((1, 1, 4, 8)).astype(np.float32)
+    out = culina.linear_attention(q, q, q)
+    assert isinstance(out, np.ndarray) and out.shape == (1, 1, 4, 8)

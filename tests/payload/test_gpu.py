@@ -1,0 +1,140 @@
+"""GPU kernels against the CPU reference, through PyTorch (and CuPy / JAX where present).
+
+Runs only where PyTorch sees a CUDA GPU and culina was built with CUDA; elsewhere each test
+is skipped with the reason.
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import culina
+
+torch = pytest.importorskip("torch", reason="GPU tests drive culina through PyTorch, which is not installed")
+ml_dtypes = pytest.importorskip("ml_dtypes", reason="the CPU reference needs ml_dtypes for bfloat16")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA GPU visible to PyTorch", allow_module_level=True)
+if not culina.build_record().get("cpu_only") is False:
+    pytest.skip("culina was built without CUDA (CPU-only build)", allow_module_level=True)
+
+TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+NUMPY_DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
+# ||gpu - cpu|| / ||cpu||. float32 runs in fp32 on CUDA cores; the 16-bit types run on tensor
+# cores, which round the decayed attention matrix, decayed q and k and the state to 16 bits.
+TOLERANCE = {"float32": 1e-4, "float16": 5e-3, "bfloat16": 2e-2}
+# Shape classes: (B, H, T, Dk, Dv). The first three take the tensor-core path for 16-bit
+# types; the rest (odd head sizes, Dv not a multiple of 64) the generic one.
+SHAPES = [(2, 3, 300, 64, 64), (1, 2, 129, 128, 128), (1, 1, 70, 256, 128), (2, 2, 1, 64, 128),
+          (1, 2, 63, 32, 48), (1, 1, 100, 96, 40), (1, 1, 33, 256, 256), (1, 2, 65, 7, 5)]
+
+
+def to_numpy(x, dtype):
+    return x.detach().float().cpu().numpy().astype(NUMPY_DTYPES[dtype])
+
+
+def rel_err(out, ref):
+    out = np.asarray(out, dtype=np.float64)
+    ref = np.asarray(ref, dtype=np.float64)
+    assert np.isfinite(out).all(), "non-finite output"
+    return np.linalg.norm(out - ref) / np.linalg.norm(ref)
+
+
+def random_inputs(shape, dtype, seed):
+    b, h, t, dk, dv = shape
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    make = lambda *s: (torch.randn(*s, device="cuda", generator=gen) * 0.5).to(TORCH_DTYPES[dtype])
+    return make(b, h, t, dk), make(b, h, t, dk), make(b, h, t, dv)
+
+
+@pytest.mark.parametrize("dtype", list(TORCH_DTYPES))
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("mode", ["plain", "decay", "decay+state"])
+def test_gpu_matches_cpu_reference(dtype, shape, mode):
+    b, h, t, dk, dv = shape
+    q, k, v = random_inputs(shape, dtype, seed=hash((dtype, shape, mode)) % 2**31)
+    rng = np.random.default_rng(abs(hash((dtype, shape, mode))) % 2**32)
+    decay = rng.uniform(0.8, 1.0, size=h).tolist() if mode != "plain" else None
+    s0 = rng.standard_normal((b, h, dk, dv)).astype(np.float32) if mode == "decay+state" else None
+    out, state = culina.linear_attention(q, k, v, decay, initial_state=None if s0 is None else torch.from_numpy(s0).cuda(),
+                                         output_final_state=True)
+    assert isinstance(out, torch.Tensor) and out.device == q.device and out.dtype == q.dtype
+    assert out.shape == (b, h, t, dv) and state.shape == (b, h, dk, dv) and state.dtype == torch.float32
+    ref_out, ref_state = culina.linear_attention(to_numpy(q, dtype), to_numpy(k, dtype), to_numpy(v, dtype), decay,
+                                                 initial_state=s0, output_final_state=True)
+    assert rel_err(out.float().cpu().numpy(), ref_out.astype(np.float32)) < TOLERANCE[dtype]
+    assert rel_err(state.cpu().numpy(), ref_state) < TOLERANCE[dtype]
+
+
+def test_non_default_stream_is_respected():
+    """Inputs made on a side stream behind a long sleep: reading them from another stream
+    would see unfinished data."""
+    q, k, v = random_inputs((2, 4, 1024, 128, 128), "bfloat16", seed=7)
+    expected = culina.linear_attention(q, k, v, [0.95] * 4)
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(200_000_000)
+        q2, k2, v2 = q * 1, k * 1, v * 1
+        out = culina.linear_attention(q2, k2, v2, [0.95] * 4)
+    side.synchronize()
+    torch.testing.assert_close(out, expected, rtol=0, atol=0)
+
+
+def test_runs_on_a_second_device_when_present():
+    if torch.cuda.device_count() < 2:
+        pytest.skip("only one GPU")
+    q, k, v = random_inputs((1, 2, 64, 64, 64), "float16", seed=3)
+    out = culina.linear_attention(q.to("cuda:1"), k.to("cuda:1"), v.to("cuda:1"))
+    assert out.device == torch.device("cuda:1")
+    torch.testing.assert_close(out.cpu(), culina.linear_attention(q, k, v).cpu())
+
+
+def test_non_contiguous_cuda_input_is_refused():
+    q, k, v = random_inputs((1, 2, 16, 64, 64), "float16", seed=1)
+    with pytest.raises(ValueError, match=r"^q: non-contiguous layouts are not supported"):
+        culina.linear_attention(q.transpose(2, 3), k, v)
+
+
+def test_cuda_and_numpy_mixed_is_refused():
+    q, k, v = random_inputs((1, 2, 16, 64, 64), "float32", seed=1)
+    with pytest.raises(ValueError, match=r"^arrays on different devices: k is on cpu"):
+        culina.linear_attention(q, k.cpu().numpy(), v)
+
+
+def test_cupy_in_cupy_out():
+    cupy = pytest.importorskip("cupy", reason="CuPy is not installed")
+    q, k, v = random_inputs((1, 2, 100, 64, 64), "float16", seed=5)
+    out = culina.linear_attention(cupy.from_dlpack(q), cupy.from_dlpack(k), cupy.from_dlpack(v))
+    assert isinstance(out, cupy.ndarray) and out.dtype == cupy.float16
+    torch.testing.assert_close(torch.from_dlpack(out), culina.linear_attention(q, k, v), rtol=0, atol=0)
+
+
+def test_jax_in_jax_out():
+    jax = pytest.importorskip("jax", reason="JAX is not installed")
+    if not any(d.platform == "gpu" for d in jax.devices()):
+        pytest.skip("JAX sees no GPU")
+    q, k, v = random_inputs((1, 2, 100, 64, 64), "float32", seed=6)
+    torch.cuda.synchronize()
+    out = culina.linear_attention(*(jax.dlpack.from_dlpack(x) for x in (q, k, v)))
+    assert isinstance(out, jax.Array)
+    np.testing.assert_allclose(np.asarray(out), culina.linear_attention(q, k, v).cpu().numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.skipif(not os.environ.get("CULINA_FOREIGN_BUILD"),
+                    reason="set CULINA_FOREIGN_BUILD to a package dir built for an architecture this GPU lacks")
+def test_unsupported_device_error_names_gpu_and_fix():
+    code = ("import torch, culina\n"
+            "x = torch.zeros(1, 1, 4, 64, device='cuda')\n"
+            "try:\n    culina.linear_attention(x, x, x)\n"
+            "except culina.UnsupportedDeviceError as e:\n    print('RAISED', e)\n")
+    env = dict(os.environ, PYTHONPATH=os.environ["CULINA_FOREIGN_BUILD"])
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    text = proc.stdout + proc.stderr
+    name = torch.cuda.get_device_name(0)
+    major, minor = torch.cuda.get_device_capability(0)
+    assert "RAISED" in text, text
+    for needle in (name, f"{major}.{minor}", "this binary holds SASS for", "CULINA_CUDA_ARCHS="):
+        assert needle in text, (needle, text)
+    assert "no kernel image is available" not in text.split("CUDA says")[0]

@@ -1,0 +1,36 @@
+"""`python -m culina info` reads the build record and reports the devices."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import culina
+
+PACKAGE_DIR = Path(culina.__file__).resolve().parent.parent
+
+
+def run_info(*args):
+    env = dict(os.environ, PYTHONPATH=str(PACKAGE_DIR))
+    return subprocess.run([sys.executable, "-m", "culina", "info", *args], capture_output=True, text=True,
+                          env=env, check=True, timeout=120).stdout
+
+
+def test_json_reports_build_record_and_gpus():
+    facts = json.loads(run_info("--json"))
+    assert facts["version"] == culina.__version__
+    assert facts["build"] == culina.build_record()
+    assert facts["build"]["kind"] == "local"
+    assert isinstance(facts["gpus"], list)
+    if not facts["build"]["cpu_only"]:
+        assert facts["binary_arch_list"]
+        expected = {int(a.rstrip("af").replace(".", "")) * 10 for a in facts["build"]["sass_archs"]}
+        assert {int(x) for x in facts["binary_arch_list"].split(",")} >= expected
+    for gpu in facts["gpus"]:
+        assert set(gpu) >= {"index", "name", "capability", "supported"}
+
+
+def test_text_names_build_and_driver():
+    text = run_info()
+    assert text.startswith(f"culina {culina.__version__}")
+    assert "build:" in text and "driver:" in text
