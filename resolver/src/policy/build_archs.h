@@ -1,0 +1,24 @@
+// Architecture lists for a local build, as CMake/torch spell them: "7.5;8.0;9.0;10.0;12.0+PTX".
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/cuda_version.h"
+
+namespace culina {
+
+// Used when no GPU is visible and pyproject's [tool.culina] gives no list.
+inline constexpr const char* kDefaultLocalBuildArchs = "7.5;8.0;9.0;10.0;12.0+PTX";
+
+// "7.5;8.0;12.0+PTX" (also "75;80", "9.0a", "12.0f") -> {"7.5", "8.0", "12.0+PTX"} in dotted form.
+// Throws PolicyInputError naming `source`, the item and the accepted form.
+std::vector<std::string> parse_arch_list(const std::string& text, const std::string& source);
+
+// The items of `archs` a CUDA `toolkit` can build; each one it cannot is appended to `dropped`
+// with the reason. When the item carrying "+PTX" is dropped, the newest kept item takes it, so
+// the build still embeds PTX for GPUs newer than the list.
+std::vector<std::string> archs_buildable_by(const std::vector<std::string>& archs, const CudaVersion& toolkit,
+                                            std::vector<std::string>& dropped);
+
+}  // namespace culina

@@ -1,0 +1,42 @@
+#include <sstream>
+
+#include "policy/decision.h"
+
+namespace culina {
+namespace {
+
+std::string join(const std::vector<std::string>& items, const std::string& separator) {
+    std::string joined;
+    for (const std::string& item : items) joined += (joined.empty() ? "" : separator) + item;
+    return joined;
+}
+
+const char* verdict_mark(const Candidate& candidate) {
+    if (candidate.chosen) return "chosen  ";
+    return candidate.accepted ? "fits    " : "rejected";
+}
+
+}  // namespace
+
+std::string decision_to_table(const Decision& decision) {
+    std::ostringstream out;
+    out << "decision     " << action_name(decision.action);
+    if (decision.wheel) out << "  " << decision.wheel->file;
+    out << "\nreason       " << decision.reason << "\n";
+    out << "request      CULINA_VARIANT=" << decision.variant_request << "\n";
+    out << "host         driver " << (decision.host.driver_cuda ? "CUDA " + decision.host.driver_cuda->str() : "none") << ", GPUs "
+        << (decision.host.gpus.empty() ? "none" : join(decision.host.gpus, ",")) << ", toolkit "
+        << (decision.host.toolkit_cuda ? "CUDA " + decision.host.toolkit_cuda->str() : "none") << "\n";
+    if (decision.assumption) out << "assumption   " << *decision.assumption << "\n";
+    if (decision.override_hint) out << "override     " << *decision.override_hint << "\n";
+    for (const std::string& warning : decision.warnings) out << "warning      " << warning << "\n";
+    out << "local build  " << join(decision.local_build_archs, ";") << "\n";
+    out << "candidates   " << decision.candidates.size() << "\n";
+    for (const Candidate& candidate : decision.candidates) {
+        out << "  " << verdict_mark(candidate) << "  " << candidate.variant << "  " << candidate.file << "\n"
+            << "              " << candidate.reason << "\n";
+    }
+    return out.str();
+}
+
+}  // namespace culina

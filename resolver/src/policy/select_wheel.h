@@ -1,0 +1,26 @@
+// The selection policy of DESIGN.md: which prebuilt wheel this host gets, or how to build.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "host/host_info.h"
+#include "manifest/manifest.h"
+#include "policy/decision.h"
+#include "policy/variant_request.h"
+
+namespace culina {
+
+struct SelectionInput {
+    HostInfo host;
+    std::vector<std::string> supported_tags;  // best first
+    Manifest manifest;
+    VariantRequest request;
+    // For a local build when no GPU is visible (parse_arch_list form).
+    std::vector<std::string> default_archs;
+};
+
+// Never throws for a host it cannot serve: that is Action::error with the reason.
+Decision select_wheel(const SelectionInput& input);
+
+}  // namespace culina

@@ -1,0 +1,35 @@
+// CULINA_VARIANT: which release variant the user asks for.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace culina {
+
+inline constexpr const char* kVariantVariable = "CULINA_VARIANT";
+
+struct VariantRequest {
+    enum class Kind {
+        automatic,  // "auto" or unset: the policy decides
+        label,      // a release label such as "cu130"; "null" (alias "cpu") is the CPU-only variant
+        source,     // never install a prebuilt wheel; build locally
+    };
+
+    Kind kind = Kind::automatic;
+    std::string label;  // set for Kind::label
+
+    static VariantRequest automatic() { return {}; }
+    static VariantRequest of_label(std::string label) { return {Kind::label, std::move(label)}; }
+    static VariantRequest source_build() { return {Kind::source, ""}; }
+
+    bool is_cpu() const;
+    // As the user would write it back: "auto", "cu130", "null", "source".
+    std::string str() const;
+};
+
+// Unset or empty -> auto. Case and surrounding blanks are ignored; "cpu" reads as "null".
+// Throws SettingError naming CULINA_VARIANT, the value and the accepted values for
+// anything that cannot be a label. Whether the release has the label is the policy's check.
+VariantRequest parse_variant_request(const std::optional<std::string>& value);
+
+}  // namespace culina

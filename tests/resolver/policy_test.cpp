@@ -1,0 +1,270 @@
+// The selection policy, case by case: one row per host/release/request situation.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "manifest/variant_properties.h"
+#include "policy/build_archs.h"
+#include "policy/select_wheel.h"
+
+namespace culina {
+namespace {
+
+const std::string kTag312 = "cp312-cp312-manylinux_2_28_x86_64";
+const std::string kTag312Old = "cp312-cp312-manylinux_2_17_x86_64";
+const std::string kTag311 = "cp311-cp311-manylinux_2_28_x86_64";
+
+// What the interpreter of the tests supports, best first.
+const std::vector<std::string> kSupportedTags = {kTag312, kTag312Old, "cp312-abi3-manylinux_2_28_x86_64", "py3-none-any"};
+
+WheelEntry wheel(const std::string& label, const std::string& cuda, std::vector<std::string> sass, std::vector<std::string> ptx,
+                 const std::string& tag = kTag312) {
+    WheelEntry entry;
+    entry.file = "culina-0.1.0-" + tag + "-" + label + ".whl";
+    entry.sha256 = std::string(64, 'a');
+    entry.size = 1000;
+    entry.tags = {tag};
+    entry.variant = label;
+    if (!cuda.empty()) entry.cuda = parse_cuda_version(cuda).value();
+    entry.sass = std::move(sass);
+    entry.ptx = std::move(ptx);
+    return entry;
+}
+
+WheelEntry cu130(const std::string& tag = kTag312) {
+    return wheel("cu130", "13.0", {"sm_75", "sm_80", "sm_90", "sm_100", "sm_120"}, {"compute_120"}, tag);
+}
+WheelEntry cu129(const std::string& tag = kTag312) {
+    return wheel("cu129", "12.9", {"sm_70", "sm_75", "sm_80", "sm_90", "sm_100", "sm_120"}, {"compute_120"}, tag);
+}
+WheelEntry cpu(const std::string& tag = kTag312) { return wheel("null", "", {}, {}, tag); }
+
+struct PolicyCase {
+    const char* name;
+    std::vector<std::string> gpus;  // compute capabilities, one per GPU
+    const char* driver_cuda;        // "" = no driver
+    const char* toolkit_cuda;       // "" = no toolkit
+    std::vector<WheelEntry> wheels;
+    const char* variant;            // CULINA_VARIANT
+    Action action;
+    const char* chosen;             // label of the installed wheel, "" for none
+    std::vector<std::string> mentions;     // each must appear in the decision's text
+    std::vector<std::string> local_archs;  // checked when not empty
+};
+
+HostInfo make_host(const PolicyCase& row) {
+    HostInfo host;
+    for (size_t i = 0; i < row.gpus.size(); ++i) {
+        host.gpus.push_back({static_cast<int>(i), "GPU", parse_compute_capability(row.gpus[i]).value()});
+    }
+    if (*row.driver_cuda) host.driver.cuda = parse_cuda_version(row.driver_cuda).value();
+    if (*row.toolkit_cuda) host.toolkit = ToolkitInfo{"/usr/local/cuda/bin/nvcc", parse_cuda_version(row.toolkit_cuda).value()};
+    return host;
+}
+
+// Everything a person would read: reason, warnings, assumption, hint and each candidate.
+std::string all_text(const Decision& decision) {
+    std::string text = decision.reason + "\n";
+    for (const std::string& warning : decision.warnings) text += warning + "\n";
+    text += decision.assumption.value_or("") + "\n" + decision.override_hint.value_or("") + "\n";
+    for (const Candidate& candidate : decision.candidates) text += candidate.variant + ": " + candidate.reason + "\n";
+    return text;
+}
+
+Decision decide(const PolicyCase& row) {
+    SelectionInput input;
+    input.host = make_host(row);
+    input.supported_tags = kSupportedTags;
+    input.manifest.name = "culina";
+    input.manifest.version = "0.1.0";
+    input.manifest.wheels = row.wheels;
+    input.request = parse_variant_request(std::string(row.variant));
+    input.default_archs = parse_arch_list(kDefaultLocalBuildArchs, "default");
+    return select_wheel(input);
+}
+
+const std::vector<std::string> kNone;
+
+const PolicyCase kCases[] = {
+    // --- SASS coverage, newest CUDA wins ---
+    {"h200_gets_newest_cuda", {"9.0"}, "13.0", "", {cu130(), cu129(), cpu()}, "auto", Action::install_wheel, "cu130",
+     {"GPU 0 (9.0) via sm_90 SASS", "not chosen: cu130 is built with a newer CUDA"}, {"9.0"}},
+    {"newest_cuda_wins_whatever_the_manifest_order", {"9.0"}, "13.0", "", {cu129(), cpu(), cu130()}, "auto", Action::install_wheel,
+     "cu130", {}, {}},
+    {"v100_on_cu130_only_release_without_toolkit_is_an_error", {"7.0"}, "13.0", "", {cu130()}, "auto", Action::error, "",
+     {"cu130: GPU 0 (7.0) not covered: binary has sm_75,sm_80,sm_90,sm_100,sm_120 + compute_120", "no CUDA toolkit",
+      "install a CUDA 11.x or 12.x toolkit", "CULINA_VARIANT=null"},
+     {"7.0"}},
+    {"v100_on_cu130_only_release_builds_with_cuda12_toolkit", {"7.0"}, "13.0", "12.9", {cu130()}, "auto", Action::build_local, "",
+     {"building locally with the CUDA 12.9 toolkit for 7.0"}, {"7.0"}},
+    {"v100_on_cu130_only_release_cannot_build_with_cuda13_toolkit", {"7.0"}, "13.0", "13.0", {cu130()}, "auto", Action::error, "",
+     {"CUDA 13.0 targets sm_75 and newer only", "install a CUDA 11.x or 12.x toolkit"}, {}},
+    {"v100_takes_cu129_from_full_release", {"7.0"}, "13.0", "", {cu130(), cu129(), cpu()}, "auto", Action::install_wheel, "cu129",
+     {"cu130: GPU 0 (7.0) not covered", "GPU 0 (7.0) via sm_70 SASS"}, {}},
+    {"rtx4090_runs_sm80_sass", {"8.9"}, "12.9", "", {wheel("cu129", "12.9", {"sm_80"}, {})}, "auto", Action::install_wheel, "cu129",
+     {"GPU 0 (8.9) via sm_80 SASS"}, {"8.9"}},
+    {"rtx4090_not_covered_by_sm90_sass_or_ptx", {"8.9"}, "13.0", "", {wheel("cu130", "13.0", {"sm_90"}, {"compute_90"})}, "auto",
+     Action::error, "", {"GPU 0 (8.9) not covered: binary has sm_90 + compute_90"}, {}},
+    {"sm_same_major_only", {"8.0"}, "13.0", "", {wheel("cu130", "13.0", {"sm_75"}, {})}, "auto", Action::error, "",
+     {"GPU 0 (8.0) not covered: binary has sm_75"}, {}},
+    // --- 'a' and 'f' architectures ---
+    {"sm90a_only_wheel_on_9_0", {"9.0"}, "13.0", "", {wheel("cu130", "13.0", {"sm_90a"}, {})}, "auto", Action::install_wheel, "cu130",
+     {"GPU 0 (9.0) via sm_90a SASS"}, {}},
+    {"sm90a_only_wheel_on_10_0", {"10.0"}, "13.0", "13.0", {wheel("cu130", "13.0", {"sm_90a"}, {})}, "auto", Action::build_local, "",
+     {"GPU 0 (10.0) not covered: binary has sm_90a"}, {"10.0"}},
+    {"sm120f_on_12_1", {"12.1"}, "13.0", "", {wheel("cu130", "13.0", {"sm_100f", "sm_120f"}, {})}, "auto", Action::install_wheel,
+     "cu130", {"GPU 0 (12.1) via sm_120f SASS"}, {"12.1"}},
+    {"sm121f_not_on_12_0", {"12.0"}, "13.0", "", {wheel("cu130", "13.0", {"sm_121f"}, {})}, "auto", Action::error, "",
+     {"GPU 0 (12.0) not covered: binary has sm_121f"}, {}},
+    {"sm100f_not_on_other_major", {"12.0"}, "13.0", "", {wheel("cu130", "13.0", {"sm_100f"}, {})}, "auto", Action::error, "",
+     {"not covered: binary has sm_100f"}, {}},
+    // --- PTX and the driver ---
+    {"ptx_covers_newer_gpu_when_driver_is_new_enough", {"12.0"}, "12.9", "", {wheel("cu129", "12.9", {"sm_90"}, {"compute_90"})},
+     "auto", Action::install_wheel, "cu129", {"GPU 0 (12.0) via compute_90 PTX", "the driver compiles it at first use"}, {}},
+    {"ptx_needs_driver_at_least_build_cuda", {"12.0"}, "12.4", "", {wheel("cu129", "12.9", {"sm_90"}, {"compute_90"})}, "auto",
+     Action::error, "", {"only compute_90 PTX fits, and a driver supporting CUDA 12.4 cannot JIT PTX from CUDA 12.9"}, {}},
+    {"driver_12_4_takes_cu129_sass_not_cu130", {"9.0"}, "12.4", "", {cu129(), cu130()}, "auto", Action::install_wheel, "cu129",
+     {"built with CUDA 13.0, needs a driver supporting CUDA >= 13.0 (NVIDIA driver >= 580); this driver supports CUDA 12.4",
+      "GPU 0 (9.0) via sm_90 SASS"},
+     {}},
+    {"old_driver_builds_with_matching_toolkit", {"8.0"}, "11.8", "11.8", {cu130(), cu129(), cpu()}, "auto", Action::build_local, "",
+     {"NVIDIA driver >= 525.60.13", "building locally with the CUDA 11.8 toolkit for 8.0"}, {"8.0"}},
+    {"old_driver_without_toolkit_says_what_to_update", {"8.0"}, "11.8", "", {cu130(), cu129(), cpu()}, "auto", Action::error, "",
+     {"update the NVIDIA driver to a driver supporting CUDA >= 12.0 (NVIDIA driver >= 525.60.13) to use the cu129 wheel",
+      "install a CUDA 11.x toolkit"},
+     {}},
+    {"toolkit_newer_than_driver_cannot_build", {"9.0"}, "12.4", "13.0", {cu130()}, "auto", Action::error, "",
+     {"code built by CUDA 13.0 needs a driver supporting CUDA >= 13.0", "install a CUDA 11.x or 12.x toolkit"}, {}},
+    {"gpu_without_driver_cuda", {"9.0"}, "", "", {cu130(), cpu()}, "auto", Action::error, "",
+     {"no NVIDIA driver CUDA version was found"}, {}},
+    // --- tags ---
+    {"better_tag_rank_breaks_a_cuda_tie", {"9.0"}, "13.0", "", {cu130(kTag312Old), cu130(kTag312)}, "auto", Action::install_wheel,
+     "cu130", {"not chosen: cu130 has a better tag rank"}, {}},
+    {"unsupported_tags_are_rejected", {"9.0"}, "13.0", "13.0", {cu130(kTag311), cu129(kTag311)}, "auto", Action::build_local, "",
+     {"no tag of this wheel (cp311-cp311-manylinux_2_28_x86_64) is supported by this interpreter"}, {"9.0"}},
+    // --- mixed GPUs ---
+    {"two_gpus_both_covered", {"8.6", "9.0"}, "13.0", "", {cu130(), cu129()}, "auto", Action::install_wheel, "cu130",
+     {"GPU 0 (8.6) via sm_80 SASS; GPU 1 (9.0) via sm_90 SASS"}, {"8.6", "9.0"}},
+    {"two_gpus_one_not_covered_by_newest", {"9.0", "7.0"}, "13.0", "", {cu130(), cu129(), cpu()}, "auto", Action::install_wheel,
+     "cu129", {"cu130: GPU 1 (7.0) not covered"}, {"7.0", "9.0"}},
+    {"two_gpus_no_wheel_builds_for_both", {"12.0", "7.0"}, "13.0", "12.9", {cu130()}, "auto", Action::build_local, "", {},
+     {"7.0", "12.0"}},
+    {"two_gpus_sm90a_wheel_misses_10_0", {"9.0", "10.0"}, "13.0", "", {wheel("cu130", "13.0", {"sm_90a"}, {})}, "auto", Action::error,
+     "", {"GPU 1 (10.0) not covered"}, {}},
+    {"eight_identical_gpus_are_one_group", {"9.0", "9.0", "9.0", "9.0", "9.0", "9.0", "9.0", "9.0"}, "13.0", "", {cu130()}, "auto",
+     Action::install_wheel, "cu130", {"GPUs 0,1,2,3,4,5,6,7 (9.0) via sm_90 SASS"}, {"9.0"}},
+    {"gpu_host_never_gets_cpu_wheel_silently", {"9.0"}, "13.0", "", {cpu()}, "auto", Action::error, "",
+     {"CPU-only variant; this host has GPU 0 (9.0)", "no CUDA toolkit"}, {}},
+    // --- no GPU visible ---
+    {"no_gpu_with_cuda13_toolkit_takes_cu130", {}, "", "13.0", {cu129(), cu130(), cpu()}, "auto", Action::install_wheel, "cu130",
+     {"assumed a CUDA build host", "CULINA_OVERRIDE_SM", "CULINA_VARIANT"}, {"7.5", "8.0", "9.0", "10.0", "12.0+PTX"}},
+    {"no_gpu_with_cuda12_toolkit_takes_cu129", {}, "", "12.6", {cu130(), cu129(), cpu()}, "auto", Action::install_wheel, "cu129",
+     {"cu130: built with CUDA 13.0; a build host takes the variant of its toolkit's CUDA major (12.x)"}, {}},
+    {"no_gpu_with_cuda11_toolkit_builds_what_it_can", {}, "", "11.8", {cu130(), cu129(), cpu()}, "auto", Action::build_local, "",
+     {"skips configured architecture 10.0", "skips configured architecture 12.0+PTX"}, {"7.5", "8.0", "9.0+PTX"}},
+    {"no_gpu_no_driver_no_toolkit_takes_cpu_wheel", {}, "", "", {cu130(), cu129(), cpu()}, "auto", Action::install_wheel, "null",
+     {"assumed a CPU-only host", "CULINA_OVERRIDE_SM"}, {}},
+    {"no_gpu_no_driver_no_toolkit_no_cpu_wheel_builds_cpu", {}, "", "", {cu130()}, "auto", Action::build_cpu, "",
+     {"assumed a CPU-only host"}, {}},
+    {"no_gpu_with_driver_takes_newest_runnable", {}, "12.8", "", {cu130(), cu129(), cpu()}, "auto", Action::install_wheel, "cu129",
+     {"assumed its GPUs will be visible at run time"}, {}},
+    {"no_gpu_with_old_driver_falls_back_to_cpu_wheel", {}, "11.8", "", {cu130(), cu129(), cpu()}, "auto", Action::install_wheel,
+     "null", {"installing the CPU-only variant"}, {}},
+    // --- CULINA_VARIANT ---
+    {"variant_label_chooses_that_wheel", {"9.0"}, "13.0", "", {cu130(), cu129()}, "cu129", Action::install_wheel, "cu129",
+     {"CULINA_VARIANT=cu129 asks for this variant", "cu130: not the requested variant (CULINA_VARIANT=cu129)"}, {}},
+    {"variant_label_forces_a_wheel_the_host_cannot_run", {"7.0"}, "13.0", "", {cu130(), cu129()}, "cu130", Action::install_wheel,
+     "cu130", {"forces a wheel this host may not run: GPU 0 (7.0) not covered"}, {}},
+    {"variant_label_missing_from_release", {"9.0"}, "13.0", "", {cu130(), cu129(), cpu()}, "cu118", Action::error, "",
+     {"has no variant 'cu118'; it has: cu130, cu129, null"}, {}},
+    {"variant_label_without_wheel_for_this_python", {"9.0"}, "13.0", "", {cu130(kTag311)}, "cu130", Action::error, "",
+     {"no cu130 wheel fits this interpreter"}, {}},
+    {"variant_cpu_alias_on_gpu_host", {"9.0"}, "13.0", "", {cu130(), cpu()}, "cpu", Action::install_wheel, "null",
+     {"CULINA_VARIANT=null forces a wheel this host may not run: CPU-only variant"}, {}},
+    {"variant_null_without_cpu_wheel_builds_cpu", {"9.0"}, "13.0", "", {cu130()}, "null", Action::build_cpu, "",
+     {"no CPU-only wheel"}, {}},
+    {"variant_source_builds_for_gpus", {"8.6", "9.0"}, "13.0", "12.9", {cu130(), cu129()}, "source", Action::build_local, "",
+     {"CULINA_VARIANT=source: prebuilt wheels are not used"}, {"8.6", "9.0"}},
+    {"variant_source_without_toolkit_is_an_error", {"9.0"}, "13.0", "", {cu130()}, "source", Action::error, "",
+     {"no CUDA toolkit"}, {}},
+    {"variant_source_on_cpu_host_builds_cpu", {}, "", "", {cu130(), cpu()}, "source", Action::build_cpu, "",
+     {"assumed a CPU-only host"}, {}},
+};
+
+// Test names carry the case; print only the name instead of the bytes.
+void PrintTo(const PolicyCase& row, std::ostream* out) { *out << row.name; }
+
+class Policy : public testing::TestWithParam<PolicyCase> {};
+
+TEST_P(Policy, Decides) {
+    const PolicyCase& row = GetParam();
+    const Decision decision = decide(row);
+    const std::string text = all_text(decision);
+    EXPECT_EQ(action_name(decision.action), std::string(action_name(row.action))) << text;
+    if (*row.chosen) {
+        ASSERT_TRUE(decision.wheel.has_value()) << text;
+        EXPECT_EQ(decision.wheel->variant, row.chosen) << text;
+        EXPECT_EQ(decision.wheel->tags, (std::vector<std::string>{kTag312})) << text;
+    } else {
+        EXPECT_FALSE(decision.wheel.has_value()) << text;
+    }
+    for (const std::string& mention : row.mentions) EXPECT_NE(text.find(mention), std::string::npos) << mention << "\n---\n" << text;
+    if (!row.local_archs.empty()) EXPECT_EQ(decision.local_build_archs, row.local_archs) << text;
+    ASSERT_EQ(decision.candidates.size(), row.wheels.size());
+    for (const Candidate& candidate : decision.candidates) {
+        EXPECT_FALSE(candidate.reason.empty()) << candidate.file;
+        EXPECT_EQ(candidate.chosen, decision.wheel && decision.wheel->file == candidate.file) << candidate.file;
+    }
+    EXPECT_FALSE(decision.reason.empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Selection, Policy, testing::ValuesIn(kCases),
+                         [](const testing::TestParamInfo<PolicyCase>& info) { return std::string(info.param.name); });
+
+TEST(PolicyDecision, GpuHostHasNoAssumption) {
+    const Decision decision = decide(kCases[0]);
+    EXPECT_FALSE(decision.assumption.has_value());
+    EXPECT_FALSE(decision.override_hint.has_value());
+    EXPECT_EQ(decision.variant_request, "auto");
+    EXPECT_EQ(decision.host.gpus, (std::vector<std::string>{"9.0"}));
+    EXPECT_EQ(decision.host.driver_cuda, (CudaVersion{13, 0}));
+}
+
+TEST(PolicyDecision, JsonHasEveryPart) {
+    const nlohmann::json out = decision_to_json(decide(kCases[0]));
+    EXPECT_EQ(out["action"], "install_wheel");
+    EXPECT_EQ(out["wheel"]["variant"], "cu130");
+    EXPECT_EQ(out["wheel"]["cuda"], "13.0");
+    EXPECT_EQ(out["wheel"]["sha256"], std::string(64, 'a'));
+    EXPECT_EQ(out["local_build_archs"], nlohmann::json::array({"9.0"}));
+    EXPECT_EQ(out["host"]["driver_cuda"], "13.0");
+    EXPECT_TRUE(out["host"]["toolkit_cuda"].is_null());
+    EXPECT_TRUE(out["assumption"].is_null());
+    ASSERT_EQ(out["candidates"].size(), 3u);
+    EXPECT_EQ(out["candidates"][0]["chosen"], true);
+    EXPECT_EQ(out["candidates"][1]["accepted"], true);
+    EXPECT_EQ(out["candidates"][1]["chosen"], false);
+    EXPECT_EQ(out["candidates"][2]["accepted"], false);
+    EXPECT_EQ(out["candidates"][2]["cuda"], nullptr);
+    EXPECT_EQ(out["candidates"][0]["tag_rank"], 0);
+}
+
+TEST(PolicyDecision, JsonOfAnErrorHasNoWheel) {
+    const nlohmann::json out = decision_to_json(decide(kCases[2]));
+    EXPECT_EQ(out["action"], "error");
+    EXPECT_TRUE(out["wheel"].is_null());
+}
+
+TEST(PolicyDecision, TableShowsActionReasonAndEveryCandidate) {
+    const std::string table = decision_to_table(decide(kCases[5]));
+    EXPECT_NE(table.find("decision     install_wheel  culina-0.1.0-cp312-cp312-manylinux_2_28_x86_64-cu129.whl"), std::string::npos)
+        << table;
+    EXPECT_NE(table.find("rejected  cu130"), std::string::npos) << table;
+    EXPECT_NE(table.find("chosen    cu129"), std::string::npos) << table;
+    EXPECT_NE(table.find("rejected  null"), std::string::npos) << table;
+    EXPECT_NE(table.find("local build  7.0"), std::string::npos) << table;
+}
+
+}  // namespace
+}  // namespace culina
