@@ -1,0 +1,131 @@
+"""`culina-resolver fetch` against the local release server, one test per fault mode: what
+comes back, what the server saw, how long it took, and that nothing unverified stays cached."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from release_server import Fault, build_wheel
+
+
+def assert_verified(outcome, wheel) -> None:
+    assert outcome.returncode == 0, outcome.stderr
+    path = Path(outcome.stdout.strip())
+    assert path == outcome.cache / "wheels" / wheel.file
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == hashlib.sha256(wheel.data).hexdigest()
+    assert outcome.leftovers() == [wheel.file]
+
+
+def assert_refused(outcome, returncode: int = 1) -> None:
+    assert outcome.returncode == returncode, outcome.stderr
+    assert outcome.stdout == ""
+    assert outcome.leftovers() == [], "an unverified file was left in the cache"
+
+
+def test_ok_follows_the_release_redirect_over_tls(fetcher, release, wheel):
+    outcome = fetcher.run(wheel.file, release.base_url)
+    assert_verified(outcome, wheel)
+    statuses = [(r.path.split("/")[1], r.status) for r in release.requests]
+    assert statuses == [("culina-dev", 302), ("objects", 200)]
+    assert "verified" in outcome.stderr
+
+
+def test_404_fails_at_once_without_retrying(fetcher, release, wheel):
+    release.faults[wheel.file] = Fault("404")
+    outcome = fetcher.run(wheel.file, release.base_url)
+    assert_refused(outcome)
+    assert "HTTP 404" in outcome.stderr and "--base-url" in outcome.stderr
+    assert len(release.object_gets(wheel.file)) == 1
+    assert outcome.seconds < 5
+
+
+def test_500_then_success_is_retried(fetcher, release, wheel):
+    release.faults[wheel.file] = Fault("500", times=1)
+    outcome = fetcher.run(wheel.file, release.base_url)
+    assert_verified(outcome, wheel)
+    assert [r.status for r in release.object_gets(wheel.file)] == [500, 200]
+    assert "HTTP 500" in outcome.stderr and "retrying in" in outcome.stderr
+
+
+def test_persistent_500_gives_up_after_the_configured_retries(fetcher, release, wheel):
+    release.faults[wheel.file] = Fault("500", times=100)
+    outcome = fetcher.run(wheel.file, release.base_url, CULINA_RETRIES="1")
+    assert_refused(outcome)
+    assert len(release.object_gets(wheel.file)) == 2
+    assert "gave up after 2 attempts" in outcome.stderr and "CULINA_RETRIES" in outcome.stderr
+
+
+def test_reset_mid_body_resumes_with_range(fetcher, release, tmp_path):
+    file = "culina-0.1.0-cp312-cp312-manylinux_2_28_x86_64-null.whl"
+    data = build_wheel(payload_size=4 << 20, seed=1)
+    release.assets[file] = data
+    fetcher.write_manifest({file: data})
+    release.faults[file] = Fault("reset", at=0.5)
+    outcome = fetcher.run(file, release.base_url)
+    assert outcome.returncode == 0, outcome.stderr
+    assert hashlib.sha256(Path(outcome.stdout.strip()).read_bytes()).digest() == hashlib.sha256(data).digest()
+    first, second = release.object_gets(file)
+    assert first.range is None and first.body_bytes < len(data)
+    # The retry asks only for what is missing, and gets exactly that: nothing is sent twice
+    # except what the reset destroyed in flight.
+    assert second.range is not None and second.range.startswith("bytes=")
+    resume_at = int(second.range[len("bytes="):].rstrip("-"))
+    assert 0 < resume_at <= first.body_bytes
+    assert second.status == 206 and second.body_bytes == len(data) - resume_at
+    assert "resuming at byte" in outcome.stderr
+
+
+def test_stall_is_dropped_after_the_timeout_and_resumed(fetcher, release, wheel):
+    release.faults[wheel.file] = Fault("stall", at=0.5)
+    outcome = fetcher.run(wheel.file, release.base_url, CULINA_TIMEOUT="2")
+    assert_verified(outcome, wheel)
+    assert "no progress for 2 s" in outcome.stderr
+    # 2 s of stall (+ up to 1 s until libcurl's next progress call) and at most 1 s of backoff.
+    assert 2 <= outcome.seconds < 8
+    assert release.object_gets(wheel.file)[1].range == f"bytes={len(wheel.data) // 2}-"
+
+
+def test_a_server_that_always_stalls_fails_in_bounded_time(fetcher, release, wheel):
+    release.faults[wheel.file] = Fault("stall", times=100, at=0.25)
+    outcome = fetcher.run(wheel.file, release.base_url, CULINA_TIMEOUT="1", CULINA_RETRIES="1")
+    assert_refused(outcome)
+    assert "no progress for 1 s" in outcome.stderr and "gave up after 2 attempts" in outcome.stderr
+    # Two attempts of ~1-2 s each and one backoff of at most 1 s.
+    assert outcome.seconds < 8
+
+
+def test_slow_but_steady_transfer_is_not_dropped_and_shows_progress(fetcher, release, wheel):
+    # 16 chunks, one every 0.25 s: about 4 s in all, never 1 s without progress.
+    release.faults[wheel.file] = Fault("slow", chunk=len(wheel.data) // 16 + 1, interval=0.25)
+    outcome = fetcher.run(wheel.file, release.base_url, CULINA_TIMEOUT="1")
+    assert_verified(outcome, wheel)
+    assert len(release.object_gets(wheel.file)) == 1
+    progress = [line for line in outcome.stderr.splitlines() if "%)" in line]
+    assert progress, outcome.stderr
+    assert "/s" in progress[0] and "ETA" in progress[0]
+    assert "\r" not in outcome.stderr, "stderr is not a terminal: lines, not redraws"
+
+
+def test_wrong_bytes_are_rejected_and_deleted(fetcher, release, wheel):
+    release.faults[wheel.file] = Fault("wrong-bytes")
+    outcome = fetcher.run(wheel.file, release.base_url)
+    assert_refused(outcome)
+    assert "sha256" in outcome.stderr and "does not match the manifest" in outcome.stderr
+    assert len(release.object_gets(wheel.file)) == 1, "a digest mismatch is not retried"
+
+
+def test_truncated_asset_is_rejected_and_deleted(fetcher, release, wheel):
+    release.faults[wheel.file] = Fault("truncated")
+    outcome = fetcher.run(wheel.file, release.base_url)
+    assert_refused(outcome)
+    assert f"ended after {len(wheel.data) // 2} bytes" in outcome.stderr
+
+
+def test_asset_larger_than_the_manifest_says_is_cut_off_and_deleted(fetcher, release, wheel):
+    bigger = build_wheel(payload_size=512 * 1024, seed=2)
+    release.assets[wheel.file] = bigger
+    outcome = fetcher.run(wheel.file, release.base_url)
+    assert_refused(outcome)
+    assert "more than the manifest's size" in outcome.stderr
+    assert release.object_gets(wheel.file)[0].body_bytes <= len(bigger)
