@@ -4,7 +4,7 @@ VENV   := .venv
 BUILD  := build
 JOBS   ?= $(shell nproc)
 
-.PHONY: deps build test test-cpp test-python demo bench-probe clean
+.PHONY: deps build extension test test-cpp test-python demo bench-probe clean
 
 deps:
 	@tools/install-deps.sh $(VENV) $(PYTHON)
@@ -18,7 +18,12 @@ test-cpp: build
 	@echo "[test] C++ (ctest)"
 	@ctest --test-dir $(BUILD)/tests --output-on-failure -j $(JOBS)
 
-test-python: build
+# culina._C in package/culina for the tests; CUDA for one architecture keeps CI fast.
+extension: deps
+	@echo "[build] culina extension in place (CUDA for sm_90 only)"
+	@CULINA_CUDA_ARCHS=9.0 $(VENV)/bin/python setup.py -q build_ext --inplace
+
+test-python: build extension
 	@echo "[test] Python (pytest)"
 	@CULINA_BUILD_DIR=$(abspath $(BUILD)) $(VENV)/bin/python -m pytest tests -q
 

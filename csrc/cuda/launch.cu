@@ -81,6 +81,8 @@ std::vector<DeviceInfo> devices() {
 }
 
 void linear_attention(const Problem& problem, int device, uintptr_t stream_handle) {
+  if (problem.heads > kMaxHeads || problem.dk > kMaxHeadDim || problem.dv > kMaxHeadDim)
+    throw std::invalid_argument("culina: more heads or a larger head size than the kernels take");
   DeviceGuard guard(device);
   cudaFuncAttributes attributes{};
   const cudaError_t lookup = generic_kernel_attributes(&attributes);

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# One full pass on a GPU machine (the H200 device tool): build culina for this GPU's
+# architecture, build a second copy for an architecture it lacks (for the
+# UnsupportedDeviceError test), run the payload tests and the benchmark. Logs go to $OUT.
+# Usage: OUT=/some/dir benchmarks/attention_device.sh [ARCH]   (ARCH defaults to 9.0)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-/tmp/culina-device}
+arch=${1:-9.0}
+mkdir -p "$out"
+if compgen -G ".whl/*.whl" >/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=/tmp/site
+fi
+export PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,compute_cap,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
+
+foreign=/tmp/culina-foreign
+rm -rf "$foreign" && mkdir -p "$foreign" && cp -r setup.py pyproject.toml csrc package resolver "$foreign"/
+(cd "$foreign" && CULINA_CUDA_ARCHS=8.0 python3 setup.py -q build_ext --inplace >"$out/build-foreign.log" 2>&1) &
+foreign_pid=$!
+start=$(date +%s)
+CULINA_CUDA_ARCHS=$arch python3 setup.py -q build_ext --inplace 2>&1 | grep -v Warning | tee "$out/build.log" | grep "culina build"
+echo "build: $(( $(date +%s) - start )) s"
+wait $foreign_pid || echo "foreign build failed: see build-foreign.log"
+
+(cd package && python3 -m culina info) | tee "$out/info.txt"
+CULINA_FOREIGN_BUILD=$foreign/package timeout 400 python3 -m pytest tests/payload -q -rs -p no:cacheprovider \
+  2>&1 | tee "$out/pytest.log" | tail -25
+timeout 300 python3 benchmarks/attention_bench.py --json "$out/bench.json" 2>&1 | tee "$out/bench.log"
