@@ -28,3 +28,10 @@ wait $foreign_pid || echo "foreign build failed: see build-foreign.log"
 CULINA_FOREIGN_BUILD=$foreign/package timeout 400 python3 -m pytest tests/payload -q -rs -p no:cacheprovider \
   2>&1 | tee "$out/pytest.log" | tail -25
 timeout 300 python3 benchmarks/attention_bench.py --json "$out/bench.json" 2>&1 | tee "$out/bench.log"
+
+# Tuning variant: 128 value columns per output block (CULINA_OUTPUT_SLICE), timed the same way.
+variant=/tmp/culina-slice128
+rm -rf "$variant" && mkdir -p "$variant" && cp -r setup.py pyproject.toml csrc package resolver benchmarks "$variant"/
+(cd "$variant" && NVCC_APPEND_FLAGS=-DCULINA_OUTPUT_SLICE=128 CULINA_CUDA_ARCHS=$arch \
+   python3 setup.py -q build_ext --inplace >"$out/build-slice128.log" 2>&1 \
+   && timeout 200 python3 benchmarks/attention_bench.py 2>&1 | tee "$out/bench-slice128.log" | grep -E "^T=.*culina ")

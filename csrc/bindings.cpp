@@ -85,17 +85,26 @@ PYBIND11_MODULE(_C, m) {
       py::arg("q"), py::arg("k"), py::arg("v"), py::arg("out"), py::arg("initial_state"), py::arg("final_state"),
       py::arg("dims"), py::arg("dtype"), py::arg("scale"), py::arg("decay"), py::arg("threads") = 0);
   m.def(
+      "gpu_workspace_bytes",
+      [](std::vector<int64_t> dims, int dtype, int device) {
+        return culina::gpu::workspace_bytes(make_problem(0, 0, 0, 0, 0, 0, std::move(dims), dtype, 1.0f, {}), device);
+      },
+      py::arg("dims"), py::arg("dtype"), py::arg("device"));
+  m.def(
       "gpu_forward",
       [](uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t out, uintptr_t initial_state, uintptr_t final_state,
          std::vector<int64_t> dims, int dtype, float scale, std::optional<std::vector<float>> decay, int device,
-         uintptr_t stream) {
-        const Problem p = make_problem(q, k, v, out, initial_state, final_state, std::move(dims), dtype, scale,
-                                       std::move(decay));
+         uintptr_t stream, uintptr_t workspace, size_t workspace_bytes) {
+        Problem p = make_problem(q, k, v, out, initial_state, final_state, std::move(dims), dtype, scale,
+                                 std::move(decay));
+        p.workspace = reinterpret_cast<void*>(workspace);
+        p.workspace_bytes = workspace_bytes;
         py::gil_scoped_release release;
         culina::gpu::linear_attention(p, device, stream);
       },
       py::arg("q"), py::arg("k"), py::arg("v"), py::arg("out"), py::arg("initial_state"), py::arg("final_state"),
-      py::arg("dims"), py::arg("dtype"), py::arg("scale"), py::arg("decay"), py::arg("device"), py::arg("stream"));
+      py::arg("dims"), py::arg("dtype"), py::arg("scale"), py::arg("decay"), py::arg("device"), py::arg("stream"),
+      py::arg("workspace"), py::arg("workspace_bytes"));
   m.def("built_with_cuda", &culina::gpu::built_with_cuda);
   m.def("compiled_arch_list", &culina::gpu::compiled_arch_list);
   m.def("driver_version", &culina::gpu::driver_version);

@@ -9,6 +9,7 @@ bool built_with_cuda() { return false; }
 std::string compiled_arch_list() { return {}; }
 int driver_version() { return 0; }
 std::vector<DeviceInfo> devices() { return {}; }
+size_t workspace_bytes(const Problem&, int) { return 0; }
 
 void linear_attention(const Problem&, int, uintptr_t) {
   throw UnsupportedDevice(

@@ -1,6 +1,7 @@
 // The linear-attention problem as both back ends see it: shapes, element type, raw pointers.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -26,6 +27,9 @@ struct Problem {
   void* out = nullptr;
   const float* initial_state = nullptr;
   float* final_state = nullptr;
+  // Scratch device memory for the GPU's tensor-core path (gpu::workspace_bytes says how much).
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
 
   float decay_of(int64_t head) const { return decay.empty() ? 1.0f : decay[head]; }
 };

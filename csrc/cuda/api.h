@@ -35,6 +35,9 @@ std::string compiled_arch_list();
 // The CUDA version the driver supports as 1000*major + 10*minor; 0 when no driver loads.
 int driver_version();
 std::vector<DeviceInfo> devices();
+// Device scratch memory the problem needs on `device` (0 when the path chosen needs none);
+// the caller allocates it (in its framework, so its caching allocator serves it).
+size_t workspace_bytes(const Problem& problem, int device);
 // Runs the problem on `device`, ordered on `stream` (a cudaStream_t as an integer; 0 is the
 // legacy default stream). Returns once the work is queued.
 void linear_attention(const Problem& problem, int device, uintptr_t stream);

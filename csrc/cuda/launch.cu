@@ -80,18 +80,41 @@ std::vector<DeviceInfo> devices() {
   return out;
 }
 
+namespace {
+
+// Whether the tensor-core path takes `problem` on the current device: it needs sm_80+ code
+// in the binary version the device runs (not only a new enough device: PTX of an older
+// target JIT-compiles to that target), and its whole working set in one block's shared
+// memory (dk = 256 does not fit on sm_86/89/120).
+bool use_mma(const Problem& problem, int device, int binary_version) {
+  if (binary_version < 80 || !mma_handles(problem)) return false;
+  int optin = 0;
+  check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), "cudaDeviceGetAttribute");
+  return mma_shared_bytes(int(problem.dk)) <= size_t(optin);
+}
+
+// The binary version the device runs, or UnsupportedDevice naming the device and CUDA's reason.
+int binary_version_for(int device) {
+  cudaFuncAttributes attributes{};
+  if (generic_kernel_attributes(&attributes) == cudaSuccess) return attributes.binaryVersion;
+  cudaGetLastError();
+  const DeviceInfo info = describe(device);
+  throw UnsupportedDevice(info.name + " (compute capability " + std::to_string(info.major) + "." +
+                          std::to_string(info.minor) + "): " + info.error);
+}
+
+}  // namespace
+
+size_t workspace_bytes(const Problem& problem, int device) {
+  DeviceGuard guard(device);
+  return use_mma(problem, device, binary_version_for(device)) ? mma_workspace_bytes(problem) : 0;
+}
+
 void linear_attention(const Problem& problem, int device, uintptr_t stream_handle) {
   if (problem.heads > kMaxHeads || problem.dk > kMaxHeadDim || problem.dv > kMaxHeadDim)
     throw std::invalid_argument("culina: more heads or a larger head size than the kernels take");
   DeviceGuard guard(device);
-  cudaFuncAttributes attributes{};
-  const cudaError_t lookup = generic_kernel_attributes(&attributes);
-  if (lookup != cudaSuccess) {
-    cudaGetLastError();
-    const DeviceInfo info = describe(device);
-    throw UnsupportedDevice(info.name + " (compute capability " + std::to_string(info.major) + "." +
-                            std::to_string(info.minor) + "): " + info.error);
-  }
+  const int binary_version = binary_version_for(device);
 
   KernelParams params{};
   params.q = problem.q;
@@ -105,21 +128,16 @@ void linear_attention(const Problem& problem, int device, uintptr_t stream_handl
   params.dk = int(problem.dk);
   params.dv = int(problem.dv);
   params.scale = problem.scale;
+  params.states = problem.workspace;
+  params.num_chunks = int((problem.seq_len + 63) / 64);
   for (int64_t h = 0; h < problem.heads; ++h) params.log2_decay[h] = std::log2(problem.decay_of(h));
 
   auto stream = reinterpret_cast<cudaStream_t>(stream_handle);
-  // The tensor-core kernel holds code only where the device runs sm_80+ code, and needs
-  // its whole working set in one block's shared memory (dk = 256 does not fit on sm_86/89/120).
-  bool use_mma = attributes.binaryVersion >= 80 && mma_handles(problem);
-  if (use_mma) {
-    int optin = 0;
-    check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
-          "cudaDeviceGetAttribute");
-    use_mma = mma_shared_bytes(int(problem.dk)) <= size_t(optin);
-  }
-  const cudaError_t err = use_mma ? launch_mma(params, int(problem.batch), problem.dtype, stream)
-                                  : launch_generic(params, int(problem.batch), problem.dtype, stream);
-  check(err, use_mma ? "launching the tensor-core kernel" : "launching the generic kernel");
+  const bool mma = use_mma(problem, device, binary_version) && problem.workspace &&
+                   problem.workspace_bytes >= mma_workspace_bytes(problem);
+  const cudaError_t err = mma ? launch_mma(params, int(problem.batch), problem.dtype, stream)
+                              : launch_generic(params, int(problem.batch), problem.dtype, stream);
+  check(err, mma ? "launching the tensor-core kernels" : "launching the generic kernel");
 }
 
 }  // namespace culina::gpu

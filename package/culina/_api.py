@@ -12,7 +12,7 @@ from .errors import UnsupportedDeviceError
 
 MAX_HEAD_DIM = _C.MAX_HEAD_DIM
 MAX_HEADS = _C.MAX_HEADS
-MAX_GRID = 65535  # batch rides on a grid dimension of this size
+MAX_GRID = 65535  # B*H rides on a CUDA grid dimension of this size
 
 
 def linear_attention(q, k, v, decay=None, *, scale=None, initial_state=None, output_final_state=False):
@@ -85,8 +85,9 @@ def _check_shapes(shapes: dict, dtypes: dict, compact: dict, state: tuple | None
     if heads > MAX_HEADS:
         raise ValueError(f"q: H={heads} heads is more than culina's limit of {MAX_HEADS}; split the "
                          "heads across calls")
-    if batch > MAX_GRID:
-        raise ValueError(f"q: B={batch} is more than culina's limit of {MAX_GRID}; split the batch")
+    if batch * heads > MAX_GRID:
+        raise ValueError(f"q: B*H={batch * heads} is more than culina's limit of {MAX_GRID}; split "
+                         "the batch across calls")
     for name in ("q", "k", "v"):
         if dtypes[name] not in _frameworks.NUMPY_DTYPES:
             raise TypeError(f"{name}: dtype {dtypes[name]} is not supported; use float32, float16 "
@@ -206,15 +207,21 @@ def _run_gpu(q, k, v, decay, scale, initial_state, output_final_state, device: i
     out = _frameworks.empty_like_framework(like, (batch, heads, seq_len, dv), borrowed["v"].dtype)
     final = (_frameworks.empty_like_framework(like, (batch, heads, dk, dv), "float32")
              if output_final_state else None)
+    dtype_code = _frameworks.NUMPY_DTYPES[like.dtype]
+    dims = [batch, heads, seq_len, dk, dv]
+    workspace_bytes = _C.gpu_workspace_bytes(dims, dtype_code, device)
+    workspace = (_frameworks.empty_like_framework(like, (workspace_bytes,), "uint8")
+                 if workspace_bytes else None)
+    workspace_view = _frameworks.borrow(workspace, stream) if workspace is not None else None
     out_view = _frameworks.borrow(out, stream)
     final_view = _frameworks.borrow(final, stream) if final is not None else None
     launch_stream = 0 if stream in (None, _frameworks.LEGACY_DEFAULT_STREAM) else stream
     try:
         _C.gpu_forward(borrowed["q"].address, borrowed["k"].address, borrowed["v"].address,
                        out_view.address, state.address if state else 0,
-                       final_view.address if final_view else 0, [batch, heads, seq_len, dk, dv],
-                       _frameworks.NUMPY_DTYPES[like.dtype], scale_value, decay_values, device,
-                       launch_stream)
+                       final_view.address if final_view else 0, dims, dtype_code, scale_value,
+                       decay_values, device, launch_stream,
+                       workspace_view.address if workspace_view else 0, workspace_bytes)
     except _C.UnsupportedDevice as exc:
         raise _unsupported(device, str(exc)) from None
     return (out, final) if output_final_state else out
