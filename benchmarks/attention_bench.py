@@ -65,6 +65,23 @@ def bench(fn, warmup_ms=200, rep_ms=1500):
     return do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="median")
 
 
+def kernel_breakdown(fn, calls=10):
+    """Mean device time per call of each kernel `fn` launches (torch.profiler)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    times = {}
+    for event in prof.events():
+        if event.device_type.name == "CUDA":
+            times[event.name] = times.get(event.name, 0.0) + event.device_time / 1000 / calls
+    return sorted(times.items(), key=lambda item: -item[1])
+
+
 def rel_err(a, b):
     a, b = a.float(), b.float()
     return ((a - b).norm() / b.norm()).item()
@@ -111,6 +128,10 @@ def main():
             rows.append(row)
             print(f"T={t:6d} {name:22s} {ms:8.3f} ms {row['tflops']:7.1f} TFLOP/s  rel diff vs culina {err:.2e}",
                   flush=True)
+            if name != "pytorch-chunked":
+                row["kernels_ms"] = kernel_breakdown(fn)
+                for kernel, kms in row["kernels_ms"][:4]:
+                    print(f"         {kms:8.3f} ms  {kernel[:90]}")
     print("\n| T | implementation | time (ms) | TFLOP/s | culina speed-up |")
     print("| ---: | --- | ---: | ---: | ---: |")
     for row in rows:

@@ -85,7 +85,8 @@ __global__ void __launch_bounds__(kThreads) chunk_output_kernel(KernelParams p) 
                           static_cast<const uint16_t*>(p.states) + (bh * p.num_chunks + chunk) * DK * dv + v0,
                           dv, DK);
   if (tid <= kChunk) s_pow[tid] = exp2f(float(tid) * p.log2_decay[bh % p.heads]);
-  wait_async_copies();
+  commit_async_copies();
+  wait_async_copies<0>();
   __syncthreads();
 
   const int tile_row = warp / 2;

@@ -3,8 +3,9 @@
 // One block of 4 warps owns a 64 x 64 block (rows d0.., columns v0..) of one head's state,
 // held in fp32 wmma accumulators, and walks the chunks in order:
 //   h[c] = S (as 16-bit), then S = g^n S + K_c^T (g^(n-1-j) V_c)
-// The next chunk's K and V are fetched into registers while the current one is used, so
-// the only serial work per chunk is one shared-memory hand-off and 16 wmma per warp.
+// K and V stream through a ring of kStages shared-memory slots filled by asynchronous
+// copies kStages-1 chunks ahead, so the serial work per chunk is one barrier, the state's
+// hand-off to global memory and 16 wmma per warp, never a wait on device memory.
 #include "cuda/kernels.h"
 #include "cuda/mma_common.cuh"
 
@@ -20,11 +21,12 @@ constexpr int kThreads = 32 * kWarps;
 constexpr int kLd = kBlock + 8;        // 16-bit rows padded by 16 bytes against bank conflicts
 constexpr int kLdStage = kBlock + 4;   // fp32 staging rows, likewise
 constexpr int kVectors = kChunk * kBlock / 8 / kThreads;  // 16-byte words per thread per operand
+constexpr int kStages = 4;
 
 struct Layout {
-  static constexpr size_t k = 0;                                  // 2 x [kChunk][kLd] 16-bit
-  static constexpr size_t v = k + 2 * size_t(kChunk) * kLd * 2;   // 2 x [kChunk][kLd] 16-bit
-  static constexpr size_t stage = v + 2 * size_t(kChunk) * kLd * 2;  // kWarps x [16][kLdStage] fp32
+  static constexpr size_t k = 0;                                        // kStages x [kChunk][kLd] 16-bit
+  static constexpr size_t v = k + kStages * size_t(kChunk) * kLd * 2;   // kStages x [kChunk][kLd] 16-bit
+  static constexpr size_t stage = v + kStages * size_t(kChunk) * kLd * 2;  // kWarps x [16][kLdStage] fp32
   static constexpr size_t powers = stage + size_t(kWarps) * kTile * kLdStage * 4;
   static constexpr size_t bytes = powers + (kChunk + 1) * 4;
 };
@@ -62,31 +64,37 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
       wmma::fill_fragment(acc[c], 0.0f);
   }
 
-  uint4 next_k[kVectors], next_v[kVectors];
-  auto fetch = [&](int t0) {
+  // Each thread copies the same kVectors words of every chunk (row e / 8, columns (e % 8) * 8),
+  // which lets it decay its own v words as soon as its own copies have landed.
+  auto issue = [&](int chunk) {
+    if (chunk < chunks) {
+      const int t0 = chunk * kChunk, slot = chunk % kStages;
 #pragma unroll
-    for (int x = 0; x < kVectors; ++x) {
-      const int e = tid + x * kThreads, i = e / 8, c8 = (e % 8) * 8;
-      const bool inside = t0 + i < t_len;
-      next_k[x] = inside ? *reinterpret_cast<const uint4*>(k + int64_t(t0 + i) * dk + c8) : make_uint4(0, 0, 0, 0);
-      next_v[x] = inside ? *reinterpret_cast<const uint4*>(v + int64_t(t0 + i) * dv + c8) : make_uint4(0, 0, 0, 0);
+      for (int x = 0; x < kVectors; ++x) {
+        const int e = tid + x * kThreads, i = e / 8, c8 = (e % 8) * 8;
+        const bool inside = t0 + i < t_len;
+        copy16_async(s_k + (slot * kChunk + i) * kLd + c8, inside ? k + int64_t(t0 + i) * dk + c8 : k, inside);
+        copy16_async(s_v + (slot * kChunk + i) * kLd + c8, inside ? v + int64_t(t0 + i) * dv + c8 : v, inside);
+      }
     }
+    commit_async_copies();  // an empty group past the end keeps the group count in step
   };
-  fetch(0);
+#pragma unroll
+  for (int c = 0; c < kStages - 1; ++c) issue(c);
   __syncthreads();  // s_pow
 
   for (int chunk = 0; chunk < chunks; ++chunk) {
     const int t0 = chunk * kChunk, n = min(kChunk, t_len - t0);
-    T* buf_k = s_k + (chunk & 1) * kChunk * kLd;
-    T* buf_v = s_v + (chunk & 1) * kChunk * kLd;
-    // This chunk into shared memory, v rows decayed to the chunk's end (zero rows stay zero).
+    T* buf_k = s_k + (chunk % kStages) * kChunk * kLd;
+    T* buf_v = s_v + (chunk % kStages) * kChunk * kLd;
+    wait_async_copies<kStages - 2>();  // this chunk's group is done; later ones may fly
+    // v rows decayed to the chunk's end (rows past the sequence were zero-filled).
 #pragma unroll
     for (int x = 0; x < kVectors; ++x) {
       const int e = tid + x * kThreads, i = e / 8, c8 = (e % 8) * 8;
-      *reinterpret_cast<uint4*>(buf_k + i * kLd + c8) = next_k[x];
-      *reinterpret_cast<uint4*>(buf_v + i * kLd + c8) = scale8<T>(next_v[x], i < n ? s_pow[n - 1 - i] : 0.0f);
+      uint4* word = reinterpret_cast<uint4*>(buf_v + i * kLd + c8);
+      if (i < n) *word = scale8<T>(*word, s_pow[n - 1 - i]);
     }
-    if (chunk + 1 < chunks) fetch(t0 + kChunk);
 
     // Publish the state entering this chunk: this warp's 16 rows, through its own staging.
 #pragma unroll
@@ -101,6 +109,8 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
     }
     __syncwarp();
     __syncthreads();
+    // Every warp is past the previous chunk's products: its slot can be refilled.
+    issue(chunk + kStages - 1);
 
     const float chunk_decay = s_pow[n];
 #pragma unroll

@@ -49,9 +49,19 @@ __device__ __forceinline__ void copy16_async(void* smem, const void* gmem, bool 
 #endif
 }
 
+// Closes the group of copies issued since the last commit.
+__device__ __forceinline__ void commit_async_copies() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
+// Waits until at most PENDING of this thread's committed groups are still in flight; the
+// data of the others is then visible to this thread (to others after a barrier).
+template <int PENDING>
 __device__ __forceinline__ void wait_async_copies() {
 #if __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::);
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING));
 #endif
 }
 
