@@ -13,18 +13,18 @@ if compgen -G ".whl/*.whl" >/dev/null; then
     && export PYTHONPATH=/tmp/site
 fi
 export PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name,compute_cap,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
+nvidia-smi --query-gpu=name,compute_cap,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/env.txt"
 
 foreign=/tmp/culina-foreign
 rm -rf "$foreign" && mkdir -p "$foreign" && cp -r setup.py pyproject.toml csrc package resolver "$foreign"/
-(cd "$foreign" && CULINA_CUDA_ARCHS=8.0 python3 setup.py -q build_ext --inplace >"$out/build-foreign.log" 2>&1) &
+(cd "$foreign" && CULINA_CUDA_ARCHS=8.0 python3 setup.py -q build_ext --inplace >>"$out/build.log" 2>&1) &
 foreign_pid=$!
 start=$(date +%s)
-CULINA_CUDA_ARCHS=$arch python3 setup.py -q build_ext --inplace 2>&1 | grep -v Warning | tee "$out/build.log" | grep "culina build"
+CULINA_CUDA_ARCHS=$arch python3 setup.py -q build_ext --inplace 2>&1 | grep -v Warning | tee -a "$out/build.log" | grep "culina build"
 echo "build: $(( $(date +%s) - start )) s"
-wait $foreign_pid || echo "foreign build failed: see build-foreign.log"
+wait $foreign_pid || echo "foreign build failed: see build.log"
 
-(cd package && python3 -m culina info) | tee "$out/info.txt"
+(cd package && python3 -m culina info) | tee -a "$out/env.txt"
 CULINA_FOREIGN_BUILD=$foreign/package timeout 400 python3 -m pytest tests/payload -q -rs -p no:cacheprovider \
   2>&1 | tee "$out/pytest.log" | tail -25
 timeout 300 python3 benchmarks/attention_bench.py --json "$out/bench.json" 2>&1 | tee "$out/bench.log"
@@ -33,5 +33,5 @@ timeout 300 python3 benchmarks/attention_bench.py --json "$out/bench.json" 2>&1 
 variant=/tmp/culina-slice128
 rm -rf "$variant" && mkdir -p "$variant" && cp -r setup.py pyproject.toml csrc package resolver benchmarks "$variant"/
 (cd "$variant" && NVCC_APPEND_FLAGS=-DCULINA_OUTPUT_SLICE=128 CULINA_CUDA_ARCHS=$arch \
-   python3 setup.py -q build_ext --inplace >"$out/build-slice128.log" 2>&1 \
+   python3 setup.py -q build_ext --inplace >>"$out/build.log" 2>&1 \
    && timeout 200 python3 benchmarks/attention_bench.py 2>&1 | tee "$out/bench-slice128.log" | grep -E "^T=.*culina ")
