@@ -23,20 +23,23 @@ constexpr int kThreads = 32 * kWarps;
 constexpr int kColTiles = kSliceV / kTile / 2;  // output column tiles per warp (2 warps per tile row)
 
 // Rows padded by 16 bytes so that 16-row tile loads fall on different banks; regions start
-// on 128-byte boundaries and tile pointers stay 32-byte aligned as wmma requires.
+// on 128-byte boundaries and tile pointers stay 32-byte aligned as wmma requires. The fp32
+// scratch (A, then O) reuses k's region once k is no longer read: that keeps a block near
+// 72 KiB for dk = 128, three blocks to a multiprocessor.
 template <int DK>
 struct Layout {
   static constexpr int ld_qk = DK + 8;
   static constexpr int ld_v = kSliceV + 8;
   static constexpr int ld_p = kChunk + 8;
   static constexpr int ld_f = kSliceV + 4;  // fp32 scratch: A (64 x 64), then O (64 x kSliceV)
+  static constexpr size_t kf_bytes = size_t(kChunk) * (ld_qk * 2 > ld_f * 4 ? ld_qk * 2 : ld_f * 4);
   static constexpr size_t q = 0;
   static constexpr size_t k = q + size_t(kChunk) * ld_qk * 2;
-  static constexpr size_t v = k + size_t(kChunk) * ld_qk * 2;
+  static constexpr size_t f = k;
+  static constexpr size_t v = k + kf_bytes;
   static constexpr size_t h = v + size_t(kChunk) * ld_v * 2;
   static constexpr size_t p = h + size_t(DK) * ld_v * 2;
-  static constexpr size_t f = p + size_t(kChunk) * ld_p * 2;
-  static constexpr size_t powers = f + size_t(kChunk) * ld_f * 4;
+  static constexpr size_t powers = p + size_t(kChunk) * ld_p * 2;
   static constexpr size_t bytes = powers + (kChunk + 1) * 4;
 };
 
@@ -108,6 +111,7 @@ __global__ void __launch_bounds__(kThreads) chunk_output_kernel(KernelParams p) 
         wmma::mma_sync(acc[c], a, b, acc[c]);
       }
     }
+    __syncthreads();  // every warp is done reading k, whose region takes A
 #pragma unroll
     for (int c = 0; c < 2; ++c)
       if (col0 + c <= tile_row)
