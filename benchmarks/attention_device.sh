@@ -29,9 +29,10 @@ CULINA_FOREIGN_BUILD=$foreign/package timeout 400 python3 -m pytest tests/payloa
   2>&1 | tee "$out/pytest.log" | tail -25
 timeout 300 python3 benchmarks/attention_bench.py --json "$out/bench.json" 2>&1 | tee "$out/bench.log"
 
-# Tuning variant: 128 value columns per output block (CULINA_OUTPUT_SLICE), timed the same way.
-variant=/tmp/culina-slice128
-rm -rf "$variant" && mkdir -p "$variant" && cp -r setup.py pyproject.toml csrc package resolver benchmarks "$variant"/
-(cd "$variant" && NVCC_APPEND_FLAGS=-DCULINA_OUTPUT_SLICE=128 CULINA_CUDA_ARCHS=$arch \
-   python3 setup.py -q build_ext --inplace >>"$out/build.log" 2>&1 \
-   && timeout 200 python3 benchmarks/attention_bench.py 2>&1 | tee "$out/bench-slice128.log" | grep -E "^T=.*culina ")
+# Where the time goes inside culina's kernels (Nsight Compute, clocks left alone).
+if [[ -n ${CULINA_NCU:-} ]] && command -v ncu >/dev/null; then
+  timeout 240 ncu --clock-control none --kernel-name regex:chunk_ --launch-skip 2 --launch-count 2 \
+    --section SpeedOfLight --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis \
+    python3 benchmarks/attention_profile.py >"$out/ncu.txt" 2>&1
+  grep -E "chunk_|Duration|Throughput|Achieved Occupancy|Stall|L2 Hit|DRAM" "$out/ncu.txt" | head -60
+fi

@@ -25,18 +25,18 @@ struct KernelParams {
 
 // Any head sizes up to kMaxHeadDim, every dtype, every architecture (CUDA cores, fp32 math).
 cudaError_t launch_generic(const KernelParams& params, int batch, DType dtype, cudaStream_t stream);
-// Tensor-core path (mma_path.cu): fp16/bf16, dk in {64, 128, 256}, dv a multiple of the
-// output slice, 16-byte aligned rows. Code exists only for sm_80 and newer (__CUDA_ARCH__),
+// Tensor-core path (mma_path.cu): fp16/bf16, dk in {64, 128, 256}, dv a multiple of 64,
+// 16-byte aligned rows. Code exists only for sm_80 and newer (__CUDA_ARCH__),
 // so the caller must check the binary version the device runs and the shared memory it
 // grants (mma_shared_bytes). Two passes: chunk states into a workspace, then all outputs.
 bool mma_handles(const Problem& problem);
-size_t mma_shared_bytes(int dk);
+size_t mma_shared_bytes(int dk, int dv);
 size_t mma_workspace_bytes(const Problem& problem);
 cudaError_t launch_mma(const KernelParams& params, int batch, DType dtype, cudaStream_t stream);
 // The two passes, for mma_path.cu (T is __half or __nv_bfloat16).
 size_t states_shared_bytes();
-size_t output_shared_bytes(int dk);
-int output_slice();
+size_t output_shared_bytes(int dk, int dv);
+int output_slice(int dv);  // value columns per output block: 128 where dv allows, else 64
 template <typename T>
 cudaError_t launch_chunk_states(const KernelParams& params, int batch, cudaStream_t stream);
 template <typename T>

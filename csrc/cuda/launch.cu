@@ -90,7 +90,7 @@ bool use_mma(const Problem& problem, int device, int binary_version) {
   if (binary_version < 80 || !mma_handles(problem)) return false;
   int optin = 0;
   check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), "cudaDeviceGetAttribute");
-  return mma_shared_bytes(int(problem.dk)) <= size_t(optin);
+  return mma_shared_bytes(int(problem.dk), int(problem.dv)) <= size_t(optin);
 }
 
 // The binary version the device runs, or UnsupportedDevice naming the device and CUDA's reason.

@@ -24,12 +24,12 @@ cudaError_t launch_both(const KernelParams& params, int batch, cudaStream_t stre
 
 bool mma_handles(const Problem& problem) {
   return problem.dtype != DType::kFloat32 && (problem.dk == 64 || problem.dk == 128 || problem.dk == 256) &&
-         problem.dv % output_slice() == 0 && problem.dv % 64 == 0 && aligned(problem.q, 16) &&
+         problem.dv % 64 == 0 && aligned(problem.q, 16) &&
          aligned(problem.k, 16) && aligned(problem.v, 16) && aligned(problem.out, 16) &&
          aligned(problem.initial_state, 32) && aligned(problem.final_state, 32);
 }
 
-size_t mma_shared_bytes(int dk) { return std::max(states_shared_bytes(), output_shared_bytes(dk)); }
+size_t mma_shared_bytes(int dk, int dv) { return std::max(states_shared_bytes(), output_shared_bytes(dk, dv)); }
 
 size_t mma_workspace_bytes(const Problem& problem) {
   const int64_t chunks = (problem.seq_len + kChunk - 1) / kChunk;
