@@ -1,0 +1,162 @@
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "fetch/wheel_check.h"
+#include "fetch/zip_reader.h"
+
+namespace culina::fetch {
+namespace {
+
+// "Metadata-Version: 2.1\nName: culina\nVersion: 0.1.0\nSummary: test\n\nlong description\n"
+// as a raw deflate stream (zlib level 9, window bits -15), the way wheels store it.
+const char kDeflatedMetadata[] =
+    "\xf3\x4d\x2d\x49\x4c\x49\x2c\x49\xd4\x0d\x4b\x2d\x2a\xce\xcc\xcf\xb3\x52\x30\xd2\x33\xe4\xf2\x4b\xcc\x4d\xb5"
+    "\x52\x48\x2e\xcd\xc9\xcc\x4b\xe4\x82\xcb\x18\xe8\x19\xea\x19\x70\x05\x97\xe6\xe6\x26\x16\x55\x5a\x29\x94\xa4"
+    "\x16\x97\x70\x71\xe5\xe4\xe7\xa5\x2b\xa4\xa4\x16\x27\x17\x65\x16\x94\x00\x95\x71\x01\x00";
+constexpr std::size_t kDeflatedMetadataSize = sizeof(kDeflatedMetadata) - 1;
+constexpr std::size_t kMetadataSize = 82;
+
+struct Entry {
+    std::string name;
+    std::string data;  // as stored (compressed for method 8)
+    std::uint16_t method = 0;
+    std::uint32_t uncompressed_size = 0;
+};
+
+// Little-endian fields: {value, width in bytes}.
+void put(std::string& out, std::initializer_list<std::pair<std::uint64_t, int>> fields) {
+    for (const auto& [value, width] : fields) {
+        for (int i = 0; i < width; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xFF));
+    }
+}
+
+// A minimal zip writer for the tests (CRCs are zero: the reader does not check them; the
+// digest of the whole file is what protects the contents).
+std::string make_zip(const std::vector<Entry>& entries) {
+    std::string zip;
+    std::string directory;
+    for (const Entry& entry : entries) {
+        const std::uint64_t size = entry.method == 0 ? entry.data.size() : entry.uncompressed_size;
+        const std::uint64_t offset = zip.size();
+        const std::uint64_t name_size = entry.name.size();
+        put(zip, {{0x04034b50, 4}, {20, 2}, {0, 2}, {entry.method, 2}, {0, 4}, {0, 4}, {entry.data.size(), 4},
+                  {size, 4}, {name_size, 2}, {0, 2}});
+        zip += entry.name + entry.data;
+        put(directory, {{0x02014b50, 4}, {20, 2}, {20, 2}, {0, 2}, {entry.method, 2}, {0, 4}, {0, 4},
+                        {entry.data.size(), 4}, {size, 4}, {name_size, 2}, {0, 2}, {0, 2}, {0, 2}, {0, 2}, {0, 4},
+                        {offset, 4}});
+        directory += entry.name;
+    }
+    const std::uint64_t directory_offset = zip.size();
+    zip += directory;
+    put(zip, {{0x06054b50, 4}, {0, 2}, {0, 2}, {entries.size(), 2}, {entries.size(), 2}, {directory.size(), 4},
+              {directory_offset, 4}, {0, 2}});
+    return zip;
+}
+
+Entry stored_metadata(const std::string& name, const std::string& version, const std::string& dist_info = "culina-0.1.0") {
+    return {dist_info + ".dist-info/METADATA", "Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\n\nbody\n"};
+}
+
+Entry deflated_metadata() {
+    return {"culina-0.1.0.dist-info/METADATA", std::string(kDeflatedMetadata, kDeflatedMetadataSize), 8, kMetadataSize};
+}
+
+std::string write_file(const std::string& name, const std::string& bytes) {
+    const std::string path = testing::TempDir() + "/" + name;
+    std::ofstream(path, std::ios::binary) << bytes;
+    return path;
+}
+
+TEST(WheelCheck, AcceptsStoredAndDeflatedMetadata) {
+    const Entry payload{"culina/_C.so", std::string(1000, 'x')};
+    EXPECT_EQ(wheel_metadata_problem(write_file("good_stored.whl", make_zip({payload, stored_metadata("culina", "0.1.0")})),
+                                     "culina", "0.1.0"),
+              std::nullopt);
+    EXPECT_EQ(wheel_metadata_problem(write_file("good_deflated.whl", make_zip({payload, deflated_metadata()})), "culina",
+                                     "0.1.0"),
+              std::nullopt);
+}
+
+TEST(WheelCheck, ProjectNamesCompareNormalized) {
+    const std::string path = write_file("normalized.whl", make_zip({stored_metadata("Culina_Kernels", "0.1.0", "culina_kernels-0.1.0")}));
+    EXPECT_EQ(wheel_metadata_problem(path, "culina-kernels", "0.1.0"), std::nullopt);
+}
+
+TEST(WheelCheck, RejectsWrongName) {
+    const std::string path = write_file("wrong_name.whl", make_zip({stored_metadata("notculina", "0.1.0")}));
+    const auto problem = wheel_metadata_problem(path, "culina", "0.1.0");
+    ASSERT_TRUE(problem.has_value());
+    EXPECT_NE(problem->find("Name: 'notculina', expected 'culina'"), std::string::npos) << *problem;
+}
+
+TEST(WheelCheck, RejectsWrongVersion) {
+    const std::string path = write_file("wrong_version.whl", make_zip({stored_metadata("culina", "0.2.0")}));
+    const auto problem = wheel_metadata_problem(path, "culina", "0.1.0");
+    ASSERT_TRUE(problem.has_value());
+    EXPECT_NE(problem->find("Version: '0.2.0', expected '0.1.0'"), std::string::npos) << *problem;
+}
+
+TEST(WheelCheck, RejectsMissingOrDuplicateOrNestedMetadata) {
+    const Entry nested{"culina/vendored-1.0.dist-info/METADATA", "Name: culina\nVersion: 0.1.0\n"};
+    EXPECT_TRUE(wheel_metadata_problem(write_file("none.whl", make_zip({nested})), "culina", "0.1.0").has_value());
+    const std::string two = make_zip({stored_metadata("culina", "0.1.0"), stored_metadata("culina", "0.1.0", "other-1.0")});
+    const auto problem = wheel_metadata_problem(write_file("two.whl", two), "culina", "0.1.0");
+    ASSERT_TRUE(problem.has_value());
+    EXPECT_NE(problem->find("2 top-level"), std::string::npos) << *problem;
+}
+
+TEST(WheelCheck, RejectsNotAZip) {
+    const auto problem = wheel_metadata_problem(write_file("text.whl", std::string(5000, 'a')), "culina", "0.1.0");
+    ASSERT_TRUE(problem.has_value());
+    EXPECT_NE(problem->find("not a readable zip"), std::string::npos) << *problem;
+    EXPECT_TRUE(wheel_metadata_problem(write_file("tiny.whl", "PK"), "culina", "0.1.0").has_value());
+}
+
+TEST(WheelCheck, RejectsEveryTruncation) {
+    const std::string zip = make_zip({Entry{"culina/_C.so", std::string(300, 'x')}, deflated_metadata()});
+    ASSERT_EQ(wheel_metadata_problem(write_file("whole.whl", zip), "culina", "0.1.0"), std::nullopt);
+    for (std::size_t length = 0; length < zip.size(); length += 7) {
+        EXPECT_TRUE(wheel_metadata_problem(write_file("cut.whl", zip.substr(0, length)), "culina", "0.1.0").has_value())
+            << "cut at " << length;
+    }
+}
+
+TEST(WheelCheck, RejectsCorruptDeflateData) {
+    Entry broken = deflated_metadata();
+    broken.data[10] ^= 0x55;
+    broken.data[11] ^= 0x55;
+    const auto problem = wheel_metadata_problem(write_file("corrupt.whl", make_zip({broken})), "culina", "0.1.0");
+    EXPECT_TRUE(problem.has_value());
+}
+
+TEST(ZipReader, ListsEntriesAndReadsThem) {
+    const ZipReader zip(write_file("list.whl", make_zip({Entry{"a.txt", "hello"}, deflated_metadata()})));
+    ASSERT_EQ(zip.entries().size(), 2u);
+    EXPECT_EQ(zip.entries()[0].name, "a.txt");
+    EXPECT_EQ(zip.read(zip.entries()[0], 100), "hello");
+    EXPECT_EQ(zip.read(zip.entries()[1], 1000).size(), kMetadataSize);
+    EXPECT_THROW(zip.read(zip.entries()[1], 10), ZipError);
+}
+
+TEST(Metadata, ParsesHeaderBlockOnly) {
+    const MetadataFields fields =
+        parse_metadata_fields("Metadata-Version: 2.1\r\nName:  culina \r\nVersion: 0.1.0\r\n\r\nName: body-is-not-a-header\n");
+    EXPECT_EQ(fields.name, "culina");
+    EXPECT_EQ(fields.version, "0.1.0");
+    EXPECT_EQ(parse_metadata_fields("\nName: x\n").name, "");
+}
+
+TEST(Metadata, NormalizesProjectNames) {
+    EXPECT_EQ(normalize_project_name("Culina_Kernels"), "culina-kernels");
+    EXPECT_EQ(normalize_project_name("a.-_b"), "a-b");
+    EXPECT_EQ(normalize_project_name("culina"), "culina");
+}
+
+}  // namespace
+}  // namespace culina::fetch
