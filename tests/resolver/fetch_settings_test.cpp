@@ -65,12 +65,11 @@ TEST(FetchSettings, MalformedValuesNameVariableValueAndForm) {
 }
 
 TEST(FetchSettings, CacheRootOrder) {
-    std::vector<std::string> notes;
-    EXPECT_EQ(resolve_cache_root(env_of({{"CULINA_CACHE_DIR", "/c"}, {"XDG_CACHE_HOME", "/x"}, {"HOME", "/h"}}), notes), "/c");
-    EXPECT_EQ(resolve_cache_root(env_of({{"XDG_CACHE_HOME", "/x"}, {"HOME", "/h"}}), notes), "/x/culina");
+    EXPECT_EQ(resolve_cache_root(env_of({{"CULINA_CACHE_DIR", "/c"}, {"XDG_CACHE_HOME", "/x"}, {"HOME", "/h"}})), "/c");
+    EXPECT_EQ(resolve_cache_root(env_of({{"XDG_CACHE_HOME", "/x"}, {"HOME", "/h"}})), "/x/culina");
     // XDG requires an absolute path; a relative one is ignored as the spec says.
-    EXPECT_EQ(resolve_cache_root(env_of({{"XDG_CACHE_HOME", "rel"}, {"HOME", "/h"}}), notes), "/h/.cache/culina");
-    EXPECT_THROW(resolve_cache_root(env_of({}), notes), FetchError);
+    EXPECT_EQ(resolve_cache_root(env_of({{"XDG_CACHE_HOME", "rel"}, {"HOME", "/h"}})), "/h/.cache/culina");
+    EXPECT_THROW(resolve_cache_root(env_of({})), FetchError);
 }
 
 TEST(FetchSettings, CaBundleFromTheFirstVariableSet) {

@@ -84,16 +84,11 @@ int fetch_command(const Args& args) {
         while (!base.empty() && base.back() == '/') base.pop_back();
 
         fetch::FetchOptions options;
-        options.settings = fetch::fetch_settings_from_environment();
-        if (parsed.cache_dir) {
-            std::vector<std::string> notes;
-            options.settings.cache_root = fetch::resolve_cache_root(
-                [&](const char* name) -> std::optional<std::string> {
-                    if (std::string(name) == "CULINA_CACHE_DIR") return parsed.cache_dir;
-                    return std::nullopt;
-                },
-                notes);
-        }
+        // --cache-dir takes the place of CULINA_CACHE_DIR; every other setting comes from the environment.
+        options.settings = fetch::parse_fetch_settings([&](const char* name) -> std::optional<std::string> {
+            if (parsed.cache_dir && std::string(name) == "CULINA_CACHE_DIR") return parsed.cache_dir;
+            return get_env(name);
+        });
         options.allow_http = parsed.allow_http;
         options.log = log_line;
         options.progress_out = &std::cerr;
@@ -110,6 +105,9 @@ int fetch_command(const Args& args) {
     } catch (const fetch::FetchError& error) {
         std::cerr << "culina-resolver fetch: " << error.what() << "\n";
         return error.kind == fetch::FetchError::Kind::configuration ? 2 : 1;
+    } catch (const std::exception& error) {
+        std::cerr << "culina-resolver fetch: unexpected failure: " << error.what() << "\n";
+        return 1;
     }
 }
 

@@ -56,11 +56,10 @@ int parse_count_setting(const char* name, const std::optional<std::string>& valu
     return *parsed;
 }
 
-std::string resolve_cache_root(const EnvLookup& env, std::vector<std::string>& notes) {
+std::string resolve_cache_root(const EnvLookup& env) {
     std::filesystem::path root;
     if (const auto dir = env("CULINA_CACHE_DIR"); non_empty(dir)) {
         root = *dir;
-        notes.push_back("cache root " + *dir + " (from CULINA_CACHE_DIR)");
     } else if (const auto xdg = env("XDG_CACHE_HOME"); non_empty(xdg) && std::filesystem::path(*xdg).is_absolute()) {
         root = std::filesystem::path(*xdg) / "culina";
     } else if (const auto home = env("HOME"); non_empty(home)) {
@@ -81,7 +80,7 @@ FetchSettings parse_fetch_settings(const EnvLookup& env) {
                                            "attempts after the first one for transient failures", settings.notes);
     settings.offline = parse_offline(env("CULINA_OFFLINE"));
     resolve_ca_bundle(env, settings);
-    settings.cache_root = resolve_cache_root(env, settings.notes);
+    settings.cache_root = resolve_cache_root(env);
     return settings;
 }
 

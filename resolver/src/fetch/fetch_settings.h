@@ -31,6 +31,6 @@ int parse_count_setting(const char* name, const std::optional<std::string>& valu
                         int fallback, const char* meaning, std::vector<std::string>& notes);
 
 // CULINA_CACHE_DIR, else $XDG_CACHE_HOME/culina, else $HOME/.cache/culina (made absolute).
-std::string resolve_cache_root(const EnvLookup& env, std::vector<std::string>& notes);
+std::string resolve_cache_root(const EnvLookup& env);
 
 }  // namespace culina::fetch

@@ -47,7 +47,12 @@ std::optional<std::string> wheel_file_problem(const std::string& path, const Whe
     if (static_cast<std::uint64_t>(info.st_size) != expected.size) {
         return "its size is " + std::to_string(info.st_size) + " bytes, the manifest says " + std::to_string(expected.size);
     }
-    const std::string digest = sha256_file_hex(path);
+    std::string digest;
+    try {
+        digest = sha256_file_hex(path);
+    } catch (const std::runtime_error& error) {
+        return error.what();
+    }
     if (digest != lowercase(expected.sha256)) return "its sha256 is " + digest + ", the manifest says " + lowercase(expected.sha256);
     return wheel_metadata_problem(path, expected.project, expected.version);
 }

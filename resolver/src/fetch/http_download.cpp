@@ -384,6 +384,8 @@ DownloadResult download(const DownloadRequest& request, Progress& progress, cons
     if (const auto refusal = url_refusal(request.url, request.allow_http)) {
         throw FetchError(FetchError::Kind::configuration, *refusal);
     }
+    const std::string curl_version = curl::library().version();
+    log("using " + curl_version.substr(0, curl_version.find(' ', curl_version.find(' ') + 1)));
     Downloader downloader(request, progress, log);
     DownloadResult result = downloader.run();
     progress.finish(result.received);
