@@ -1,74 +1,72 @@
 // Pass 1 of the tensor-core path: the state entering every chunk.
 //
-// One block of 4 warps owns a 64 x 64 block (rows d0.., columns v0..) of one head's state,
-// held in fp32 wmma accumulators, and walks the chunks in order:
+// One block of 4 warps owns a 64 x 64 block (rows d0.., columns v0..) of one head's state;
+// each warp holds 16 of its rows in mma.sync accumulators (fp32, registers) and the block
+// walks the chunks in order:
 //   h[c] = S (as 16-bit), then S = g^n S + K_c^T (g^(n-1-j) V_c)
 // K and V stream through a ring of kStages shared-memory slots filled by asynchronous
-// copies kStages-1 chunks ahead, so the serial work per chunk is one barrier, the state's
-// hand-off to global memory and 16 wmma per warp, never a wait on device memory.
+// copies kStages-1 chunks ahead. The state never leaves registers: h is written straight
+// from the accumulators, and the operands come in through ldmatrix. (A wmma version of this
+// pass, which staged the state through shared memory, ran at 0.54 ms for bf16, B=4, H=16,
+// dk = dv = 128, T = 16384 on an H200, bound by shared-memory traffic.)
 #include "cuda/kernels.h"
 #include "cuda/mma_common.cuh"
 
 namespace culina::gpu {
 namespace {
 
-using namespace nvcuda;
 using namespace mma;
 
-// Measured on an H200 (bf16, dk = dv = 128): 64 x 64 state blocks beat 64 x 32 ones
-// (0.54 against 0.80 ms at T = 16384): halving the work per chunk did not pay for the
-// extra k traffic.
 constexpr int kBlockD = 64;              // state rows per block
 constexpr int kBlockV = 64;              // state columns per block
 constexpr int kWarps = kBlockD / kTile;  // one warp per 16 state rows
 constexpr int kThreads = 32 * kWarps;
-constexpr int kColTiles = kBlockV / kTile;
-constexpr int kLdK = kBlockD + 8;        // 16-bit rows padded by 16 bytes against bank conflicts
-constexpr int kLdV = kBlockV + 8;
-constexpr int kLdStage = kBlockV + 4;    // fp32 staging rows, likewise
+constexpr int kColTiles = kBlockV / 8;   // m16n8 accumulator tiles per warp
+constexpr int kLd = kBlockD + 8;         // 16-bit rows padded by 16 bytes: ldmatrix rows hit distinct banks
 constexpr int kWordsK = kChunk * kBlockD / 8 / kThreads;  // 16-byte words per thread per chunk
 constexpr int kWordsV = kChunk * kBlockV / 8 / kThreads;
 constexpr int kStages = 4;
+static_assert(kBlockD == kBlockV, "k and v slots share one row layout");
 
 struct Layout {
-  static constexpr size_t k = 0;                                         // kStages x [kChunk][kLdK] 16-bit
-  static constexpr size_t v = k + kStages * size_t(kChunk) * kLdK * 2;   // kStages x [kChunk][kLdV] 16-bit
-  static constexpr size_t stage = v + kStages * size_t(kChunk) * kLdV * 2;  // kWarps x [16][kLdStage] fp32
-  static constexpr size_t powers = stage + size_t(kWarps) * kTile * kLdStage * 4;
+  static constexpr size_t k = 0;                                       // kStages x [kChunk][kLd] 16-bit
+  static constexpr size_t v = k + kStages * size_t(kChunk) * kLd * 2;  // kStages x [kChunk][kLd] 16-bit
+  static constexpr size_t powers = v + kStages * size_t(kChunk) * kLd * 2;
   static constexpr size_t bytes = powers + (kChunk + 1) * 4;
 };
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) {
 #if __CUDA_ARCH__ >= 800
-  using FragAT = wmma::fragment<wmma::matrix_a, kTile, kTile, kTile, T, wmma::col_major>;
-  using FragB = wmma::fragment<wmma::matrix_b, kTile, kTile, kTile, T, wmma::row_major>;
-  using FragC = wmma::fragment<wmma::accumulator, kTile, kTile, kTile, float>;
-
   extern __shared__ __align__(128) unsigned char smem[];
   T* s_k = reinterpret_cast<T*>(smem + Layout::k);
   T* s_v = reinterpret_cast<T*>(smem + Layout::v);
   float* s_pow = reinterpret_cast<float*>(smem + Layout::powers);
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int group = lane / 4, pair = (lane % 4) * 2;  // accumulator row and column within a tile
   const int dk = p.dk, dv = p.dv, t_len = p.seq_len, chunks = p.num_chunks;
   const int v0 = blockIdx.x * kBlockV, d0 = blockIdx.y * kBlockD;
   const int64_t bh = blockIdx.z;
   const uint16_t* k = static_cast<const uint16_t*>(p.k) + bh * t_len * dk + d0;
   const uint16_t* v = static_cast<const uint16_t*>(p.v) + bh * t_len * dv + v0;
-  T* h = static_cast<T*>(p.states) + bh * chunks * dk * dv + int64_t(d0 + warp * kTile) * dv + v0;
-  float* stage = reinterpret_cast<float*>(smem + Layout::stage) + warp * kTile * kLdStage;
+  // This lane's first state element: row d0 + 16 warp + group, column v0 + pair.
+  const int64_t state_offset = (bh * dk + d0 + warp * kTile + group) * dv + v0 + pair;
+  T* h = static_cast<T*>(p.states) + bh * chunks * dk * dv + (int64_t(d0 + warp * kTile + group) * dv + v0 + pair);
 
   if (tid <= kChunk) s_pow[tid] = exp2f(float(tid) * p.log2_decay[bh % p.heads]);
 
-  FragC acc[kColTiles];
-  const int64_t state_offset = (bh * dk + d0 + warp * kTile) * dv + v0;
+  float acc[kColTiles][4];
 #pragma unroll
   for (int c = 0; c < kColTiles; ++c) {
-    if (p.initial_state)
-      wmma::load_matrix_sync(acc[c], p.initial_state + state_offset + c * kTile, dv, wmma::mem_row_major);
-    else
-      wmma::fill_fragment(acc[c], 0.0f);
+    if (p.initial_state) {
+      const float* init = p.initial_state + state_offset + c * 8;
+      const float2 top = *reinterpret_cast<const float2*>(init);
+      const float2 bottom = *reinterpret_cast<const float2*>(init + 8 * dv);
+      acc[c][0] = top.x, acc[c][1] = top.y, acc[c][2] = bottom.x, acc[c][3] = bottom.y;
+    } else {
+      acc[c][0] = acc[c][1] = acc[c][2] = acc[c][3] = 0.0f;
+    }
   }
 
   // Each thread copies the same words of every chunk, which lets it decay its own v words as
@@ -80,13 +78,13 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
       for (int x = 0; x < kWordsK; ++x) {
         const int e = tid + x * kThreads, i = e / (kBlockD / 8), c8 = (e % (kBlockD / 8)) * 8;
         const bool inside = t0 + i < t_len;
-        copy16_async(s_k + (slot * kChunk + i) * kLdK + c8, inside ? k + int64_t(t0 + i) * dk + c8 : k, inside);
+        copy16_async(s_k + (slot * kChunk + i) * kLd + c8, inside ? k + int64_t(t0 + i) * dk + c8 : k, inside);
       }
 #pragma unroll
       for (int x = 0; x < kWordsV; ++x) {
         const int e = tid + x * kThreads, i = e / (kBlockV / 8), c8 = (e % (kBlockV / 8)) * 8;
         const bool inside = t0 + i < t_len;
-        copy16_async(s_v + (slot * kChunk + i) * kLdV + c8, inside ? v + int64_t(t0 + i) * dv + c8 : v, inside);
+        copy16_async(s_v + (slot * kChunk + i) * kLd + c8, inside ? v + int64_t(t0 + i) * dv + c8 : v, inside);
       }
     }
     commit_async_copies();  // an empty group past the end keeps the group count in step
@@ -95,31 +93,33 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
   for (int c = 0; c < kStages - 1; ++c) issue(c);
   __syncthreads();  // s_pow
 
+  // ldmatrix row addresses of this lane (see load_matrices_transposed): matrix m = lane / 8.
+  const int m = lane / 8, r = lane % 8;
+  // A = K^T tile (rows d, columns j): matrices (d 0-7 | 8-15) x (j 0-7 | 8-15), d fastest.
+  const int a_row = r + 8 * (m / 2), a_col = warp * kTile + 8 * (m % 2);
+  // B = V tile pairs (rows j, columns c): matrices (j 0-7 | 8-15) x (column tile 2q | 2q+1).
+  const int b_row = r + 8 * (m % 2), b_col = 8 * (m / 2);
+
   for (int chunk = 0; chunk < chunks; ++chunk) {
     const int t0 = chunk * kChunk, n = min(kChunk, t_len - t0);
-    T* buf_k = s_k + (chunk % kStages) * kChunk * kLdK;
-    T* buf_v = s_v + (chunk % kStages) * kChunk * kLdV;
+    const T* buf_k = s_k + (chunk % kStages) * kChunk * kLd;
+    T* buf_v = s_v + (chunk % kStages) * kChunk * kLd;
     wait_async_copies<kStages - 2>();  // this chunk's group is done; later ones may fly
     // v rows decayed to the chunk's end (rows past the sequence were zero-filled).
 #pragma unroll
     for (int x = 0; x < kWordsV; ++x) {
       const int e = tid + x * kThreads, i = e / (kBlockV / 8), c8 = (e % (kBlockV / 8)) * 8;
-      uint4* word = reinterpret_cast<uint4*>(buf_v + i * kLdV + c8);
+      uint4* word = reinterpret_cast<uint4*>(buf_v + i * kLd + c8);
       if (i < n) *word = scale8<T>(*word, s_pow[n - 1 - i]);
     }
 
-    // Publish the state entering this chunk: this warp's 16 rows, through its own staging.
-#pragma unroll
-    for (int c = 0; c < kColTiles; ++c)
-      wmma::store_matrix_sync(stage + c * kTile, acc[c], kLdStage, wmma::mem_row_major);
-    __syncwarp();
+    // Publish the state entering this chunk straight from the accumulators.
     T* h_chunk = h + int64_t(chunk) * dk * dv;
 #pragma unroll
-    for (int x = 0; x < kTile * kBlockV / 8 / 32; ++x) {
-      const int e = lane + x * 32, r = e / (kBlockV / 8), c8 = (e % (kBlockV / 8)) * 8;
-      *reinterpret_cast<uint4*>(h_chunk + int64_t(r) * dv + c8) = pack8<T>(stage + r * kLdStage + c8, 1.0f);
+    for (int c = 0; c < kColTiles; ++c) {
+      *reinterpret_cast<uint32_t*>(h_chunk + c * 8) = pack2<T>(acc[c][0], acc[c][1]);
+      *reinterpret_cast<uint32_t*>(h_chunk + 8 * dv + c * 8) = pack2<T>(acc[c][2], acc[c][3]);
     }
-    __syncwarp();
     __syncthreads();
     // Every warp is past the previous chunk's products: its slot can be refilled.
     issue(chunk + kStages - 1);
@@ -128,23 +128,27 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
 #pragma unroll
     for (int c = 0; c < kColTiles; ++c)
 #pragma unroll
-      for (int e = 0; e < acc[c].num_elements; ++e) acc[c].x[e] *= chunk_decay;
+      for (int e = 0; e < 4; ++e) acc[c][e] *= chunk_decay;
 #pragma unroll
     for (int kk = 0; kk < kChunk / kTile; ++kk) {
-      FragAT a;  // K^T: element (d, j) = K[j][d]
-      wmma::load_matrix_sync(a, buf_k + kk * kTile * kLdK + warp * kTile, kLdK);
+      uint32_t a[4];
+      load_matrices_transposed(a, buf_k + (kk * kTile + a_row) * kLd + a_col);
 #pragma unroll
-      for (int c = 0; c < kColTiles; ++c) {
-        FragB b;
-        wmma::load_matrix_sync(b, buf_v + kk * kTile * kLdV + c * kTile, kLdV);
-        wmma::mma_sync(acc[c], a, b, acc[c]);
+      for (int q = 0; q < kColTiles / 2; ++q) {
+        uint32_t b[4];
+        load_matrices_transposed(b, buf_v + (kk * kTile + b_row) * kLd + q * 16 + b_col);
+        mma_16816<T>(acc[2 * q], a, b[0], b[1]);
+        mma_16816<T>(acc[2 * q + 1], a, b[2], b[3]);
       }
     }
   }
   if (p.final_state) {
 #pragma unroll
-    for (int c = 0; c < kColTiles; ++c)
-      wmma::store_matrix_sync(p.final_state + state_offset + c * kTile, acc[c], dv, wmma::mem_row_major);
+    for (int c = 0; c < kColTiles; ++c) {
+      float* fin = p.final_state + state_offset + c * 8;
+      *reinterpret_cast<float2*>(fin) = make_float2(acc[c][0], acc[c][1]);
+      *reinterpret_cast<float2*>(fin + 8 * dv) = make_float2(acc[c][2], acc[c][3]);
+    }
   }
 #else
   __trap();  // unreachable: launch_mma runs only where the device executes sm_80+ code

@@ -65,4 +65,51 @@ __device__ __forceinline__ void wait_async_copies() {
 #endif
 }
 
+// Four 8x8 matrices of 16-bit values from shared memory, transposed: lane i names the start
+// of row i % 8 of matrix i / 8 (16 contiguous bytes); word j of each lane then holds matrix
+// j's elements (2 * (lane % 4), lane / 4) and (2 * (lane % 4) + 1, lane / 4).
+__device__ __forceinline__ void load_matrices_transposed(uint32_t (&r)[4], const void* row_start) {
+#if __CUDA_ARCH__ >= 800
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(row_start));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+#endif
+}
+
+// d += a b for one m16n8k16 tile: a row-major 16x16, b column-major 16x8, d fp32 16x8
+// (lane holds rows lane / 4 and lane / 4 + 8, columns 2 * (lane % 4) and the next).
+template <typename T>
+__device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1);
+
+template <>
+__device__ __forceinline__ void mma_16816<__nv_bfloat16>(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                                         uint32_t b1) {
+#if __CUDA_ARCH__ >= 800
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+}
+
+template <>
+__device__ __forceinline__ void mma_16816<__half>(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+#if __CUDA_ARCH__ >= 800
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+}
+
+// Two floats as two 16-bit values in one word (first in the low half: the lower address).
+template <typename T>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+  alignas(4) T pair[2] = {from_float32<T>(lo), from_float32<T>(hi)};
+  return *reinterpret_cast<const uint32_t*>(pair);
+}
+
 }  // namespace culina::gpu::mma

@@ -11,7 +11,7 @@ namespace {
 
 constexpr int kChunk = 64;
 
-// Rows move in 16-byte words; wmma reads and writes the fp32 states in place (32 bytes).
+// Rows move in 16-byte words; the fp32 states are read and written as float pairs.
 bool aligned(const void* ptr, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(ptr) % bytes == 0; }
 
 template <typename T>
@@ -26,7 +26,7 @@ bool mma_handles(const Problem& problem) {
   return problem.dtype != DType::kFloat32 && (problem.dk == 64 || problem.dk == 128 || problem.dk == 256) &&
          problem.dv % 64 == 0 && aligned(problem.q, 16) &&
          aligned(problem.k, 16) && aligned(problem.v, 16) && aligned(problem.out, 16) &&
-         aligned(problem.initial_state, 32) && aligned(problem.final_state, 32);
+         aligned(problem.initial_state, 8) && aligned(problem.final_state, 8);
 }
 
 size_t mma_shared_bytes(int dk, int dv) { return std::max(states_shared_bytes(), output_shared_bytes(dk, dv)); }
