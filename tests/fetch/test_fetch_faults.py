@@ -76,6 +76,15 @@ def test_reset_mid_body_resumes_with_range(fetcher, release, tmp_path):
     assert "resuming at byte" in outcome.stderr
 
 
+def test_server_that_ignores_range_gets_a_clean_restart(fetcher, release, wheel):
+    release.faults[wheel.file] = Fault("reset", at=0.5, ranges=False)
+    outcome = fetcher.run(wheel.file, release.base_url)
+    assert_verified(outcome, wheel)
+    first, second = release.object_gets(wheel.file)
+    assert second.range is not None and second.status == 200 and second.body_bytes == len(wheel.data)
+    assert "ignored the Range request" in outcome.stderr
+
+
 def test_stall_is_dropped_after_the_timeout_and_resumed(fetcher, release, wheel):
     release.faults[wheel.file] = Fault("stall", at=0.5)
     outcome = fetcher.run(wheel.file, release.base_url, CULINA_TIMEOUT="2")

@@ -1,11 +1,17 @@
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <initializer_list>
 #include <string>
 #include <vector>
 
+#include "fetch/fetch_error.h"
+#include "fetch/fetch_wheel.h"
+#include "fetch/sha256.h"
 #include "fetch/wheel_check.h"
 #include "fetch/zip_reader.h"
 
@@ -156,6 +162,70 @@ TEST(Metadata, NormalizesProjectNames) {
     EXPECT_EQ(normalize_project_name("Culina_Kernels"), "culina-kernels");
     EXPECT_EQ(normalize_project_name("a.-_b"), "a-b");
     EXPECT_EQ(normalize_project_name("culina"), "culina");
+}
+
+// fetch_wheel without the network: the cache path, offline mode and the expectation checks.
+class FetchWheel : public testing::Test {
+protected:
+    void SetUp() override {
+        root_ = testing::TempDir() + "/culina_fetch_wheel_" + std::to_string(::getpid());
+        std::filesystem::remove_all(root_);
+        std::filesystem::create_directories(root_ + "/wheels");
+        zip_ = make_zip({Entry{"culina/_C.so", std::string(500, 'x')}, deflated_metadata()});
+        expected_ = {"https://127.0.0.1:9/x.whl", "culina-0.1.0-py3-none-any.whl", sha256_hex(zip_), zip_.size(), "culina", "0.1.0"};
+        options_.settings.cache_root = root_;
+        options_.settings.offline = true;
+        options_.log = [this](const std::string& line) { log_ += line + "\n"; };
+    }
+    void TearDown() override { std::filesystem::remove_all(root_); }
+
+    std::string cached() const { return root_ + "/wheels/" + expected_.file; }
+
+    std::string root_, zip_, log_;
+    WheelExpectation expected_;
+    FetchOptions options_;
+};
+
+TEST_F(FetchWheel, ServesAVerifiedCachedWheelWithoutNetwork) {
+    std::ofstream(cached(), std::ios::binary) << zip_;
+    EXPECT_EQ(fetch_wheel(expected_, options_), cached());
+    EXPECT_NE(log_.find("using the cached"), std::string::npos) << log_;
+}
+
+TEST_F(FetchWheel, DeletesADamagedCachedWheel) {
+    std::string damaged = zip_;
+    damaged[40] ^= 0x01;
+    std::ofstream(cached(), std::ios::binary) << damaged;
+    try {
+        fetch_wheel(expected_, options_);
+        FAIL() << "offline with a damaged cache entry must fail";
+    } catch (const FetchError& error) {
+        EXPECT_NE(std::string(error.what()).find("CULINA_OFFLINE=1"), std::string::npos) << error.what();
+    }
+    EXPECT_FALSE(std::filesystem::exists(cached()));
+    EXPECT_NE(log_.find("fails verification (its sha256 is"), std::string::npos) << log_;
+}
+
+TEST_F(FetchWheel, CachedWheelOfAnotherVersionIsNotServed) {
+    std::ofstream(cached(), std::ios::binary) << zip_;
+    expected_.version = "0.2.0";
+    EXPECT_THROW(fetch_wheel(expected_, options_), FetchError);
+    EXPECT_FALSE(std::filesystem::exists(cached()));
+}
+
+TEST_F(FetchWheel, RejectsUnusableExpectationsBeforeTouchingDisk) {
+    for (const char* file : {"../x.whl", "x.tar.gz", ".whl", ""}) {
+        WheelExpectation bad = expected_;
+        bad.file = file;
+        EXPECT_THROW(fetch_wheel(bad, options_), FetchError) << file;
+    }
+    WheelExpectation bad_digest = expected_;
+    bad_digest.sha256 = "abc";
+    EXPECT_THROW(fetch_wheel(bad_digest, options_), FetchError);
+    WheelExpectation empty = expected_;
+    empty.size = 0;
+    EXPECT_THROW(fetch_wheel(empty, options_), FetchError);
+    EXPECT_TRUE(std::filesystem::is_empty(root_ + "/wheels"));
 }
 
 }  // namespace
