@@ -4,6 +4,7 @@ comes back, what the server saw, how long it took, and that nothing unverified s
 from __future__ import annotations
 
 import hashlib
+import socket
 from pathlib import Path
 
 from release_server import Fault, build_wheel
@@ -138,3 +139,13 @@ def test_asset_larger_than_the_manifest_says_is_cut_off_and_deleted(fetcher, rel
     assert_refused(outcome)
     assert "more than the manifest's size" in outcome.stderr
     assert release.object_gets(wheel.file)[0].body_bytes <= len(bigger)
+
+
+def test_connection_refused_is_retried_then_reported(fetcher, wheel):
+    with socket.socket() as placeholder:  # a port that is certainly closed once released
+        placeholder.bind(("127.0.0.1", 0))
+        port = placeholder.getsockname()[1]
+    outcome = fetcher.run(wheel.file, f"https://127.0.0.1:{port}/releases", CULINA_RETRIES="1")
+    assert_refused(outcome)
+    assert "attempt 1 of 2 failed" in outcome.stderr and "gave up after 2 attempts" in outcome.stderr
+    assert outcome.seconds < 5
