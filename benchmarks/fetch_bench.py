@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -96,8 +97,8 @@ def main() -> None:
                 for name, client in order:
                     timings[name].append(client(run))
                 ratios.append(timings["culina"][-1] / timings["urllib"][-1])
-                for leftover in scratch.glob(f"*-{run}*"):
-                    subprocess.run(["rm", "-rf", str(leftover)], check=True)
+                shutil.rmtree(scratch / f"cache-{run}")
+                (scratch / f"urllib-{run}.whl").unlink()
                 print(f"run {run + 1}: culina {timings['culina'][-1]:.3f} s, urllib {timings['urllib'][-1]:.3f} s",
                       file=sys.stderr)
 
