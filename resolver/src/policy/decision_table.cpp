@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <sstream>
 
 #include "policy/decision.h"
@@ -32,8 +33,11 @@ std::string decision_to_table(const Decision& decision) {
     for (const std::string& warning : decision.warnings) out << "warning      " << warning << "\n";
     out << "local build  " << join(decision.local_build_archs, ";") << "\n";
     out << "candidates   " << decision.candidates.size() << "\n";
+    size_t label_width = 0;
+    for (const Candidate& candidate : decision.candidates) label_width = std::max(label_width, candidate.variant.size());
     for (const Candidate& candidate : decision.candidates) {
-        out << "  " << verdict_mark(candidate) << "  " << candidate.variant << "  " << candidate.file << "\n"
+        out << "  " << verdict_mark(candidate) << "  " << candidate.variant << std::string(label_width - candidate.variant.size(), ' ')
+            << "  " << candidate.file << "\n"
             << "              " << candidate.reason << "\n";
     }
     return out.str();
