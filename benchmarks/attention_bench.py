@@ -94,6 +94,7 @@ def main():
     parser.add_argument("--head-dim", type=int, default=128)
     parser.add_argument("--seq-lens", type=int, nargs="+", default=[4096, 16384])
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--only", help="time this implementation alone (e.g. culina)")
     args = parser.parse_args()
 
     device = torch.device("cuda")
@@ -117,6 +118,8 @@ def main():
             g_gamma = torch.log(torch.tensor(decay, device=device, dtype=torch.float32))
             impls["fla-chunk_simple_gla"] = lambda: fla(qt, kt, vt, g_gamma=g_gamma, scale=scale)[0]
         reference = impls["culina"]()
+        if args.only:
+            impls = {args.only: impls[args.only]}
         for name, fn in impls.items():
             out = fn()
             if name.startswith("fla"):
@@ -135,7 +138,7 @@ def main():
     print("\n| T | implementation | time (ms) | TFLOP/s | culina speed-up |")
     print("| ---: | --- | ---: | ---: | ---: |")
     for row in rows:
-        ours = next(r["ms"] for r in rows if r["T"] == row["T"] and r["impl"] == "culina")
+        ours = next(r["ms"] for r in rows if r["T"] == row["T"] and r["impl"] == rows[0]["impl"])
         print(f"| {row['T']} | {row['impl']} | {row['ms']:.3f} | {row['tflops']:.1f} | {row['ms'] / ours:.2f}x |")
     if args.json:
         args.json.write_text(json.dumps({"gpu": torch.cuda.get_device_name(), "rows": rows,

@@ -36,3 +36,12 @@ if [[ -n ${CULINA_NCU:-} ]] && command -v ncu >/dev/null; then
     python3 benchmarks/attention_profile.py >"$out/ncu.txt" 2>&1
   grep -E "chunk_|Duration|Throughput|Achieved Occupancy|Stall|L2 Hit|DRAM" "$out/ncu.txt" | head -60
 fi
+
+# Tuning variants (compile-time knobs), culina alone: KNOB=VALUE pairs in CULINA_VARIANTS.
+for variant in ${CULINA_VARIANTS:-}; do
+  dir=/tmp/culina-$variant
+  rm -rf "$dir" && mkdir -p "$dir" && cp -r setup.py pyproject.toml csrc package resolver benchmarks "$dir"/
+  (cd "$dir" && NVCC_APPEND_FLAGS="-D$variant" CULINA_CUDA_ARCHS=$arch python3 setup.py -q build_ext --inplace \
+     >>"$out/build.log" 2>&1 && timeout 120 python3 benchmarks/attention_bench.py --only culina 2>&1 \
+     | grep -E "^T=|chunk_" | sed "s/^/[$variant] /")
+done

@@ -75,15 +75,16 @@ __global__ void __launch_bounds__(kThreads) chunk_output_kernel(KernelParams p) 
   const int t0 = chunk * kChunk, n = min(kChunk, t_len - t0);
   const int64_t row0 = bh * t_len + t0;
 
+  // Two groups of copies: q and k first, for A; v and h land while A is computed.
   stage_rows<kChunk, DK>(s_q, L::ld_qk, static_cast<const uint16_t*>(p.q) + row0 * DK, DK, n);
   stage_rows<kChunk, DK>(s_k, L::ld_qk, static_cast<const uint16_t*>(p.k) + row0 * DK, DK, n);
+  commit_async_copies();
   stage_rows<kChunk, SLICE>(s_v, L::ld_v, static_cast<const uint16_t*>(p.v) + row0 * dv + v0, dv, n);
   stage_rows<DK, SLICE>(s_h, L::ld_v,
-                          static_cast<const uint16_t*>(p.states) + (bh * p.num_chunks + chunk) * DK * dv + v0,
-                          dv, DK);
-  if (tid <= kChunk) s_pow[tid] = exp2f(float(tid) * p.log2_decay[bh % p.heads]);
+                        static_cast<const uint16_t*>(p.states) + (bh * p.num_chunks + chunk) * DK * dv + v0, dv, DK);
   commit_async_copies();
-  wait_async_copies<0>();
+  if (tid <= kChunk) s_pow[tid] = exp2f(float(tid) * p.log2_decay[bh % p.heads]);
+  wait_async_copies<1>();
   __syncthreads();
 
   const int tile_row = warp / 2;
@@ -124,6 +125,7 @@ __global__ void __launch_bounds__(kThreads) chunk_output_kernel(KernelParams p) 
     uint4* word = reinterpret_cast<uint4*>(s_q + i * L::ld_qk + c);
     *word = scale8<T>(*word, s_pow[i + 1]);
   }
+  wait_async_copies<0>();
   __syncthreads();
 
   // O = P V + Q' h, kColTiles tiles per warp.

@@ -25,7 +25,10 @@ constexpr int kColTiles = kBlockV / 8;   // m16n8 accumulator tiles per warp
 constexpr int kLd = kBlockD + 8;         // 16-bit rows padded by 16 bytes: ldmatrix rows hit distinct banks
 constexpr int kWordsK = kChunk * kBlockD / 8 / kThreads;  // 16-byte words per thread per chunk
 constexpr int kWordsV = kChunk * kBlockV / 8 / kThreads;
-constexpr int kStages = 4;
+#ifndef CULINA_STATE_STAGES
+#define CULINA_STATE_STAGES 4  // ring depth: a tuning knob (3 and more)
+#endif
+constexpr int kStages = CULINA_STATE_STAGES;
 static_assert(kBlockD == kBlockV, "k and v slots share one row layout");
 
 struct Layout {
