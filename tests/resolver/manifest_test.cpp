@@ -192,6 +192,18 @@ TEST(Manifest, NotJsonIsAnErrorNotACrash) {
     }
 }
 
+TEST(Manifest, DuplicateKeyIsAnError) {
+    std::string text = valid_document().dump();
+    text.replace(text.find("\"sha256\":"), 0, "\"sha256\":\"" + std::string(64, 'b') + "\",");
+    try {
+        parse_manifest(text);
+        FAIL() << "expected ManifestError";
+    } catch (const ManifestError& error) {
+        EXPECT_EQ(error.field, "sha256");
+        EXPECT_NE(std::string(error.what()).find("appears twice"), std::string::npos) << error.what();
+    }
+}
+
 TEST(Manifest, DeepNestingIsAnErrorNotACrash) {
     const std::string deep = "{\"schema_version\":1,\"name\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
     EXPECT_THROW(parse_manifest(deep), ManifestError);

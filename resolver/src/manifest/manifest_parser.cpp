@@ -254,9 +254,20 @@ WheelEntry read_wheel(const json& value, const std::string& path, const Manifest
 }  // namespace
 
 Manifest parse_manifest(const std::string& json_text) {
+    // nlohmann keeps the last of two equal keys; a manifest saying two things about one field
+    // is refused instead, so what a reviewer reads is what the resolver uses.
+    std::vector<std::set<std::string>> keys_per_open_object;
+    const json::parser_callback_t reject_duplicate_keys = [&](int, json::parse_event_t event, json& parsed) {
+        if (event == json::parse_event_t::object_start) keys_per_open_object.emplace_back();
+        if (event == json::parse_event_t::object_end) keys_per_open_object.pop_back();
+        if (event == json::parse_event_t::key && !keys_per_open_object.back().insert(parsed.get<std::string>()).second) {
+            throw ManifestError(parsed.get<std::string>(), "appears twice in one object; each field may be given once");
+        }
+        return true;
+    };
     json document;
     try {
-        document = json::parse(json_text);
+        document = json::parse(json_text, reject_duplicate_keys);
     } catch (const json::exception& error) {
         throw ManifestError("", std::string("not valid JSON: ") + error.what());
     }
