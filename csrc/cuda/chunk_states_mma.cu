@@ -1,14 +1,16 @@
 // Pass 1 of the tensor-core path: the state entering every chunk.
 //
-// One block of 4 warps owns a 64 x 64 block (rows d0.., columns v0..) of one head's state;
-// each warp holds 16 of its rows in mma.sync accumulators (fp32, registers) and the block
-// walks the chunks in order:
+// One block of 8 warps owns a 64 x 64 block (rows d0.., columns v0..) of one head's state;
+// each warp holds a 16 x 32 piece of it in mma.sync accumulators (fp32, registers) and the
+// block walks the chunks in order:
 //   h[c] = S (as 16-bit), then S = g^n S + K_c^T (g^(n-1-j) V_c)
 // K and V stream through a ring of kStages shared-memory slots filled by asynchronous
 // copies kStages-1 chunks ahead. The state never leaves registers: h is written straight
 // from the accumulators, and the operands come in through ldmatrix. (A wmma version of this
 // pass, which staged the state through shared memory, ran at 0.54 ms for bf16, B=4, H=16,
-// dk = dv = 128, T = 16384 on an H200, bound by shared-memory traffic.)
+// dk = dv = 128, T = 16384 on an H200; so did this one with 4 warps of 16 x 64 each: the
+// chain of ~650 dependent instructions per warp and chunk, issued by 2 warps per
+// scheduler, set the pace, hence 8 warps with half the work each.)
 #include "cuda/kernels.h"
 #include "cuda/mma_common.cuh"
 
@@ -19,14 +21,16 @@ using namespace mma;
 
 constexpr int kBlockD = 64;              // state rows per block
 constexpr int kBlockV = 64;              // state columns per block
-constexpr int kWarps = kBlockD / kTile;  // one warp per 16 state rows
+constexpr int kWarpCols = 2;             // warps side by side across the 64 columns
+constexpr int kWarps = kBlockD / kTile * kWarpCols;
 constexpr int kThreads = 32 * kWarps;
-constexpr int kColTiles = kBlockV / 8;   // m16n8 accumulator tiles per warp
+constexpr int kWarpV = kBlockV / kWarpCols;  // state columns per warp
+constexpr int kColTiles = kWarpV / 8;        // m16n8 accumulator tiles per warp
 constexpr int kLd = kBlockD + 8;         // 16-bit rows padded by 16 bytes: ldmatrix rows hit distinct banks
 constexpr int kWordsK = kChunk * kBlockD / 8 / kThreads;  // 16-byte words per thread per chunk
 constexpr int kWordsV = kChunk * kBlockV / 8 / kThreads;
 #ifndef CULINA_STATE_STAGES
-#define CULINA_STATE_STAGES 4  // ring depth: a tuning knob (3 and more)
+#define CULINA_STATE_STAGES 2  // ring depth: a tuning knob (2 and more); on an H200 3, 4 and 6 were no faster
 #endif
 constexpr int kStages = CULINA_STATE_STAGES;
 static_assert(kBlockD == kBlockV, "k and v slots share one row layout");
@@ -47,15 +51,17 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
   float* s_pow = reinterpret_cast<float*>(smem + Layout::powers);
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int warp_row = (warp % (kBlockD / kTile)) * kTile, warp_col = (warp / (kBlockD / kTile)) * kWarpV;
   const int group = lane / 4, pair = (lane % 4) * 2;  // accumulator row and column within a tile
   const int dk = p.dk, dv = p.dv, t_len = p.seq_len, chunks = p.num_chunks;
   const int v0 = blockIdx.x * kBlockV, d0 = blockIdx.y * kBlockD;
   const int64_t bh = blockIdx.z;
   const uint16_t* k = static_cast<const uint16_t*>(p.k) + bh * t_len * dk + d0;
   const uint16_t* v = static_cast<const uint16_t*>(p.v) + bh * t_len * dv + v0;
-  // This lane's first state element: row d0 + 16 warp + group, column v0 + pair.
-  const int64_t state_offset = (bh * dk + d0 + warp * kTile + group) * dv + v0 + pair;
-  T* h = static_cast<T*>(p.states) + bh * chunks * dk * dv + (int64_t(d0 + warp * kTile + group) * dv + v0 + pair);
+  // This lane's first state element: row d0 + warp_row + group, column v0 + warp_col + pair.
+  const int64_t state_offset = (bh * dk + d0 + warp_row + group) * dv + v0 + warp_col + pair;
+  T* h = static_cast<T*>(p.states) + bh * chunks * dk * dv +
+         (int64_t(d0 + warp_row + group) * dv + v0 + warp_col + pair);
 
   if (tid <= kChunk) s_pow[tid] = exp2f(float(tid) * p.log2_decay[bh % p.heads]);
 
@@ -99,9 +105,9 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
   // ldmatrix row addresses of this lane (see load_matrices_transposed): matrix m = lane / 8.
   const int m = lane / 8, r = lane % 8;
   // A = K^T tile (rows d, columns j): matrices (d 0-7 | 8-15) x (j 0-7 | 8-15), d fastest.
-  const int a_row = r + 8 * (m / 2), a_col = warp * kTile + 8 * (m % 2);
+  const int a_row = r + 8 * (m / 2), a_col = warp_row + 8 * (m % 2);
   // B = V tile pairs (rows j, columns c): matrices (j 0-7 | 8-15) x (column tile 2q | 2q+1).
-  const int b_row = r + 8 * (m % 2), b_col = 8 * (m / 2);
+  const int b_row = r + 8 * (m % 2), b_col = warp_col + 8 * (m / 2);
 
   for (int chunk = 0; chunk < chunks; ++chunk) {
     const int t0 = chunk * kChunk, n = min(kChunk, t_len - t0);
