@@ -1,171 +1,169 @@
 // Pass 2 of the tensor-core path: every chunk's output, all chunks in parallel.
 //
-// One block of 8 warps owns one (batch*head, chunk, slice of SLICE value columns):
-//   A = Q K^T (causal tiles) -> P = A * g^(i-j) (zero above the diagonal)
-//   O = scale * (P V + (g^(i+1) Q) h[c])       with h[c] the state entering the chunk (pass 1)
+// One block owns one (batch*head, chunk, slice of SLICE value columns); each group of 4 warps
+// takes 64 of the columns, each warp 16 query rows i of the chunk, all in mma.sync registers:
+//   S = Q K^T (key tiles up to the diagonal) -> P = S * g^(i-j) (zero above the diagonal)
+//   O = scale * (g^(i+1) (Q h[c]) + P V)       with h[c] the state entering the chunk (pass 1)
+// P goes from the accumulators straight into the next product's operand registers, and the
+// output from registers to device memory. (A wmma version that staged S and O through shared
+// memory took 0.68 ms for bf16, B=4, H=16, dk = dv = 128, T = 16384 on an H200.)
 #include "cuda/kernels.h"
 #include "cuda/mma_common.cuh"
 
 namespace culina::gpu {
 namespace {
 
-using namespace nvcuda;
 using namespace mma;
 
-constexpr int kWarps = 8;
-constexpr int kThreads = 32 * kWarps;
+constexpr int kGroupV = 64;                  // value columns per group of 4 warps
+constexpr int kRowWarps = kChunk / kTile;    // 4 warps cover the chunk's 64 query rows
+constexpr int kColTiles = kGroupV / 8;       // m16n8 output tiles per warp
+constexpr int kKeyTiles = kChunk / 8;        // m16n8 score tiles per warp
 
-// Rows padded by 16 bytes so that 16-row tile loads fall on different banks; regions start
-// on 128-byte boundaries and tile pointers stay 32-byte aligned as wmma requires. The fp32
-// scratch (A, then O) reuses k's region once k is no longer read: that keeps a block near
-// 72 KiB for dk = 128, three blocks to a multiprocessor.
+template <int SLICE>
+__host__ __device__ constexpr int threads() { return 32 * kRowWarps * (SLICE / kGroupV); }
+
+// Rows padded by 16 bytes: the 8 row starts of an ldmatrix land on distinct banks.
 template <int DK, int SLICE>
 struct Layout {
   static constexpr int ld_qk = DK + 8;
   static constexpr int ld_v = SLICE + 8;
-  static constexpr int ld_p = kChunk + 8;
-  static constexpr int ld_f = SLICE + 4;  // fp32 scratch: A (64 x 64), then O (64 x SLICE)
-  static constexpr size_t kf_bytes = size_t(kChunk) * (ld_qk * 2 > ld_f * 4 ? ld_qk * 2 : ld_f * 4);
   static constexpr size_t q = 0;
   static constexpr size_t k = q + size_t(kChunk) * ld_qk * 2;
-  static constexpr size_t f = k;
-  static constexpr size_t v = k + kf_bytes;
+  static constexpr size_t v = k + size_t(kChunk) * ld_qk * 2;
   static constexpr size_t h = v + size_t(kChunk) * ld_v * 2;
-  static constexpr size_t p = h + size_t(DK) * ld_v * 2;
-  static constexpr size_t powers = p + size_t(kChunk) * ld_p * 2;
+  static constexpr size_t powers = h + size_t(DK) * ld_v * 2;
   static constexpr size_t bytes = powers + (kChunk + 1) * 4;
 };
 
 // rows x WIDTH 16-bit elements, global (row stride src_ld) -> shared (row stride dst_ld);
 // rows at or past `valid` are zero-filled.
-template <int ROWS, int WIDTH>
+template <int ROWS, int WIDTH, int THREADS>
 __device__ __forceinline__ void stage_rows(void* dst, int dst_ld, const uint16_t* src, int64_t src_ld, int valid) {
   constexpr int kVectors = WIDTH / 8;
   uint16_t* out = static_cast<uint16_t*>(dst);
 #pragma unroll 4
-  for (int e = threadIdx.x; e < ROWS * kVectors; e += kThreads) {
+  for (int e = threadIdx.x; e < ROWS * kVectors; e += THREADS) {
     const int i = e / kVectors, c = (e % kVectors) * 8;
     copy16_async(out + i * dst_ld + c, i < valid ? src + i * src_ld + c : src, i < valid);
   }
 }
 
 template <typename T, int DK, int SLICE>
-__global__ void __launch_bounds__(kThreads) chunk_output_kernel(KernelParams p) {
+__global__ void __launch_bounds__(threads<SLICE>()) chunk_output_kernel(KernelParams p) {
 #if __CUDA_ARCH__ >= 800
   using L = Layout<DK, SLICE>;
-  constexpr int kColTiles = SLICE / kTile / 2;  // output column tiles per warp (2 warps per tile row)
-  using FragA = wmma::fragment<wmma::matrix_a, kTile, kTile, kTile, T, wmma::row_major>;
-  using FragB = wmma::fragment<wmma::matrix_b, kTile, kTile, kTile, T, wmma::row_major>;
-  using FragBT = wmma::fragment<wmma::matrix_b, kTile, kTile, kTile, T, wmma::col_major>;
-  using FragC = wmma::fragment<wmma::accumulator, kTile, kTile, kTile, float>;
-
+  constexpr int kThreads = threads<SLICE>();
   extern __shared__ __align__(128) unsigned char smem[];
   T* s_q = reinterpret_cast<T*>(smem + L::q);
   T* s_k = reinterpret_cast<T*>(smem + L::k);
   T* s_v = reinterpret_cast<T*>(smem + L::v);
   T* s_h = reinterpret_cast<T*>(smem + L::h);
-  T* s_p = reinterpret_cast<T*>(smem + L::p);
-  float* s_f = reinterpret_cast<float*>(smem + L::f);
   float* s_pow = reinterpret_cast<float*>(smem + L::powers);
 
-  const int tid = threadIdx.x, warp = tid / 32;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int row_warp = warp % kRowWarps, col_base = (warp / kRowWarps) * kGroupV;
+  const int group = lane / 4, pair = (lane % 4) * 2;
+  const int m = lane / 8, r = lane % 8;  // ldmatrix: this lane names row r of matrix m
   const int dv = p.dv, t_len = p.seq_len;
   const int chunk = blockIdx.x, v0 = blockIdx.y * SLICE;
   const int64_t bh = blockIdx.z;
   const int t0 = chunk * kChunk, n = min(kChunk, t_len - t0);
   const int64_t row0 = bh * t_len + t0;
 
-  // Two groups of copies: q and k first, for A; v and h land while A is computed.
-  stage_rows<kChunk, DK>(s_q, L::ld_qk, static_cast<const uint16_t*>(p.q) + row0 * DK, DK, n);
-  stage_rows<kChunk, DK>(s_k, L::ld_qk, static_cast<const uint16_t*>(p.k) + row0 * DK, DK, n);
+  // Two groups of copies: q and k first, for S; v and h land while S is computed.
+  stage_rows<kChunk, DK, kThreads>(s_q, L::ld_qk, static_cast<const uint16_t*>(p.q) + row0 * DK, DK, n);
+  stage_rows<kChunk, DK, kThreads>(s_k, L::ld_qk, static_cast<const uint16_t*>(p.k) + row0 * DK, DK, n);
   commit_async_copies();
-  stage_rows<kChunk, SLICE>(s_v, L::ld_v, static_cast<const uint16_t*>(p.v) + row0 * dv + v0, dv, n);
-  stage_rows<DK, SLICE>(s_h, L::ld_v,
-                        static_cast<const uint16_t*>(p.states) + (bh * p.num_chunks + chunk) * DK * dv + v0, dv, DK);
+  stage_rows<kChunk, SLICE, kThreads>(s_v, L::ld_v, static_cast<const uint16_t*>(p.v) + row0 * dv + v0, dv, n);
+  stage_rows<DK, SLICE, kThreads>(s_h, L::ld_v,
+                                  static_cast<const uint16_t*>(p.states) + (bh * p.num_chunks + chunk) * DK * dv + v0,
+                                  dv, DK);
   commit_async_copies();
   if (tid <= kChunk) s_pow[tid] = exp2f(float(tid) * p.log2_decay[bh % p.heads]);
   wait_async_copies<1>();
   __syncthreads();
 
-  const int tile_row = warp / 2;
-  // A = Q K^T on and below the diagonal; 16 tiles, two per warp.
-  {
-    const int col0 = (warp % 2) * 2;
-    FragC acc[2];
-    wmma::fill_fragment(acc[0], 0.0f);
-    wmma::fill_fragment(acc[1], 0.0f);
-#pragma unroll 4
-    for (int kk = 0; kk < DK / kTile; ++kk) {
-      FragA a;
-      wmma::load_matrix_sync(a, s_q + tile_row * kTile * L::ld_qk + kk * kTile, L::ld_qk);
+  // This warp's q rows as A operands, kept for both products that need them.
+  uint32_t q_frag[DK / kTile][4];
 #pragma unroll
-      for (int c = 0; c < 2; ++c) {
-        if (col0 + c > tile_row) continue;
-        FragBT b;  // K^T: element (d, j) = K[j][d]
-        wmma::load_matrix_sync(b, s_k + (col0 + c) * kTile * L::ld_qk + kk * kTile, L::ld_qk);
-        wmma::mma_sync(acc[c], a, b, acc[c]);
-      }
-    }
-    __syncthreads();  // every warp is done reading k, whose region takes A
-#pragma unroll
-    for (int c = 0; c < 2; ++c)
-      if (col0 + c <= tile_row)
-        wmma::store_matrix_sync(s_f + tile_row * kTile * L::ld_f + (col0 + c) * kTile, acc[c], L::ld_f,
-                                wmma::mem_row_major);
-  }
-  __syncthreads();
+  for (int kk = 0; kk < DK / kTile; ++kk)
+    load_matrices(q_frag[kk], s_q + (row_warp * kTile + r + 8 * (m % 2)) * L::ld_qk + kk * kTile + 8 * (m / 2));
 
-  // P = decay-masked A; q rows decayed by g^(i+1), their distance to the entering state.
-  for (int e = tid; e < kChunk * kChunk; e += kThreads) {
-    const int i = e / kChunk, j = e % kChunk;
-    s_p[i * L::ld_p + j] = from_float32<T>(j <= i ? s_f[i * L::ld_f + j] * s_pow[i - j] : 0.0f);
+  // S = Q K^T for key tiles up to this warp's diagonal (pairs of 8-key tiles).
+  float s[kKeyTiles][4];
+#pragma unroll
+  for (int t = 0; t < kKeyTiles; ++t) s[t][0] = s[t][1] = s[t][2] = s[t][3] = 0.0f;
+#pragma unroll
+  for (int kp = 0; kp < kKeyTiles / 2; ++kp) {
+    if (kp > row_warp) continue;
+#pragma unroll
+    for (int kk = 0; kk < DK / kTile; ++kk) {
+      uint32_t b[4];  // K rows as B (= K^T column-major): tiles 2kp and 2kp+1
+      load_matrices(b, s_k + (kp * kTile + r + 8 * (m / 2)) * L::ld_qk + kk * kTile + 8 * (m % 2));
+      mma_16816<T>(s[2 * kp], q_frag[kk], b[0], b[1]);
+      mma_16816<T>(s[2 * kp + 1], q_frag[kk], b[2], b[3]);
+    }
   }
-  for (int e = tid; e < kChunk * DK / 8; e += kThreads) {
-    const int i = e / (DK / 8), c = (e % (DK / 8)) * 8;
-    uint4* word = reinterpret_cast<uint4*>(s_q + i * L::ld_qk + c);
-    *word = scale8<T>(*word, s_pow[i + 1]);
+
+  // P = S g^(i-j) on and below the diagonal, as A operands for P V.
+  const int i_top = row_warp * kTile + group;  // this lane's rows: i_top and i_top + 8
+  uint32_t p_frag[kChunk / kTile][4];
+#pragma unroll
+  for (int t = 0; t < kKeyTiles; ++t) {
+    float masked[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int i = i_top + 8 * (e / 2), j = t * 8 + pair + (e % 2);
+      masked[e] = j <= i ? s[t][e] * s_pow[i - j] : 0.0f;
+    }
+    p_frag[t / 2][(t % 2) * 2] = pack2<T>(masked[0], masked[1]);
+    p_frag[t / 2][(t % 2) * 2 + 1] = pack2<T>(masked[2], masked[3]);
   }
+
   wait_async_copies<0>();
   __syncthreads();
 
-  // O = P V + Q' h, kColTiles tiles per warp.
-  {
-    const int col0 = (warp % 2) * kColTiles;
-    FragC acc[kColTiles];
+  // O = g^(i+1) (Q h) + P V over this warp's 16 rows and its group's 64 columns.
+  float o[kColTiles][4];
 #pragma unroll
-    for (int c = 0; c < kColTiles; ++c) wmma::fill_fragment(acc[c], 0.0f);
-    for (int kk = 0; kk <= tile_row; ++kk) {
-      FragA a;
-      wmma::load_matrix_sync(a, s_p + tile_row * kTile * L::ld_p + kk * kTile, L::ld_p);
+  for (int c = 0; c < kColTiles; ++c) o[c][0] = o[c][1] = o[c][2] = o[c][3] = 0.0f;
 #pragma unroll
-      for (int c = 0; c < kColTiles; ++c) {
-        FragB b;
-        wmma::load_matrix_sync(b, s_v + kk * kTile * L::ld_v + (col0 + c) * kTile, L::ld_v);
-        wmma::mma_sync(acc[c], a, b, acc[c]);
-      }
+  for (int kk = 0; kk < DK / kTile; ++kk) {
+#pragma unroll
+    for (int cp = 0; cp < kColTiles / 2; ++cp) {
+      uint32_t b[4];
+      load_matrices_transposed(b, s_h + (kk * kTile + r + 8 * (m % 2)) * L::ld_v + col_base + cp * kTile + 8 * (m / 2));
+      mma_16816<T>(o[2 * cp], q_frag[kk], b[0], b[1]);
+      mma_16816<T>(o[2 * cp + 1], q_frag[kk], b[2], b[3]);
     }
-#pragma unroll 4
-    for (int kk = 0; kk < DK / kTile; ++kk) {
-      FragA a;
-      wmma::load_matrix_sync(a, s_q + tile_row * kTile * L::ld_qk + kk * kTile, L::ld_qk);
-#pragma unroll
-      for (int c = 0; c < kColTiles; ++c) {
-        FragB b;
-        wmma::load_matrix_sync(b, s_h + kk * kTile * L::ld_v + (col0 + c) * kTile, L::ld_v);
-        wmma::mma_sync(acc[c], a, b, acc[c]);
-      }
-    }
-#pragma unroll
-    for (int c = 0; c < kColTiles; ++c)
-      wmma::store_matrix_sync(s_f + tile_row * kTile * L::ld_f + (col0 + c) * kTile, acc[c], L::ld_f,
-                              wmma::mem_row_major);
   }
-  __syncthreads();
+  const float decay_top = s_pow[i_top + 1], decay_bottom = s_pow[i_top + 9];
+#pragma unroll
+  for (int c = 0; c < kColTiles; ++c) {
+    o[c][0] *= decay_top, o[c][1] *= decay_top;
+    o[c][2] *= decay_bottom, o[c][3] *= decay_bottom;
+  }
+#pragma unroll
+  for (int kk = 0; kk < kChunk / kTile; ++kk) {
+    if (kk > row_warp) continue;
+#pragma unroll
+    for (int cp = 0; cp < kColTiles / 2; ++cp) {
+      uint32_t b[4];
+      load_matrices_transposed(b, s_v + (kk * kTile + r + 8 * (m % 2)) * L::ld_v + col_base + cp * kTile + 8 * (m / 2));
+      mma_16816<T>(o[2 * cp], p_frag[kk], b[0], b[1]);
+      mma_16816<T>(o[2 * cp + 1], p_frag[kk], b[2], b[3]);
+    }
+  }
 
-  T* out = static_cast<T*>(p.out) + row0 * dv + v0;
-  for (int e = tid; e < n * (SLICE / 8); e += kThreads) {
-    const int i = e / (SLICE / 8), c = (e % (SLICE / 8)) * 8;
-    *reinterpret_cast<uint4*>(out + int64_t(i) * dv + c) = pack8<T>(s_f + i * L::ld_f + c, p.scale);
+  T* out = static_cast<T*>(p.out) + row0 * dv + v0 + col_base + pair;
+#pragma unroll
+  for (int c = 0; c < kColTiles; ++c) {
+    if (i_top < n)
+      *reinterpret_cast<uint32_t*>(out + int64_t(i_top) * dv + c * 8) = pack2<T>(p.scale * o[c][0], p.scale * o[c][1]);
+    if (i_top + 8 < n)
+      *reinterpret_cast<uint32_t*>(out + int64_t(i_top + 8) * dv + c * 8) =
+          pack2<T>(p.scale * o[c][2], p.scale * o[c][3]);
   }
 #else
   __trap();  // unreachable: launch_mma runs only where the device executes sm_80+ code
@@ -179,7 +177,7 @@ cudaError_t launch_shape(const KernelParams& params, int batch, cudaStream_t str
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
   if (err != cudaSuccess) return err;
   const dim3 grid(params.num_chunks, params.dv / SLICE, batch * params.heads);
-  chunk_output_kernel<T, DK, SLICE><<<grid, kThreads, shared, stream>>>(params);
+  chunk_output_kernel<T, DK, SLICE><<<grid, threads<SLICE>(), shared, stream>>>(params);
   return cudaGetLastError();
 }
 
@@ -196,10 +194,13 @@ size_t shared_bytes(int dv) {
 
 }  // namespace
 
-// 128 value columns per block where dv allows: measured on an H200 (bf16, dk = dv = 128,
-// T = 16384) the output pass took 0.68 ms with 128 against 0.83 ms with 64 (q and k are
-// read, and q k^T computed, once per slice).
-int output_slice(int dv) { return dv % 128 == 0 ? 128 : 64; }
+// 128 value columns per block where dv allows (two groups of 4 warps sharing q, k and the
+// block's loads): with the wmma version, the output pass took 0.68 ms with 128 against
+// 0.83 ms with 64 on an H200 (bf16, dk = dv = 128, T = 16384).
+#ifndef CULINA_OUTPUT_MAX_SLICE
+#define CULINA_OUTPUT_MAX_SLICE 128  // a tuning knob: 64 or 128
+#endif
+int output_slice(int dv) { return CULINA_OUTPUT_MAX_SLICE == 128 && dv % 128 == 0 ? 128 : 64; }
 
 size_t output_shared_bytes(int dk, int dv) {
   switch (dk) {

@@ -65,7 +65,19 @@ __device__ __forceinline__ void wait_async_copies() {
 #endif
 }
 
-// Four 8x8 matrices of 16-bit values from shared memory, transposed: lane i names the start
+// Four 8x8 matrices of 16-bit values from shared memory: lane i names the start of row i % 8
+// of matrix i / 8 (16 contiguous bytes); word j of each lane then holds matrix j's elements
+// (lane / 4, 2 * (lane % 4)) and (lane / 4, 2 * (lane % 4) + 1).
+__device__ __forceinline__ void load_matrices(uint32_t (&r)[4], const void* row_start) {
+#if __CUDA_ARCH__ >= 800
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(row_start));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+#endif
+}
+
+// The same, transposed: lane i names the start
 // of row i % 8 of matrix i / 8 (16 contiguous bytes); word j of each lane then holds matrix
 // j's elements (2 * (lane % 4), lane / 4) and (2 * (lane % 4) + 1, lane / 4).
 __device__ __forceinline__ void load_matrices_transposed(uint32_t (&r)[4], const void* row_start) {
