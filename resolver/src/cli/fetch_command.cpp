@@ -1,13 +1,11 @@
 // `culina-resolver fetch`: download and verify one wheel of the manifest into the cache and
 // print its path. Exit 0 with the path on stdout; 1 when the fetch failed; 2 for bad usage or
 // settings. Everything else goes to stderr.
-#include <unistd.h>
-
 #include <iostream>
 #include <optional>
 
 #include "cli/commands.h"
-#include "common/text.h"
+#include "cli/fetch_setup.h"
 #include "fetch/fetch_error.h"
 #include "fetch/fetch_wheel.h"
 #include "manifest/manifest.h"
@@ -36,8 +34,6 @@ int usage_error(const std::string& message) {
     return 2;
 }
 
-void log_line(const std::string& message) { std::cerr << "culina-resolver fetch: " << message << "\n"; }
-
 }  // namespace
 
 int fetch_command(const Args& args) {
@@ -64,10 +60,8 @@ int fetch_command(const Args& args) {
     }
     if (parsed.manifest.empty()) return usage_error("--manifest is required");
     if (parsed.file.empty()) return usage_error("--file is required");
-    if (!parsed.base_url) parsed.base_url = get_env("CULINA_RELEASE_URL");
-    if (!parsed.base_url || parsed.base_url->empty()) {
-        return usage_error("no release URL: pass --base-url or set CULINA_RELEASE_URL");
-    }
+    const std::optional<std::string> base = release_base_url(parsed.base_url);
+    if (!base) return usage_error("no release URL: pass --base-url or set CULINA_RELEASE_URL");
 
     try {
         const Manifest manifest = load_manifest(parsed.manifest);
@@ -80,24 +74,8 @@ int fetch_command(const Args& args) {
                       << "' (it lists " << manifest.wheels.size() << "); pass one of its \"file\" values\n";
             return 2;
         }
-        std::string base = *parsed.base_url;
-        while (!base.empty() && base.back() == '/') base.pop_back();
-
-        fetch::FetchOptions options;
-        // --cache-dir takes the place of CULINA_CACHE_DIR; every other setting comes from the environment.
-        options.settings = fetch::parse_fetch_settings([&](const char* name) -> std::optional<std::string> {
-            if (parsed.cache_dir && std::string(name) == "CULINA_CACHE_DIR") return parsed.cache_dir;
-            return get_env(name);
-        });
-        options.allow_http = parsed.allow_http;
-        options.log = log_line;
-        options.progress_out = &std::cerr;
-        options.progress_redraw = ::isatty(STDERR_FILENO) == 1;
-        for (const std::string& note : options.settings.notes) log_line(note);
-
-        const fetch::WheelExpectation expected{base + "/" + entry->file, entry->file,    entry->sha256,
-                                               entry->size,             manifest.name, manifest.version};
-        std::cout << fetch::fetch_wheel(expected, options) << "\n";
+        const fetch::FetchOptions options = fetch_options_for("fetch", parsed.cache_dir, parsed.allow_http);
+        std::cout << fetch::fetch_wheel(expectation_for(manifest, *entry, *base), options) << "\n";
         return 0;
     } catch (const ManifestError& error) {
         std::cerr << "culina-resolver fetch: " << error.what() << "\n";

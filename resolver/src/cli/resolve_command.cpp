@@ -1,12 +1,125 @@
+// culina-resolver resolve: probe, select and fetch in one step, for the setup.py adapter.
+// stdout: the decision (JSON with --json), including the verified wheel's path when one was
+// fetched; stderr: a human log of what was decided and why, and download progress.
+// A wheel that cannot be fetched or verified is never used: the policy's fallback decides.
+// Exit 0: act on the decision; 2: input that cannot be used; 3: nothing can serve this host.
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/fetch_setup.h"
+#include "cli/selection_options.h"
+#include "common/setting_error.h"
+#include "fetch/fetch_error.h"
+#include "host/host_json.h"
+#include "manifest/manifest.h"
+#include "policy/build_archs.h"
+#include "policy/input_error.h"
 
 namespace culina::cli {
+namespace {
 
-int resolve_command(const Args&) {
-    std::cerr << "culina-resolver resolve: not built yet\n";
-    return 2;
+constexpr int kExitBadInput = 2;
+constexpr int kExitNoWayToServe = 3;
+
+void print_usage(std::ostream& out) {
+    out << "usage: culina-resolver resolve --manifest FILE --tags FILE [--base-url URL] [--cache-dir DIR]\n"
+           "                              [--allow-http] [--json] [--default-archs LIST]\n"
+           "  probe this host, choose a wheel (as `select`), then download and verify it (as `fetch`).\n"
+           "  When the chosen wheel cannot be fetched, the decision falls back to a local build, and\n"
+           "  fetch_error says why.\n"
+           "  --base-url URL        release assets (default: CULINA_RELEASE_URL)\n"
+           "  --cache-dir DIR       cache root (default: CULINA_CACHE_DIR, $XDG_CACHE_HOME/culina, ~/.cache/culina)\n"
+           "  --allow-http          plain http beyond loopback: only when the manifest came inside the sdist\n"
+           "  --default-archs LIST  local build targets when no GPU is visible (default "
+        << kDefaultLocalBuildArchs
+        << ")\n"
+           "environment: CULINA_VARIANT, CULINA_OFFLINE, CULINA_TIMEOUT, CULINA_RETRIES, CULINA_CA_BUNDLE,\n"
+           "CULINA_OVERRIDE_CUDA, CULINA_OVERRIDE_SM\n"
+           "exit status: 0 act on the decision, 2 bad input, 3 nothing can serve this host (reason printed)\n";
+}
+
+void log(const std::string& message) { std::cerr << "culina-resolver resolve: " << message << "\n"; }
+
+struct Outcome {
+    Decision decision;
+    std::optional<std::string> wheel_path;
+    std::optional<std::string> fetch_error;
+};
+
+// Throws FetchError(configuration) for settings that cannot be used.
+Outcome fetch_chosen_wheel(const SelectionOptions& options, const SelectionInput& input, Decision decision) {
+    const WheelEntry wheel = *decision.wheel;
+    const fetch::FetchOptions fetch_options = fetch_options_for("resolve", options.cache_dir, options.allow_http);
+    const std::optional<std::string> base = release_base_url(options.base_url);
+    std::string why;
+    if (!base && !fetch_options.settings.offline) {
+        why = "no release URL: pass --base-url or set CULINA_RELEASE_URL";
+    } else {
+        try {
+            const std::string path =
+                fetch::fetch_wheel(expectation_for(input.manifest, wheel, base.value_or("offline:")), fetch_options);
+            return {decision, path, std::nullopt};
+        } catch (const fetch::FetchError& error) {
+            if (error.kind == fetch::FetchError::Kind::configuration) throw;
+            why = error.what();
+        }
+    }
+    log("cannot use " + wheel.file + ": " + why);
+    return {select_after_failed_fetch(input, wheel.file, why), std::nullopt, why};
+}
+
+}  // namespace
+
+int resolve_command(const Args& args) {
+    SelectionOptions options;
+    SelectionInput input;
+    try {
+        options = parse_selection_options(args, true);
+        if (options.help) {
+            print_usage(std::cout);
+            return 0;
+        }
+        input = load_selection_input(options);
+    } catch (const UsageError& error) {
+        std::cerr << "culina-resolver resolve: " << error.what() << "\n";
+        print_usage(std::cerr);
+        return kExitBadInput;
+    } catch (const ManifestError& error) {
+        log(error.what());
+        return kExitBadInput;
+    } catch (const SettingError& error) {
+        log(error.what());
+        return kExitBadInput;
+    } catch (const PolicyInputError& error) {
+        log(error.what());
+        return kExitBadInput;
+    }
+
+    Outcome outcome{select_wheel(input), std::nullopt, std::nullopt};
+    std::cerr << decision_to_table(outcome.decision);
+    if (outcome.decision.action == Action::install_wheel) {
+        try {
+            outcome = fetch_chosen_wheel(options, input, outcome.decision);
+        } catch (const fetch::FetchError& error) {
+            log(error.what());
+            return kExitBadInput;
+        }
+        if (outcome.fetch_error) std::cerr << decision_to_table(outcome.decision);
+    }
+
+    const Decision& decision = outcome.decision;
+    log(std::string("decided: ") + action_name(decision.action) +
+        (outcome.wheel_path ? " " + *outcome.wheel_path : "") + " — " + decision.reason);
+    if (options.json) {
+        nlohmann::json out = decision_to_json(decision);
+        out["probe"] = host_to_json(input.host);
+        out["wheel_path"] = outcome.wheel_path ? nlohmann::json(*outcome.wheel_path) : nlohmann::json(nullptr);
+        out["fetch_error"] = outcome.fetch_error ? nlohmann::json(*outcome.fetch_error) : nlohmann::json(nullptr);
+        std::cout << out.dump(2) << "\n";
+    } else {
+        std::cout << action_name(decision.action) << (outcome.wheel_path ? " " + *outcome.wheel_path : "") << "\n";
+    }
+    return decision.action == Action::error ? kExitNoWayToServe : 0;
 }
 
 }  // namespace culina::cli

@@ -2,19 +2,14 @@
 // tags, and print the policy's decision. Exit 0: a decision (a wheel or a build); 2: input
 // that cannot be used; 3: the decision is an error (nothing can serve this host as asked).
 #include <iostream>
-#include <optional>
-#include <string>
 
 #include "cli/commands.h"
+#include "cli/selection_options.h"
 #include "common/setting_error.h"
-#include "common/text.h"
 #include "host/host_json.h"
 #include "manifest/manifest.h"
 #include "policy/build_archs.h"
 #include "policy/input_error.h"
-#include "policy/select_wheel.h"
-#include "policy/tag_rank.h"
-#include "probe/probe.h"
 
 namespace culina::cli {
 namespace {
@@ -35,71 +30,22 @@ void print_usage(std::ostream& out) {
            "exit status: 0 a decision, 2 bad input, 3 nothing can serve this host (reason printed)\n";
 }
 
-struct SelectOptions {
-    std::string manifest_path;
-    std::string tags_path;
-    bool json = false;
-    bool help = false;
-    std::string default_archs = kDefaultLocalBuildArchs;
-};
-
-// nullopt after printing what is wrong with the command line.
-std::optional<SelectOptions> parse_options(const Args& args) {
-    SelectOptions options;
-    for (size_t i = 0; i < args.size(); ++i) {
-        const std::string& arg = args[i];
-        std::string* value_slot = nullptr;
-        if (arg == "--json") {
-            options.json = true;
-            continue;
-        }
-        if (arg == "--help" || arg == "-h") {
-            options.help = true;
-            return options;
-        }
-        if (arg == "--manifest") value_slot = &options.manifest_path;
-        if (arg == "--tags") value_slot = &options.tags_path;
-        if (arg == "--default-archs") value_slot = &options.default_archs;
-        if (value_slot == nullptr) {
-            std::cerr << "culina-resolver select: unknown option '" << arg << "'\n";
-            print_usage(std::cerr);
-            return std::nullopt;
-        }
-        if (i + 1 == args.size()) {
-            std::cerr << "culina-resolver select: " << arg << " needs a value\n";
-            return std::nullopt;
-        }
-        *value_slot = args[++i];
-    }
-    if (options.manifest_path.empty() || options.tags_path.empty()) {
-        std::cerr << "culina-resolver select: --manifest and --tags are required\n";
-        print_usage(std::cerr);
-        return std::nullopt;
-    }
-    return options;
-}
-
 }  // namespace
 
 int select_command(const Args& args) {
-    const std::optional<SelectOptions> options = parse_options(args);
-    if (!options) return kExitBadInput;
-    if (options->help) {
-        print_usage(std::cout);
-        return 0;
-    }
+    SelectionOptions options;
     SelectionInput input;
     try {
-        input.request = parse_variant_request(get_env(kVariantVariable));
-        input.default_archs = parse_arch_list(options->default_archs, "--default-archs");
-        input.manifest = load_manifest(options->manifest_path);
-        const std::optional<std::string> tags_text = read_text_file(options->tags_path);
-        if (!tags_text) {
-            std::cerr << "culina-resolver select: tags file " << options->tags_path << " cannot be read (missing or unreadable)\n";
-            return kExitBadInput;
+        options = parse_selection_options(args, false);
+        if (options.help) {
+            print_usage(std::cout);
+            return 0;
         }
-        input.supported_tags = parse_supported_tags(*tags_text, options->tags_path);
-        input.host = probe_host();
+        input = load_selection_input(options);
+    } catch (const UsageError& error) {
+        std::cerr << "culina-resolver select: " << error.what() << "\n";
+        print_usage(std::cerr);
+        return kExitBadInput;
     } catch (const ManifestError& error) {
         std::cerr << "culina-resolver select: " << error.what() << "\n";
         return kExitBadInput;
@@ -112,7 +58,7 @@ int select_command(const Args& args) {
     }
 
     const Decision decision = select_wheel(input);
-    if (options->json) {
+    if (options.json) {
         nlohmann::json out = decision_to_json(decision);
         out["probe"] = host_to_json(input.host);
         std::cout << out.dump(2) << "\n";

@@ -122,6 +122,18 @@ public:
         return decision_;
     }
 
+    // The chosen wheel could not be fetched: no other wheel is tried (the policy already chose
+    // the best), so a local build serves, or the reason says what is missing.
+    Decision after_failed_fetch(const std::string& file, const std::string& why) {
+        set_no_gpu_assumption();
+        for (Candidate& candidate : decision_.candidates) {
+            if (candidate.file != file) continue;
+            candidate.accepted = false;
+            candidate.reason += "; fetch failed: " + why;
+        }
+        return fall_back_to_build("the chosen wheel " + file + " could not be fetched (" + why + ")", false);
+    }
+
 private:
     std::string gpu_list() const {
         std::vector<std::string> labels;
@@ -442,5 +454,9 @@ private:
 }  // namespace
 
 Decision select_wheel(const SelectionInput& input) { return Selector(input).run(); }
+
+Decision select_after_failed_fetch(const SelectionInput& input, const std::string& file, const std::string& why) {
+    return Selector(input).after_failed_fetch(file, why);
+}
 
 }  // namespace culina

@@ -23,4 +23,8 @@ struct SelectionInput {
 // Never throws for a host it cannot serve: that is Action::error with the reason.
 Decision select_wheel(const SelectionInput& input);
 
+// What to do when the wheel `file` that select_wheel chose could not be downloaded or verified
+// (`why`): build locally, build CPU-only, or an error naming what is missing.
+Decision select_after_failed_fetch(const SelectionInput& input, const std::string& file, const std::string& why);
+
 }  // namespace culina

@@ -1,0 +1,38 @@
+// The command line and inputs `select` and `resolve` share: manifest, tags, output form,
+// local-build defaults; `resolve` adds where and how to fetch.
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "cli/commands.h"
+#include "policy/select_wheel.h"
+
+namespace culina::cli {
+
+struct SelectionOptions {
+    std::string manifest_path;
+    std::string tags_path;
+    std::string default_archs;
+    bool json = false;
+    bool help = false;
+    // resolve only
+    std::optional<std::string> base_url;
+    std::optional<std::string> cache_dir;
+    bool allow_http = false;
+};
+
+// A problem with the command line or a file it names; what() says which and how to fix it.
+struct UsageError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// Throws UsageError. `with_fetch` accepts --base-url, --cache-dir and --allow-http.
+SelectionOptions parse_selection_options(const Args& args, bool with_fetch);
+
+// Manifest, tags, CULINA_VARIANT, default archs and the probe. Throws UsageError, ManifestError,
+// SettingError or PolicyInputError, each naming the file or variable and the value.
+SelectionInput load_selection_input(const SelectionOptions& options);
+
+}  // namespace culina::cli
