@@ -7,44 +7,17 @@ import dataclasses
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
-
-import release_server  # noqa: E402 - needs the path above
+import release_server  # tests/conftest.py puts tests/fixtures on the path
 
 # Variables that would change what the helper does; the tests set what they need explicitly.
 _SCRUBBED_PREFIXES = ("CULINA_",)
 _SCRUBBED = {"SSL_CERT_FILE", "SSL_CERT_DIR", "CURL_CA_BUNDLE", "XDG_CACHE_HOME", "http_proxy", "https_proxy",
              "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"}
-
-
-def resolver_path() -> Path | None:
-    build = os.environ.get("CULINA_BUILD_DIR")
-    if not build:
-        return None
-    for candidate in (Path(build) / "tests" / "resolver" / "culina-resolver", Path(build) / "resolver" / "culina-resolver"):
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return candidate
-    return None
-
-
-@pytest.fixture(scope="session")
-def resolver() -> Path:
-    path = resolver_path()
-    if path is None:
-        pytest.skip("culina-resolver not found: set CULINA_BUILD_DIR to the build folder (looked for "
-                    "$CULINA_BUILD_DIR/tests/resolver/culina-resolver and $CULINA_BUILD_DIR/resolver/culina-resolver)")
-    return path
-
-
-@pytest.fixture(scope="session")
-def pki(tmp_path_factory) -> release_server.Pki:
-    return release_server.make_test_pki(tmp_path_factory.mktemp("pki"))
 
 
 @dataclasses.dataclass

@@ -1,6 +1,6 @@
 // `culina-resolver fetch`: download and verify one wheel of the manifest into the cache and
-// print its path. Exit 0 with the path on stdout; 1 when the fetch failed; 2 for bad usage or
-// settings. Everything else goes to stderr.
+// print its path. Exit 0 with the path on stdout; 1 when the fetch failed (offline and not cached
+// included); 2 for bad usage or settings. Everything else goes to stderr.
 #include <iostream>
 #include <optional>
 

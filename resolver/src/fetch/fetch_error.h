@@ -11,6 +11,7 @@ struct FetchError : std::runtime_error {
     enum class Kind {
         configuration,  // a setting or argument that cannot be used (exit 2)
         network,        // the asset could not be transferred
+        unavailable,    // offline (CULINA_OFFLINE=1) and not in the cache
         verification,   // the bytes arrived but are not the wheel the manifest describes
         local,          // the cache or the machine (disk, permissions, missing library)
     };

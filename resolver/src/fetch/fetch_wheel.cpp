@@ -80,7 +80,7 @@ std::string fetch_wheel(const WheelExpectation& expected, const FetchOptions& op
         discard_file(paths.wheel);
     }
     if (options.settings.offline) {
-        throw FetchError(FetchError::Kind::configuration,
+        throw FetchError(FetchError::Kind::unavailable,
                          "CULINA_OFFLINE=1 and " + expected.file + " is not in the cache " + paths.directory +
                              ": unset CULINA_OFFLINE to download it, or put the verified wheel there");
     }
