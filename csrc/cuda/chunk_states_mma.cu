@@ -4,8 +4,8 @@
 // each warp holds a 16 x 32 piece of it in mma.sync accumulators (fp32, registers) and the
 // block walks the chunks in order:
 //   h[c] = S (as 16-bit), then S = g^n S + K_c^T (g^(n-1-j) V_c)
-// K and V stream through a ring of kStages shared-memory slots filled by asynchronous
-// copies kStages-1 chunks ahead. The state never leaves registers: h is written straight
+// K and V stream through a ring of kStages shared-memory slots, kPerStep chunks each, filled
+// by asynchronous copies ahead of use. The state never leaves registers: h is written straight
 // from the accumulators, and the operands come in through ldmatrix. (A wmma version of this
 // pass, which staged the state through shared memory, ran at 0.54 ms for bf16, B=4, H=16,
 // dk = dv = 128, T = 16384 on an H200; so did this one with 4 warps of 16 x 64 each: the
@@ -27,8 +27,15 @@ constexpr int kThreads = 32 * kWarps;
 constexpr int kWarpV = kBlockV / kWarpCols;  // state columns per warp
 constexpr int kColTiles = kWarpV / 8;        // m16n8 accumulator tiles per warp
 constexpr int kLd = kBlockD + 8;         // 16-bit rows padded by 16 bytes: ldmatrix rows hit distinct banks
-constexpr int kWordsK = kChunk * kBlockD / 8 / kThreads;  // 16-byte words per thread per chunk
-constexpr int kWordsV = kChunk * kBlockV / 8 / kThreads;
+#ifndef CULINA_STATE_CHUNKS_PER_STEP
+#define CULINA_STATE_CHUNKS_PER_STEP 2  // a tuning knob: 1, 2 or 4
+#endif
+// Chunks brought in per barrier: the fixed cost of a step (barrier, copy wait, v decay) is
+// shared by this many chunks' products.
+constexpr int kPerStep = CULINA_STATE_CHUNKS_PER_STEP;
+constexpr int kRows = kChunk * kPerStep;  // k and v rows per ring slot
+constexpr int kWordsK = kRows * kBlockD / 8 / kThreads;  // 16-byte words per thread per step
+constexpr int kWordsV = kRows * kBlockV / 8 / kThreads;
 #ifndef CULINA_STATE_STAGES
 #define CULINA_STATE_STAGES 2  // ring depth: a tuning knob (2 and more); on an H200 3, 4 and 6 were no faster
 #endif
@@ -36,9 +43,9 @@ constexpr int kStages = CULINA_STATE_STAGES;
 static_assert(kBlockD == kBlockV, "k and v slots share one row layout");
 
 struct Layout {
-  static constexpr size_t k = 0;                                       // kStages x [kChunk][kLd] 16-bit
-  static constexpr size_t v = k + kStages * size_t(kChunk) * kLd * 2;  // kStages x [kChunk][kLd] 16-bit
-  static constexpr size_t powers = v + kStages * size_t(kChunk) * kLd * 2;
+  static constexpr size_t k = 0;                                      // kStages x [kRows][kLd] 16-bit
+  static constexpr size_t v = k + kStages * size_t(kRows) * kLd * 2;  // kStages x [kRows][kLd] 16-bit
+  static constexpr size_t powers = v + kStages * size_t(kRows) * kLd * 2;
   static constexpr size_t bytes = powers + (kChunk + 1) * 4;
 };
 
@@ -78,22 +85,23 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
     }
   }
 
-  // Each thread copies the same words of every chunk, which lets it decay its own v words as
+  // Each thread copies the same words of every step, which lets it decay its own v words as
   // soon as its own copies have landed.
-  auto issue = [&](int chunk) {
-    if (chunk < chunks) {
-      const int t0 = chunk * kChunk, slot = chunk % kStages;
+  const int steps = (chunks + kPerStep - 1) / kPerStep;
+  auto issue = [&](int step) {
+    if (step < steps) {
+      const int t0 = step * kRows, slot = step % kStages;
 #pragma unroll
       for (int x = 0; x < kWordsK; ++x) {
         const int e = tid + x * kThreads, i = e / (kBlockD / 8), c8 = (e % (kBlockD / 8)) * 8;
         const bool inside = t0 + i < t_len;
-        copy16_async(s_k + (slot * kChunk + i) * kLd + c8, inside ? k + int64_t(t0 + i) * dk + c8 : k, inside);
+        copy16_async(s_k + (slot * kRows + i) * kLd + c8, inside ? k + int64_t(t0 + i) * dk + c8 : k, inside);
       }
 #pragma unroll
       for (int x = 0; x < kWordsV; ++x) {
         const int e = tid + x * kThreads, i = e / (kBlockV / 8), c8 = (e % (kBlockV / 8)) * 8;
         const bool inside = t0 + i < t_len;
-        copy16_async(s_v + (slot * kChunk + i) * kLd + c8, inside ? v + int64_t(t0 + i) * dv + c8 : v, inside);
+        copy16_async(s_v + (slot * kRows + i) * kLd + c8, inside ? v + int64_t(t0 + i) * dv + c8 : v, inside);
       }
     }
     commit_async_copies();  // an empty group past the end keeps the group count in step
@@ -109,45 +117,56 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
   // B = V tile pairs (rows j, columns c): matrices (j 0-7 | 8-15) x (column tile 2q | 2q+1).
   const int b_row = r + 8 * (m % 2), b_col = warp_col + 8 * (m / 2);
 
-  for (int chunk = 0; chunk < chunks; ++chunk) {
-    const int t0 = chunk * kChunk, n = min(kChunk, t_len - t0);
-    const T* buf_k = s_k + (chunk % kStages) * kChunk * kLd;
-    T* buf_v = s_v + (chunk % kStages) * kChunk * kLd;
-    wait_async_copies<kStages - 2>();  // this chunk's group is done; later ones may fly
-    // v rows decayed to the chunk's end (rows past the sequence were zero-filled).
-#pragma unroll
-    for (int x = 0; x < kWordsV; ++x) {
-      const int e = tid + x * kThreads, i = e / (kBlockV / 8), c8 = (e % (kBlockV / 8)) * 8;
-      uint4* word = reinterpret_cast<uint4*>(buf_v + i * kLd + c8);
-      if (i < n) *word = scale8<T>(*word, s_pow[n - 1 - i]);
-    }
-
-    // Publish the state entering this chunk straight from the accumulators.
+  // The state entering `chunk`, straight from the accumulators.
+  auto publish = [&](int chunk) {
     T* h_chunk = h + int64_t(chunk) * dk * dv;
 #pragma unroll
     for (int c = 0; c < kColTiles; ++c) {
       *reinterpret_cast<uint32_t*>(h_chunk + c * 8) = pack2<T>(acc[c][0], acc[c][1]);
       *reinterpret_cast<uint32_t*>(h_chunk + 8 * dv + c * 8) = pack2<T>(acc[c][2], acc[c][3]);
     }
-    __syncthreads();
-    // Every warp is past the previous chunk's products: its slot can be refilled.
-    issue(chunk + kStages - 1);
+  };
 
-    const float chunk_decay = s_pow[n];
+  for (int step = 0; step < steps; ++step) {
+    const int t0 = step * kRows;
+    const T* buf_k = s_k + (step % kStages) * kRows * kLd;
+    T* buf_v = s_v + (step % kStages) * kRows * kLd;
+    wait_async_copies<kStages - 2>();  // this step's group is done; later ones may fly
+    // v rows decayed to the end of their chunk (rows past the sequence were zero-filled).
 #pragma unroll
-    for (int c = 0; c < kColTiles; ++c)
+    for (int x = 0; x < kWordsV; ++x) {
+      const int e = tid + x * kThreads, i = e / (kBlockV / 8), c8 = (e % (kBlockV / 8)) * 8;
+      const int j = i % kChunk, n = min(kChunk, t_len - (t0 + i - j));
+      uint4* word = reinterpret_cast<uint4*>(buf_v + i * kLd + c8);
+      if (j < n) *word = scale8<T>(*word, s_pow[n - 1 - j]);
+    }
+    publish(step * kPerStep);
+    __syncthreads();
+    // Every warp is past the previous step's products: its slot can be refilled.
+    issue(step + kStages - 1);
+
 #pragma unroll
-      for (int e = 0; e < 4; ++e) acc[c][e] *= chunk_decay;
+    for (int sub = 0; sub < kPerStep; ++sub) {
+      const int chunk = step * kPerStep + sub;
+      if (chunk >= chunks) break;
+      if (sub > 0) publish(chunk);
+      const float chunk_decay = s_pow[min(kChunk, t_len - chunk * kChunk)];
 #pragma unroll
-    for (int kk = 0; kk < kChunk / kTile; ++kk) {
-      uint32_t a[4];
-      load_matrices_transposed(a, buf_k + (kk * kTile + a_row) * kLd + a_col);
+      for (int c = 0; c < kColTiles; ++c)
 #pragma unroll
-      for (int q = 0; q < kColTiles / 2; ++q) {
-        uint32_t b[4];
-        load_matrices_transposed(b, buf_v + (kk * kTile + b_row) * kLd + q * 16 + b_col);
-        mma_16816<T>(acc[2 * q], a, b[0], b[1]);
-        mma_16816<T>(acc[2 * q + 1], a, b[2], b[3]);
+        for (int e = 0; e < 4; ++e) acc[c][e] *= chunk_decay;
+#pragma unroll
+      for (int kk = 0; kk < kChunk / kTile; ++kk) {
+        const int row = sub * kChunk + kk * kTile;
+        uint32_t a[4];
+        load_matrices_transposed(a, buf_k + (row + a_row) * kLd + a_col);
+#pragma unroll
+        for (int q = 0; q < kColTiles / 2; ++q) {
+          uint32_t b[4];
+          load_matrices_transposed(b, buf_v + (row + b_row) * kLd + q * 16 + b_col);
+          mma_16816<T>(acc[2 * q], a, b[0], b[1]);
+          mma_16816<T>(acc[2 * q + 1], a, b[2], b[3]);
+        }
       }
     }
   }
