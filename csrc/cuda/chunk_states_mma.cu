@@ -6,11 +6,12 @@
 //   h[c] = S (as 16-bit), then S = g^n S + K_c^T (g^(n-1-j) V_c)
 // K and V stream through a ring of kStages shared-memory slots, kPerStep chunks each, filled
 // by asynchronous copies ahead of use. The state never leaves registers: h is written straight
-// from the accumulators, and the operands come in through ldmatrix. (A wmma version of this
-// pass, which staged the state through shared memory, ran at 0.54 ms for bf16, B=4, H=16,
-// dk = dv = 128, T = 16384 on an H200; so did this one with 4 warps of 16 x 64 each: the
-// chain of ~650 dependent instructions per warp and chunk, issued by 2 warps per
-// scheduler, set the pace, hence 8 warps with half the work each.)
+// from the accumulators, and the operands come in through ldmatrix.
+//
+// Measured on an H200 (bf16, B=4, H=16, dk = dv = 128, T = 16384), this pass took: 0.54 ms
+// as wmma staging the state through shared memory; 0.54-0.59 ms on mma.sync with 4 warps;
+// 0.48-0.50 ms with 8 warps; deeper rings (3, 4, 6 slots) and more chunks per barrier (2, 4)
+// were no faster or slower. flash-linear-attention's Triton pass takes 0.28 ms there.
 #include "cuda/kernels.h"
 #include "cuda/mma_common.cuh"
 
@@ -28,16 +29,15 @@ constexpr int kWarpV = kBlockV / kWarpCols;  // state columns per warp
 constexpr int kColTiles = kWarpV / 8;        // m16n8 accumulator tiles per warp
 constexpr int kLd = kBlockD + 8;         // 16-bit rows padded by 16 bytes: ldmatrix rows hit distinct banks
 #ifndef CULINA_STATE_CHUNKS_PER_STEP
-#define CULINA_STATE_CHUNKS_PER_STEP 2  // a tuning knob: 1, 2 or 4
+#define CULINA_STATE_CHUNKS_PER_STEP 1  // a tuning knob: 1, 2 or 4
 #endif
-// Chunks brought in per barrier: the fixed cost of a step (barrier, copy wait, v decay) is
-// shared by this many chunks' products.
+// Chunks brought in per barrier.
 constexpr int kPerStep = CULINA_STATE_CHUNKS_PER_STEP;
 constexpr int kRows = kChunk * kPerStep;  // k and v rows per ring slot
 constexpr int kWordsK = kRows * kBlockD / 8 / kThreads;  // 16-byte words per thread per step
 constexpr int kWordsV = kRows * kBlockV / 8 / kThreads;
 #ifndef CULINA_STATE_STAGES
-#define CULINA_STATE_STAGES 2  // ring depth: a tuning knob (2 and more); on an H200 3, 4 and 6 were no faster
+#define CULINA_STATE_STAGES 2  // ring depth: a tuning knob (2 and more)
 #endif
 constexpr int kStages = CULINA_STATE_STAGES;
 static_assert(kBlockD == kBlockV, "k and v slots share one row layout");
