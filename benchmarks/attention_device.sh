@@ -33,8 +33,9 @@ timeout 300 python3 benchmarks/attention_bench.py --json "$out/bench.json" 2>&1 
 if [[ -n ${CULINA_NCU:-} ]] && command -v ncu >/dev/null; then
   timeout 240 ncu --clock-control none --kernel-name regex:chunk_ --launch-skip 2 --launch-count 2 \
     --section SpeedOfLight --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis \
+    --metrics smsp__average_warp_latency_issue_stalled_barrier,smsp__average_warp_latency_issue_stalled_long_scoreboard,smsp__average_warp_latency_issue_stalled_lg_throttle,smsp__average_warp_latency_issue_stalled_mio_throttle,smsp__average_warp_latency_issue_stalled_short_scoreboard,smsp__average_warp_latency_issue_stalled_math_pipe_throttle,smsp__average_warp_latency_issue_stalled_wait,smsp__average_warp_latency_issue_stalled_drain,smsp__average_warp_latency_issue_stalled_membar,smsp__average_warp_latency_issue_stalled_not_selected,smsp__average_warp_latency_issue_stalled_selected,smsp__average_warp_latency_issue_stalled_dispatch_stall,smsp__average_warp_latency_issue_stalled_tex_throttle \
     python3 benchmarks/attention_profile.py >"$out/ncu.txt" 2>&1
-  grep -E "chunk_|Duration|Throughput|Achieved Occupancy|Stall|L2 Hit|DRAM" "$out/ncu.txt" | head -60
+  grep -E "chunk_|Duration|Throughput|Achieved Occupancy|stalled|L2 Hit|DRAM" "$out/ncu.txt" | head -70
 fi
 
 # Tuning variants (compile-time knobs), culina alone: KNOB=VALUE pairs in CULINA_VARIANTS.
