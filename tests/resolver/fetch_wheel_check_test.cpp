@@ -11,7 +11,7 @@
 
 #include "fetch/fetch_error.h"
 #include "fetch/fetch_wheel.h"
-#include "fetch/sha256.h"
+#include "common/sha256.h"
 #include "fetch/wheel_check.h"
 #include "fetch/zip_reader.h"
 

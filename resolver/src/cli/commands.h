@@ -12,5 +12,6 @@ int probe_command(const Args& args);
 int select_command(const Args& args);
 int fetch_command(const Args& args);
 int resolve_command(const Args& args);
+int manifest_command(const Args& args);
 
 }  // namespace culina::cli

@@ -17,6 +17,7 @@ const Command kCommands[] = {
     {"select", culina::cli::select_command, "choose a wheel: --manifest FILE --tags FILE [--json]"},
     {"fetch", culina::cli::fetch_command, "download and verify: --manifest FILE --file WHEEL [--base-url URL] [--cache-dir DIR]"},
     {"resolve", culina::cli::resolve_command, "probe, select and fetch: --manifest FILE --tags FILE [--base-url URL] [--json]"},
+    {"manifest", culina::cli::manifest_command, "write release-manifest.json: init | add --wheel PATH (release scripts)"},
 };
 
 void print_usage(std::ostream& out) {

@@ -9,7 +9,7 @@
 
 #include "fetch/fetch_error.h"
 #include "fetch/http_download.h"
-#include "fetch/sha256.h"
+#include "common/sha256.h"
 #include "fetch/wheel_cache.h"
 #include "fetch/wheel_check.h"
 

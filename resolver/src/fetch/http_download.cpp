@@ -14,7 +14,7 @@
 #include "fetch/curl_library.h"
 #include "fetch/fetch_error.h"
 #include "fetch/retry_policy.h"
-#include "fetch/sha256.h"
+#include "common/sha256.h"
 #include "fetch/url_policy.h"
 
 namespace culina::fetch {

@@ -3,9 +3,9 @@
 #include <random>
 #include <string>
 
-#include "fetch/sha256.h"
+#include "common/sha256.h"
 
-namespace culina::fetch {
+namespace culina {
 namespace {
 
 struct Vector {
@@ -81,4 +81,4 @@ TEST(Sha256, FileDigestAndUnreadableFile) {
 }
 
 }  // namespace
-}  // namespace culina::fetch
+}  // namespace culina

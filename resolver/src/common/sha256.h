@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-namespace culina::fetch {
+namespace culina {
 
 class Sha256 {
 public:
@@ -41,4 +41,4 @@ std::string sha256_hex(const std::string& data);
 // Digest of a whole file; throws std::runtime_error naming the path when it cannot be read.
 std::string sha256_file_hex(const std::string& path);
 
-}  // namespace culina::fetch
+}  // namespace culina

@@ -1,4 +1,4 @@
-#include "fetch/sha256.h"
+#include "common/sha256.h"
 
 #include <cstdio>
 #include <cstring>
@@ -11,7 +11,7 @@
 #define CULINA_SHA256_X86 1
 #endif
 
-namespace culina::fetch {
+namespace culina {
 namespace {
 
 constexpr std::uint32_t kRoundConstants[64] = {
@@ -211,4 +211,4 @@ std::string sha256_file_hex(const std::string& path) {
     return hasher.finish_hex();
 }
 
-}  // namespace culina::fetch
+}  // namespace culina
