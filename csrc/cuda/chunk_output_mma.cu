@@ -34,6 +34,8 @@ struct Layout {
   static constexpr size_t h = v + size_t(kChunk) * ld_v * 2;
   static constexpr size_t powers = h + size_t(DK) * ld_v * 2;
   static constexpr size_t bytes = powers + (kChunk + 1) * 4;
+  static_assert(v - q >= size_t(threads<SLICE>() / 32) * kTile * (kGroupV + 8) * 2,
+                "the output staging rows must fit in the q and k regions");
 };
 
 // rows x WIDTH 16-bit elements, global (row stride src_ld) -> shared (row stride dst_ld);
@@ -156,14 +158,24 @@ __global__ void __launch_bounds__(threads<SLICE>()) chunk_output_kernel(KernelPa
     }
   }
 
-  T* out = static_cast<T*>(p.out) + row0 * dv + v0 + col_base + pair;
+  // Out through per-warp staging rows in the q and k regions (no longer read after the last
+  // barrier), so that device memory sees whole 16-byte words.
+  constexpr int kLdOut = kGroupV + 8;
+  T* stage = s_q + warp * kTile * kLdOut;
 #pragma unroll
   for (int c = 0; c < kColTiles; ++c) {
-    if (i_top < n)
-      *reinterpret_cast<uint32_t*>(out + int64_t(i_top) * dv + c * 8) = pack2<T>(p.scale * o[c][0], p.scale * o[c][1]);
-    if (i_top + 8 < n)
-      *reinterpret_cast<uint32_t*>(out + int64_t(i_top + 8) * dv + c * 8) =
-          pack2<T>(p.scale * o[c][2], p.scale * o[c][3]);
+    *reinterpret_cast<uint32_t*>(stage + group * kLdOut + c * 8 + pair) =
+        pack2<T>(p.scale * o[c][0], p.scale * o[c][1]);
+    *reinterpret_cast<uint32_t*>(stage + (group + 8) * kLdOut + c * 8 + pair) =
+        pack2<T>(p.scale * o[c][2], p.scale * o[c][3]);
+  }
+  __syncwarp();
+  T* out = static_cast<T*>(p.out) + (row0 + row_warp * kTile) * dv + v0 + col_base;
+#pragma unroll
+  for (int x = 0; x < kTile * kGroupV / 8 / 32; ++x) {
+    const int e = lane + 32 * x, row = e / (kGroupV / 8), c8 = (e % (kGroupV / 8)) * 8;
+    if (row_warp * kTile + row < n)
+      *reinterpret_cast<uint4*>(out + int64_t(row) * dv + c8) = *reinterpret_cast<const uint4*>(stage + row * kLdOut + c8);
   }
 #else
   __trap();  // unreachable: launch_mma runs only where the device executes sm_80+ code

@@ -28,6 +28,7 @@ constexpr int kThreads = 32 * kWarps;
 constexpr int kWarpV = kBlockV / kWarpCols;  // state columns per warp
 constexpr int kColTiles = kWarpV / 8;        // m16n8 accumulator tiles per warp
 constexpr int kLd = kBlockD + 8;         // 16-bit rows padded by 16 bytes: ldmatrix rows hit distinct banks
+constexpr int kLdStage = kWarpV + 8;     // a warp's h rows on their way to 16-byte stores
 #ifndef CULINA_STATE_CHUNKS_PER_STEP
 #define CULINA_STATE_CHUNKS_PER_STEP 1  // a tuning knob: 1, 2 or 4
 #endif
@@ -45,7 +46,8 @@ static_assert(kBlockD == kBlockV, "k and v slots share one row layout");
 struct Layout {
   static constexpr size_t k = 0;                                      // kStages x [kRows][kLd] 16-bit
   static constexpr size_t v = k + kStages * size_t(kRows) * kLd * 2;  // kStages x [kRows][kLd] 16-bit
-  static constexpr size_t powers = v + kStages * size_t(kRows) * kLd * 2;
+  static constexpr size_t stage = v + kStages * size_t(kRows) * kLd * 2;  // kWarps x [16][kLdStage] 16-bit
+  static constexpr size_t powers = stage + size_t(kWarps) * kTile * kLdStage * 2;
   static constexpr size_t bytes = powers + (kChunk + 1) * 4;
 };
 
@@ -67,8 +69,8 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
   const uint16_t* v = static_cast<const uint16_t*>(p.v) + bh * t_len * dv + v0;
   // This lane's first state element: row d0 + warp_row + group, column v0 + warp_col + pair.
   const int64_t state_offset = (bh * dk + d0 + warp_row + group) * dv + v0 + warp_col + pair;
-  T* h = static_cast<T*>(p.states) + bh * chunks * dk * dv +
-         (int64_t(d0 + warp_row + group) * dv + v0 + warp_col + pair);
+  T* h = static_cast<T*>(p.states) + bh * chunks * dk * dv + (int64_t(d0 + warp_row) * dv + v0 + warp_col);
+  T* stage = reinterpret_cast<T*>(smem + Layout::stage) + warp * kTile * kLdStage;
 
   if (tid <= kChunk) s_pow[tid] = exp2f(float(tid) * p.log2_decay[bh % p.heads]);
 
@@ -117,14 +119,24 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
   // B = V tile pairs (rows j, columns c): matrices (j 0-7 | 8-15) x (column tile 2q | 2q+1).
   const int b_row = r + 8 * (m % 2), b_col = warp_col + 8 * (m / 2);
 
-  // The state entering `chunk`, straight from the accumulators.
+  // The state entering `chunk`: this warp's 16 x 32 piece, regrouped through its own staging
+  // rows so that device memory sees whole 16-byte words and sectors (4-byte scattered stores
+  // kept L2 at 81% busy).
   auto publish = [&](int chunk) {
-    T* h_chunk = h + int64_t(chunk) * dk * dv;
 #pragma unroll
     for (int c = 0; c < kColTiles; ++c) {
-      *reinterpret_cast<uint32_t*>(h_chunk + c * 8) = pack2<T>(acc[c][0], acc[c][1]);
-      *reinterpret_cast<uint32_t*>(h_chunk + 8 * dv + c * 8) = pack2<T>(acc[c][2], acc[c][3]);
+      *reinterpret_cast<uint32_t*>(stage + group * kLdStage + c * 8 + pair) = pack2<T>(acc[c][0], acc[c][1]);
+      *reinterpret_cast<uint32_t*>(stage + (group + 8) * kLdStage + c * 8 + pair) = pack2<T>(acc[c][2], acc[c][3]);
     }
+    __syncwarp();
+    T* h_chunk = h + int64_t(chunk) * dk * dv;
+#pragma unroll
+    for (int x = 0; x < kTile * kWarpV / 8 / 32; ++x) {
+      const int e = lane + 32 * x, row = e / (kWarpV / 8), c8 = (e % (kWarpV / 8)) * 8;
+      *reinterpret_cast<uint4*>(h_chunk + int64_t(row) * dv + c8) =
+          *reinterpret_cast<const uint4*>(stage + row * kLdStage + c8);
+    }
+    __syncwarp();
   };
 
   for (int step = 0; step < steps; ++step) {
