@@ -1,4 +1,5 @@
-"""Declares the culina extension; the resolver's adapter compiles its CUDA sources."""
+"""Declares the culina extension. The resolver's adapter decides at bdist_wheel time whether a
+prebuilt release wheel serves this host, and otherwise compiles the CUDA sources."""
 import sys
 from pathlib import Path
 
@@ -8,6 +9,8 @@ from setuptools import Extension, setup
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "resolver" / "adapter"))
 from cuda_build_ext import CudaBuildExt  # noqa: E402
+from bundling_sdist import BundlingSdist  # noqa: E402
+from resolving_bdist_wheel import ResolvingBdistWheel  # noqa: E402
 
 sources = sorted(p.relative_to(ROOT).as_posix()
                  for pattern in ("*.cpp", "*.cu") for p in (ROOT / "csrc").rglob(pattern))
@@ -20,5 +23,5 @@ setup(
         language="c++",
         extra_compile_args=["-O3", "-std=c++17", "-fvisibility=hidden"],
     )],
-    cmdclass={"build_ext": CudaBuildExt},
+    cmdclass={"build_ext": CudaBuildExt, "bdist_wheel": ResolvingBdistWheel, "sdist": BundlingSdist},
 )

@@ -32,6 +32,11 @@ except ModuleNotFoundError:  # Python 3.10 has no tomllib; pip's vendored copy r
 ARCHS_VAR = "CULINA_CUDA_ARCHS"
 ACCEPTED_ARCHS = "'native', 'all', or a list such as '8.0;9.0;10.0+PTX', '80;90' or '9.0a'"
 BUILD_RECORD = "_build_info.json"
+RELEASE_BUILD_VAR = "CULINA_RELEASE_BUILD"  # set by the release scripts: the record says "release"
+
+
+def is_release_build() -> bool:
+    return os.environ.get(RELEASE_BUILD_VAR) == "1"
 
 
 class BuildError(RuntimeError):
@@ -193,13 +198,20 @@ class CudaBuildExt(build_ext):
     """build_ext for extensions whose sources mix .cpp and .cu files."""
 
     def build_extension(self, ext):
-        toolkit = find_toolkit()
+        # The resolver's build_cpu decision (see resolving_bdist_wheel) builds without CUDA even
+        # where a toolkit is installed.
+        cpu_only = getattr(self.distribution, "culina_cpu_only", False)
+        toolkit = None if cpu_only else find_toolkit()
         cu_sources = [s for s in ext.sources if s.endswith(".cu")]
         ext.sources = [s for s in ext.sources if not s.endswith(".cu")]
-        record = {"kind": "local", "variant": "null", "cpu_only": True, "cuda_version": None,
-                  "nvcc_version": None, "sass_archs": [], "ptx_archs": [],
-                  "compiler": compiler_version(self.compiler.compiler_so[0])}
-        if toolkit is None:
+        record = {"kind": "release" if is_release_build() else "local", "variant": "null", "cpu_only": True,
+                  "cuda_version": None, "nvcc_version": None, "sass_archs": [], "ptx_archs": [],
+                  "compiler": compiler_version(self.compiler.compiler_so[0]),
+                  "resolver": getattr(self.distribution, "culina_decision", None)}
+        if cpu_only:
+            say("building the CPU-only module, as the resolver decided")
+            ext.define_macros.append(("CULINA_CPU_ONLY", "1"))
+        elif toolkit is None:
             say("=" * 72)
             say("no nvcc found (CUDA_HOME, CUDA_PATH, PATH, /usr/local/cuda): building the CPU-ONLY")
             say("module. GPU arrays will be refused; install a CUDA toolkit and rebuild for GPUs.")

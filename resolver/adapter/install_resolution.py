@@ -1,0 +1,147 @@
+"""Asks the helper what this install should be: a verified prebuilt wheel, a local build (and
+for which architectures), a CPU-only build, or an error that says what is missing.
+
+Inputs: the release manifest (inside the sdist when it came from a release; otherwise fetched
+from the release URL, and with none at all an empty one, so the helper still decides how to
+build), this interpreter's wheel tags (packaging.tags, best first), and [tool.culina] from
+pyproject.toml. The helper's log streams to stderr, which `pip install -v` shows.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from helper_build import HelperBuildError, helper_binary, say
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    from pip._vendor import tomli as tomllib
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+MANIFEST_NAME = "release-manifest.json"
+HELPER_TIME_LIMIT_S = 3600  # a safety net: the helper bounds its own probe and each download attempt
+EXIT_BAD_INPUT = 2
+EXIT_NO_WAY_TO_SERVE = 3
+
+
+class ResolutionError(RuntimeError):
+    """The install cannot go on; the message says why and what to do."""
+
+
+@dataclasses.dataclass
+class Resolution:
+    action: str                  # install_wheel | build_local | build_cpu | error
+    reason: str
+    wheel_path: Path | None      # the verified wheel in the cache, for install_wheel
+    local_build_archs: list[str]
+    decision: dict               # the helper's whole decision, for the build record
+
+    @property
+    def asset_name(self) -> str | None:
+        return (self.decision.get("wheel") or {}).get("file")
+
+
+@dataclasses.dataclass
+class ProjectConfig:
+    name: str
+    version: str
+    release_url: str   # base URL of the release assets
+    release_archs: str
+
+    @classmethod
+    def load(cls, root: Path = PROJECT_ROOT) -> "ProjectConfig":
+        with open(root / "pyproject.toml", "rb") as fh:
+            pyproject = tomllib.load(fh)
+        project, tool = pyproject["project"], pyproject["tool"]["culina"]
+        release_url = os.environ.get("CULINA_RELEASE_URL") or tool["release_url"].format(version=project["version"])
+        return cls(project["name"], project["version"], release_url.rstrip("/"), tool["release_archs"])
+
+
+def interpreter_tags() -> list[str]:
+    from packaging import tags  # a build requirement
+
+    return [str(tag) for tag in tags.sys_tags()]
+
+
+def _manifest(config: ProjectConfig, work: Path) -> tuple[Path, bool]:
+    """(manifest path, whether it is the sdist's own, i.e. trusted for its hashes)."""
+    embedded = PROJECT_ROOT / MANIFEST_NAME
+    if embedded.is_file():
+        say(f"release manifest: {embedded} (inside the sdist)")
+        return embedded, True
+    fetched = work / MANIFEST_NAME
+    url = f"{config.release_url}/{MANIFEST_NAME}"
+    offline = os.environ.get("CULINA_OFFLINE") == "1"
+    variant = os.environ.get("CULINA_VARIANT", "").strip().lower()
+    if not offline and variant != "source":
+        try:
+            with urllib.request.urlopen(url, timeout=float(os.environ.get("CULINA_TIMEOUT") or 30)) as response:
+                fetched.write_bytes(response.read())
+            say(f"release manifest: {url} (this sdist carries none)")
+            return fetched, False
+        except (urllib.error.URLError, OSError, ValueError) as error:
+            say(f"release manifest not available from {url} ({error}): no prebuilt wheel can be chosen")
+    fetched.write_text(json.dumps({"schema_version": 1, "name": config.name, "version": config.version, "wheels": []}))
+    return fetched, False
+
+
+def _run_helper(command: list[str]) -> tuple[int, str, str]:
+    """Runs the helper, echoing its stderr as it comes; returns (exit code, stdout, stderr)."""
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    log: list[str] = []
+
+    def echo():
+        for line in process.stderr:
+            log.append(line)
+            print(f"  {line}", end="", file=sys.stderr, flush=True)
+
+    reader = threading.Thread(target=echo, daemon=True)
+    reader.start()
+    try:
+        stdout, _ = process.communicate(timeout=HELPER_TIME_LIMIT_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        raise ResolutionError(f"culina-resolver did not finish within {HELPER_TIME_LIMIT_S} s and was stopped; "
+                              "set CULINA_VARIANT=source to skip the download and build locally")
+    reader.join()
+    return process.returncode, stdout, "".join(log)
+
+
+def resolve_install(config: ProjectConfig | None = None) -> Resolution:
+    config = config or ProjectConfig.load()
+    try:
+        helper = helper_binary()
+    except HelperBuildError as error:
+        raise ResolutionError(f"culina's install helper cannot be built: {error}") from error
+    with tempfile.TemporaryDirectory(prefix="culina-resolve-") as work:
+        manifest, trusted = _manifest(config, Path(work))
+        tags_file = Path(work) / "tags.txt"
+        tags_file.write_text("\n".join(interpreter_tags()) + "\n")
+        command = [str(helper), "resolve", "--manifest", str(manifest), "--tags", str(tags_file),
+                   "--base-url", config.release_url, "--default-archs", config.release_archs, "--json"]
+        if trusted:
+            command.append("--allow-http")  # the hashes came with the sdist, so the transport need not vouch
+        code, stdout, log = _run_helper(command)
+    if code == EXIT_BAD_INPUT or not stdout.strip():
+        last = log.strip().splitlines()[-1] if log.strip() else f"exit status {code}"
+        raise ResolutionError(f"culina-resolver refused its input: {last}")
+    decision = json.loads(stdout)
+    resolution = Resolution(
+        action=decision["action"], reason=decision["reason"],
+        wheel_path=Path(decision["wheel_path"]) if decision.get("wheel_path") else None,
+        local_build_archs=decision.get("local_build_archs", []), decision=decision)
+    say(f"decision: {resolution.action} — {resolution.reason}")
+    for warning in decision.get("warnings", []):
+        say(f"WARNING: {warning}")
+    if code == EXIT_NO_WAY_TO_SERVE or resolution.action == "error":
+        raise ResolutionError(resolution.reason)
+    return resolution

@@ -1,0 +1,50 @@
+"""setuptools `bdist_wheel` that asks the resolver first (DESIGN.md, install-time flow).
+
+install_wheel: the verified release wheel goes into dist_dir and nothing is compiled.
+build_local:   the usual build, for the decision's architectures (unless CULINA_CUDA_ARCHS says).
+build_cpu:     the usual build without CUDA.
+error:         the install stops with the reason, which names what is missing.
+Editable installs do not come here (they use editable_wheel) and always build locally.
+The release scripts set CULINA_RELEASE_BUILD=1: a fat wheel for CULINA_CUDA_ARCHS, no resolution.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+try:
+    from setuptools.command.bdist_wheel import bdist_wheel
+except ImportError:  # setuptools < 70.1 keeps it in the wheel package
+    from wheel.bdist_wheel import bdist_wheel
+
+import prebuilt_wheel
+from cuda_build_ext import ARCHS_VAR, RELEASE_BUILD_VAR, is_release_build
+from helper_build import say
+from install_resolution import ResolutionError, resolve_install
+
+
+class ResolvingBdistWheel(bdist_wheel):
+    def run(self):
+        if is_release_build():
+            say(f"{RELEASE_BUILD_VAR}=1: release build for {ARCHS_VAR}={os.environ.get(ARCHS_VAR, 'all')}, no resolution")
+            super().run()
+            return
+        try:
+            resolution = resolve_install()
+        except ResolutionError as error:
+            raise SystemExit(f"culina: cannot install: {error}") from None
+        self.distribution.culina_decision = resolution.decision
+        if resolution.action == "install_wheel":
+            wheel = prebuilt_wheel.deliver(resolution.wheel_path, resolution.asset_name, resolution.decision,
+                                           Path(self.dist_dir))
+            say(f"installing the prebuilt {resolution.decision['wheel']['variant']} wheel: {wheel.name}")
+            return
+        if resolution.action == "build_cpu":
+            self.distribution.culina_cpu_only = True
+            say(f"building the CPU-only module locally: {resolution.reason}")
+        elif os.environ.get(ARCHS_VAR):
+            say(f"building locally for {ARCHS_VAR}={os.environ[ARCHS_VAR]} (set by you): {resolution.reason}")
+        else:
+            os.environ[ARCHS_VAR] = ";".join(resolution.local_build_archs)
+            say(f"building locally for {os.environ[ARCHS_VAR]}: {resolution.reason}")
+        super().run()
