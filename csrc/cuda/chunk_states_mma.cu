@@ -202,10 +202,6 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
 // 128-row state blocks where dk allows.
 int states_block_rows(int dk) { return dk % 128 == 0 ? 128 : 64; }
 
-size_t states_shared_bytes(int dk) {
-  return states_block_rows(dk) == 128 ? Geometry<128>::bytes : Geometry<64>::bytes;
-}
-
 template <typename T, int BLOCK_D>
 cudaError_t launch_blocks(const KernelParams& params, int batch, cudaStream_t stream) {
   constexpr size_t bytes = Geometry<BLOCK_D>::bytes;
@@ -218,6 +214,10 @@ cudaError_t launch_blocks(const KernelParams& params, int batch, cudaStream_t st
 }
 
 }  // namespace
+
+size_t states_shared_bytes(int dk) {
+  return states_block_rows(dk) == 128 ? Geometry<128>::bytes : Geometry<64>::bytes;
+}
 
 template <typename T>
 cudaError_t launch_chunk_states(const KernelParams& params, int batch, cudaStream_t stream) {
