@@ -39,3 +39,12 @@ bench-probe: build
 
 clean:
 	rm -rf $(BUILD)
+# Release assets into dist/release: a fat wheel per interpreter in PYTHONS and toolkit in CUDA_HOMES
+# (defaults: the venv's Python, the nvcc found), the manifest and the sdist with it inside.
+PYTHONS    ?= $(VENV)/bin/python
+CUDA_HOMES ?=
+.PHONY: release
+release: deps
+	@$(VENV)/bin/python tools/release/build_release.py --out dist/release --python $(PYTHONS) \
+		$(if $(strip $(CUDA_HOMES)),--cuda-home $(CUDA_HOMES))
+
