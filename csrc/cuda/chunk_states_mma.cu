@@ -11,7 +11,10 @@
 // Measured on an H200 (bf16, B=4, H=16, dk = dv = 128, T = 16384), this pass took: 0.54 ms
 // as wmma staging the state through shared memory; 0.54-0.59 ms on mma.sync with 4 warps;
 // 0.48-0.50 ms with 8 warps; deeper rings (3, 4, 6 slots) and more chunks per barrier (2, 4)
-// were no faster or slower. flash-linear-attention's Triton pass takes 0.28 ms there.
+// were no faster or slower; writing h through per-warp staging as whole 16-byte words (it
+// had been 4-byte scattered stores, with L2 81% busy) brought it to 0.43 ms; 128-row state
+// blocks (each v row read once per column block) measured the same 0.43 ms, so the simpler
+// 64-row blocks stay. flash-linear-attention's Triton pass takes 0.28 ms there.
 #include "cuda/kernels.h"
 #include "cuda/mma_common.cuh"
 
@@ -20,54 +23,50 @@ namespace {
 
 using namespace mma;
 
+constexpr int kBlockD = 64;              // state rows per block
+constexpr int kBlockV = 64;              // state columns per block
+constexpr int kWarpCols = 2;             // warps side by side across the 64 columns
+constexpr int kWarps = kBlockD / kTile * kWarpCols;
+constexpr int kThreads = 32 * kWarps;
+constexpr int kWarpV = kBlockV / kWarpCols;  // state columns per warp
+constexpr int kColTiles = kWarpV / 8;        // m16n8 accumulator tiles per warp
+constexpr int kLd = kBlockD + 8;         // 16-bit rows padded by 16 bytes: ldmatrix rows hit distinct banks
+constexpr int kLdStage = kWarpV + 8;     // a warp's h rows on their way to 16-byte stores
 #ifndef CULINA_STATE_CHUNKS_PER_STEP
 #define CULINA_STATE_CHUNKS_PER_STEP 1  // a tuning knob: 1, 2 or 4
 #endif
+// Chunks brought in per barrier.
+constexpr int kPerStep = CULINA_STATE_CHUNKS_PER_STEP;
+constexpr int kRows = kChunk * kPerStep;  // k and v rows per ring slot
+constexpr int kWordsK = kRows * kBlockD / 8 / kThreads;  // 16-byte words per thread per step
+constexpr int kWordsV = kRows * kBlockV / 8 / kThreads;
 #ifndef CULINA_STATE_STAGES
 #define CULINA_STATE_STAGES 2  // ring depth: a tuning knob (2 and more)
 #endif
-constexpr int kPerStep = CULINA_STATE_CHUNKS_PER_STEP;  // chunks brought in per barrier
-constexpr int kRows = kChunk * kPerStep;                // k and v rows per ring slot
 constexpr int kStages = CULINA_STATE_STAGES;
-constexpr int kBlockV = 64;   // state columns per block
-constexpr int kWarps = 8;
-constexpr int kThreads = 32 * kWarps;
-constexpr int kLdV = kBlockV + 8;  // 16-bit rows padded by 16 bytes: ldmatrix rows hit distinct banks
+static_assert(kBlockD == kBlockV, "k and v slots share one row layout");
 
-// A block's state is BLOCK_D rows (64, or 128 where dk allows: then each v row is read once
-// per column block instead of twice) by 64 columns, spread over 8 warps of 16 rows each.
-template <int BLOCK_D>
-struct Geometry {
-  static constexpr int warp_cols = kWarps * kTile / BLOCK_D;  // warps side by side across the columns
-  static constexpr int warp_v = kBlockV / warp_cols;         // state columns per warp
-  static constexpr int col_tiles = warp_v / 8;               // m16n8 accumulator tiles per warp
-  static constexpr int ld_k = BLOCK_D + 8;
-  static constexpr int ld_stage = warp_v + 8;                // a warp's h rows on their way to 16-byte stores
-  static constexpr int words_k = kRows * BLOCK_D / 8 / kThreads;  // 16-byte words per thread per step
-  static constexpr int words_v = kRows * kBlockV / 8 / kThreads;
-  static constexpr size_t k = 0;                                          // kStages x [kRows][ld_k]
-  static constexpr size_t v = k + kStages * size_t(kRows) * ld_k * 2;    // kStages x [kRows][kLdV]
-  static constexpr size_t stage = v + kStages * size_t(kRows) * kLdV * 2;  // kWarps x [16][ld_stage]
-  static constexpr size_t powers = stage + size_t(kWarps) * kTile * ld_stage * 2;
+struct Layout {
+  static constexpr size_t k = 0;                                      // kStages x [kRows][kLd] 16-bit
+  static constexpr size_t v = k + kStages * size_t(kRows) * kLd * 2;  // kStages x [kRows][kLd] 16-bit
+  static constexpr size_t stage = v + kStages * size_t(kRows) * kLd * 2;  // kWarps x [16][kLdStage] 16-bit
+  static constexpr size_t powers = stage + size_t(kWarps) * kTile * kLdStage * 2;
   static constexpr size_t bytes = powers + (kChunk + 1) * 4;
 };
 
-template <typename T, int BLOCK_D>
+template <typename T>
 __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) {
 #if __CUDA_ARCH__ >= 800
-  using G = Geometry<BLOCK_D>;
-  constexpr int kColTiles = G::col_tiles, kWarpV = G::warp_v, kLdStage = G::ld_stage;
-  using Layout = G;
   extern __shared__ __align__(128) unsigned char smem[];
   T* s_k = reinterpret_cast<T*>(smem + Layout::k);
   T* s_v = reinterpret_cast<T*>(smem + Layout::v);
   float* s_pow = reinterpret_cast<float*>(smem + Layout::powers);
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const int warp_row = (warp % (BLOCK_D / kTile)) * kTile, warp_col = (warp / (BLOCK_D / kTile)) * kWarpV;
+  const int warp_row = (warp % (kBlockD / kTile)) * kTile, warp_col = (warp / (kBlockD / kTile)) * kWarpV;
   const int group = lane / 4, pair = (lane % 4) * 2;  // accumulator row and column within a tile
   const int dk = p.dk, dv = p.dv, t_len = p.seq_len, chunks = p.num_chunks;
-  const int v0 = blockIdx.x * kBlockV, d0 = blockIdx.y * BLOCK_D;
+  const int v0 = blockIdx.x * kBlockV, d0 = blockIdx.y * kBlockD;
   const int64_t bh = blockIdx.z;
   const uint16_t* k = static_cast<const uint16_t*>(p.k) + bh * t_len * dk + d0;
   const uint16_t* v = static_cast<const uint16_t*>(p.v) + bh * t_len * dv + v0;
@@ -98,16 +97,16 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
     if (step < steps) {
       const int t0 = step * kRows, slot = step % kStages;
 #pragma unroll
-      for (int x = 0; x < G::words_k; ++x) {
-        const int e = tid + x * kThreads, i = e / (BLOCK_D / 8), c8 = (e % (BLOCK_D / 8)) * 8;
+      for (int x = 0; x < kWordsK; ++x) {
+        const int e = tid + x * kThreads, i = e / (kBlockD / 8), c8 = (e % (kBlockD / 8)) * 8;
         const bool inside = t0 + i < t_len;
-        copy16_async(s_k + (slot * kRows + i) * G::ld_k + c8, inside ? k + int64_t(t0 + i) * dk + c8 : k, inside);
+        copy16_async(s_k + (slot * kRows + i) * kLd + c8, inside ? k + int64_t(t0 + i) * dk + c8 : k, inside);
       }
 #pragma unroll
-      for (int x = 0; x < G::words_v; ++x) {
+      for (int x = 0; x < kWordsV; ++x) {
         const int e = tid + x * kThreads, i = e / (kBlockV / 8), c8 = (e % (kBlockV / 8)) * 8;
         const bool inside = t0 + i < t_len;
-        copy16_async(s_v + (slot * kRows + i) * kLdV + c8, inside ? v + int64_t(t0 + i) * dv + c8 : v, inside);
+        copy16_async(s_v + (slot * kRows + i) * kLd + c8, inside ? v + int64_t(t0 + i) * dv + c8 : v, inside);
       }
     }
     commit_async_copies();  // an empty group past the end keeps the group count in step
@@ -145,15 +144,15 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
 
   for (int step = 0; step < steps; ++step) {
     const int t0 = step * kRows;
-    const T* buf_k = s_k + (step % kStages) * kRows * G::ld_k;
-    T* buf_v = s_v + (step % kStages) * kRows * kLdV;
+    const T* buf_k = s_k + (step % kStages) * kRows * kLd;
+    T* buf_v = s_v + (step % kStages) * kRows * kLd;
     wait_async_copies<kStages - 2>();  // this step's group is done; later ones may fly
     // v rows decayed to the end of their chunk (rows past the sequence were zero-filled).
 #pragma unroll
-    for (int x = 0; x < G::words_v; ++x) {
+    for (int x = 0; x < kWordsV; ++x) {
       const int e = tid + x * kThreads, i = e / (kBlockV / 8), c8 = (e % (kBlockV / 8)) * 8;
       const int j = i % kChunk, n = min(kChunk, t_len - (t0 + i - j));
-      uint4* word = reinterpret_cast<uint4*>(buf_v + i * kLdV + c8);
+      uint4* word = reinterpret_cast<uint4*>(buf_v + i * kLd + c8);
       if (j < n) *word = scale8<T>(*word, s_pow[n - 1 - j]);
     }
     publish(step * kPerStep);
@@ -175,11 +174,11 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
       for (int kk = 0; kk < kChunk / kTile; ++kk) {
         const int row = sub * kChunk + kk * kTile;
         uint32_t a[4];
-        load_matrices_transposed(a, buf_k + (row + a_row) * G::ld_k + a_col);
+        load_matrices_transposed(a, buf_k + (row + a_row) * kLd + a_col);
 #pragma unroll
         for (int q = 0; q < kColTiles / 2; ++q) {
           uint32_t b[4];
-          load_matrices_transposed(b, buf_v + (row + b_row) * kLdV + q * 16 + b_col);
+          load_matrices_transposed(b, buf_v + (row + b_row) * kLd + q * 16 + b_col);
           mma_16816<T>(acc[2 * q], a, b[0], b[1]);
           mma_16816<T>(acc[2 * q + 1], a, b[2], b[3]);
         }
@@ -199,30 +198,18 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
 #endif
 }
 
-// 128-row state blocks where dk allows.
-int states_block_rows(int dk) { return dk % 128 == 0 ? 128 : 64; }
-
-template <typename T, int BLOCK_D>
-cudaError_t launch_blocks(const KernelParams& params, int batch, cudaStream_t stream) {
-  constexpr size_t bytes = Geometry<BLOCK_D>::bytes;
-  cudaError_t err = cudaFuncSetAttribute(chunk_states_kernel<T, BLOCK_D>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
-  if (err != cudaSuccess) return err;
-  const dim3 grid(params.dv / kBlockV, params.dk / BLOCK_D, batch * params.heads);
-  chunk_states_kernel<T, BLOCK_D><<<grid, kThreads, bytes, stream>>>(params);
-  return cudaGetLastError();
-}
-
 }  // namespace
 
-size_t states_shared_bytes(int dk) {
-  return states_block_rows(dk) == 128 ? Geometry<128>::bytes : Geometry<64>::bytes;
-}
+size_t states_shared_bytes() { return Layout::bytes; }
 
 template <typename T>
 cudaError_t launch_chunk_states(const KernelParams& params, int batch, cudaStream_t stream) {
-  return states_block_rows(params.dk) == 128 ? launch_blocks<T, 128>(params, batch, stream)
-                                             : launch_blocks<T, 64>(params, batch, stream);
+  cudaError_t err = cudaFuncSetAttribute(chunk_states_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         int(Layout::bytes));
+  if (err != cudaSuccess) return err;
+  const dim3 grid(params.dv / kBlockV, params.dk / kBlockD, batch * params.heads);
+  chunk_states_kernel<T><<<grid, kThreads, Layout::bytes, stream>>>(params);
+  return cudaGetLastError();
 }
 
 template cudaError_t launch_chunk_states<__half>(const KernelParams&, int, cudaStream_t);

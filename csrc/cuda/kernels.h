@@ -34,7 +34,7 @@ size_t mma_shared_bytes(int dk, int dv);
 size_t mma_workspace_bytes(const Problem& problem);
 cudaError_t launch_mma(const KernelParams& params, int batch, DType dtype, cudaStream_t stream);
 // The two passes, for mma_path.cu (T is __half or __nv_bfloat16).
-size_t states_shared_bytes(int dk);
+size_t states_shared_bytes();
 size_t output_shared_bytes(int dk, int dv);
 int output_slice(int dv);  // value columns per output block: 128 where dv allows, else 64
 template <typename T>

@@ -29,7 +29,7 @@ bool mma_handles(const Problem& problem) {
          aligned(problem.initial_state, 8) && aligned(problem.final_state, 8);
 }
 
-size_t mma_shared_bytes(int dk, int dv) { return std::max(states_shared_bytes(dk), output_shared_bytes(dk, dv)); }
+size_t mma_shared_bytes(int dk, int dv) { return std::max(states_shared_bytes(), output_shared_bytes(dk, dv)); }
 
 size_t mma_workspace_bytes(const Problem& problem) {
   const int64_t chunks = (problem.seq_len + kChunk - 1) / kChunk;
