@@ -70,7 +70,8 @@ def python_tag(python: str) -> str:
              "print(f'cp{sys.version_info[0]}{sys.version_info[1]}')")
     proc = subprocess.run([python, "-c", probe], capture_output=True, text=True)
     if proc.returncode != 0:
-        raise ReleaseError(f"--python {python} cannot build culina: {proc.stderr.strip().splitlines()[-1:]}. "
+        why = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+        raise ReleaseError(f"--python {python} cannot build culina ({why}). "
                            f"Install the build requirements: {python} -m pip install setuptools wheel pybind11 packaging")
     return proc.stdout.strip()
 
