@@ -30,15 +30,15 @@ test-python: build extension
 # ctest first, pytest last: the output ends with pytest's summary line.
 test: test-cpp test-python
 
+# The main job: release assets served on loopback, a real `pip install culina` in a fresh venv.
 demo: build
 	@echo "[demo] what the resolver sees on this host"
 	@$(BUILD)/tests/resolver/culina-resolver probe
+	@$(VENV)/bin/python tools/demo.py
 
 bench-probe: build
 	@$(VENV)/bin/python benchmarks/probe_bench.py --resolver $(BUILD)/tests/resolver/culina-resolver
 
-clean:
-	rm -rf $(BUILD)
 # Release assets into dist/release: a fat wheel per interpreter in PYTHONS and toolkit in CUDA_HOMES
 # (defaults: the venv's Python, the nvcc found), the manifest and the sdist with it inside.
 PYTHONS    ?= $(VENV)/bin/python
@@ -48,3 +48,5 @@ release: deps
 	@$(VENV)/bin/python tools/release/build_release.py --out dist/release --python $(PYTHONS) \
 		$(if $(strip $(CUDA_HOMES)),--cuda-home $(CUDA_HOMES))
 
+clean:
+	rm -rf $(BUILD)

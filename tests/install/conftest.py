@@ -1,0 +1,260 @@
+"""The real user path, end to end: `make release`-built assets on a local release server, the
+sdist and the build requirements on a local package index, and `pip install culina` (or uv) in
+fresh venvs, with the host described by the fake libcuda.so.1 or hidden toolkits.
+
+One release build serves the whole session (CUDA for sm_90 only, to keep CI fast). The release
+has one real wheel, cu130; the cu129 asset is that wheel relabelled and listed as a CUDA 12.9
+build — it stands in for a real cu129 build in the selection scenarios and is named as such.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import release_server
+from package_index import PackageIndex, fill_index
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD = Path(os.environ.get("CULINA_BUILD_DIR", REPO / "build"))
+BUILD_REQUIREMENTS = ["setuptools>=68", "wheel", "pybind11>=2.11", "packaging", "numpy"]
+
+
+@dataclasses.dataclass
+class Release:
+    folder: Path
+    sdist: Path
+    manifest: dict
+    assets: dict[str, bytes]  # asset name -> bytes, as the release server serves them
+
+    def asset(self, variant: str) -> str:
+        return next(w["file"] for w in self.manifest["wheels"] if w["variant"] == variant)
+
+    def module_bytes(self, variant: str) -> bytes:
+        with zipfile.ZipFile(io.BytesIO(self.assets[self.asset(variant)])) as wheel:
+            return wheel.read(next(n for n in wheel.namelist() if n.startswith("culina/_C") and n.endswith(".so")))
+
+
+def _resolver_exe() -> Path:
+    for candidate in (BUILD / "tests" / "resolver" / "culina-resolver", BUILD / "resolver" / "culina-resolver"):
+        if candidate.exists():
+            return candidate
+    pytest.skip("culina-resolver is not built: run `make build`")
+
+
+def _add_relabelled_cu129(folder: Path, manifest_path: Path) -> None:
+    cu130 = next(folder.glob("*-cu130.whl"))
+    cu129 = folder / cu130.name.replace("-cu130.whl", "-cu129.whl")
+    shutil.copy2(cu130, cu129)
+    sass = ",".join(next(w for w in json.loads(manifest_path.read_text())["wheels"] if w["file"] == cu130.name)["sass"])
+    subprocess.run([str(_resolver_exe()), "manifest", "add", "--manifest", str(manifest_path), "--wheel", str(cu129),
+                    "--cuda", "12.9", "--sass", sass], check=True, capture_output=True)
+
+
+def _replace_manifest_in_sdist(sdist: Path, manifest_path: Path) -> None:
+    """The sdist carries the manifest; after adding the stand-in it must carry the new one."""
+    with tarfile.open(sdist) as source:
+        members = [(m, source.extractfile(m).read() if m.isfile() else None) for m in source.getmembers()]
+    data = manifest_path.read_bytes()
+    with tarfile.open(sdist, "w:gz") as target:
+        for member, content in members:
+            if member.name.endswith("/release-manifest.json"):
+                member.size = len(data)
+                content = data
+            target.addfile(member, io.BytesIO(content) if content is not None else None)
+
+
+def _build_release(folder: Path) -> None:
+    """`make release` for this interpreter and sm_90; CULINA_TEST_RELEASE_DIR reuses the output of
+    an earlier run (iterating on these tests need not rebuild it)."""
+    reuse = os.environ.get("CULINA_TEST_RELEASE_DIR")
+    if reuse:
+        shutil.copytree(reuse, folder, dirs_exist_ok=True)
+        return
+    done = subprocess.run([sys.executable, str(REPO / "tools" / "release" / "build_release.py"), "--out", str(folder),
+                           "--archs", "9.0", "--python", sys.executable],
+                          cwd=REPO, capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, f"build_release.py failed:\n{done.stdout}\n{done.stderr}"
+
+
+@pytest.fixture(scope="session")
+def release(tmp_path_factory) -> Release:
+    folder = tmp_path_factory.mktemp("release")
+    _build_release(folder)
+    manifest_path = folder / "release-manifest.json"
+    _add_relabelled_cu129(folder, manifest_path)
+    sdist = next(folder.glob("culina-*.tar.gz"))
+    _replace_manifest_in_sdist(sdist, manifest_path)
+    manifest = json.loads(manifest_path.read_text())
+    assets = {w["file"]: (folder / w["file"]).read_bytes() for w in manifest["wheels"]}
+    return Release(folder, sdist, manifest, assets)
+
+
+@pytest.fixture(scope="session")
+def index(release, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("index")
+    fill_index(folder, BUILD_REQUIREMENTS, BUILD / "pip-index-cache")
+    shutil.copy2(release.sdist, folder / release.sdist.name)
+    with PackageIndex(folder) as served:
+        yield served
+
+
+@pytest.fixture(scope="session")
+def warm_helper_cache(release, tmp_path_factory) -> Path:
+    """A cache holding the helper built from the sdist's sources, so each scenario starts with
+    the helper warm (scenario 9 and the benchmark measure the cold and warm paths on purpose)."""
+    cache = tmp_path_factory.mktemp("helper-cache")
+    unpacked = tmp_path_factory.mktemp("sdist")
+    with tarfile.open(release.sdist) as sdist:
+        sdist.extractall(unpacked)
+    adapter = next(unpacked.glob("culina-*")) / "resolver" / "adapter"
+    subprocess.run([sys.executable, "-c", "import helper_build; helper_build.helper_binary()"], cwd=adapter,
+                   env={**os.environ, "CULINA_CACHE_DIR": str(cache), "PYTHONPATH": str(adapter)},
+                   check=True, capture_output=True, timeout=900)
+    return cache
+
+
+@pytest.fixture
+def server(release):
+    with release_server.ReleaseServer(release.assets) as served:
+        yield served
+
+
+@dataclasses.dataclass
+class Install:
+    returncode: int
+    output: str
+    seconds: float
+    venv: Path
+
+    def python(self, code: str) -> str:
+        done = subprocess.run([str(self.venv / "bin" / "python"), "-c", code], capture_output=True, text=True,
+                              timeout=120, cwd="/")
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def build_record(self) -> dict:
+        return json.loads(self.python("import json, culina; print(json.dumps(culina.build_record()))"))
+
+    def module_bytes(self) -> bytes:
+        path = self.python("import culina._C as m; print(m.__file__)").strip()
+        return Path(path).read_bytes()
+
+    def computes_like_the_reference(self) -> None:
+        self.python(
+            "import numpy as np, culina\n"
+            "rng = np.random.default_rng(0)\n"
+            "q, k, v = (rng.standard_normal((1, 2, 37, 16)).astype(np.float32) for _ in range(3))\n"
+            "g = np.array([0.9, 1.0], dtype=np.float32)\n"
+            "o = culina.linear_attention(q, k, v, g)\n"
+            "S = np.zeros((1, 2, 16, 16)); ref = np.empty((1, 2, 37, 16))\n"
+            "for t in range(37):\n"
+            "    S = g[None, :, None, None] * S + k[:, :, t, :, None] * v[:, :, t, None, :]\n"
+            "    ref[:, :, t] = 16 ** -0.5 * np.einsum('bhd,bhde->bhe', q[:, :, t], S)\n"
+            "assert np.allclose(o, ref, rtol=1e-4, atol=1e-4), np.abs(o - ref).max()\n")
+
+
+def _clean_environment() -> dict[str, str]:
+    dropped = ("CULINA_", "FAKE_CUDA_", "PIP_", "UV_", "VIRTUAL_ENV", "CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH")
+    return {k: v for k, v in os.environ.items() if not k.startswith(dropped)}
+
+
+@dataclasses.dataclass
+class Host:
+    """What the install sees: the fake driver's answer, and whether a CUDA toolkit is visible."""
+
+    driver_cuda: str | None = "13.0"   # None: no libcuda at all
+    gpus: str = "NVIDIA H200=9.0"
+    toolkit: bool = True
+
+
+class Installer:
+    def __init__(self, tmp_path: Path, index: PackageIndex, fake_libcuda_dir: Path, cache: Path):
+        self.tmp_path = tmp_path
+        self.index = index
+        self.fake_libcuda_dir = fake_libcuda_dir
+        self.cache = cache
+        self.count = 0
+
+    def environment(self, host: Host, release_url: str, **extra: str) -> dict[str, str]:
+        env = _clean_environment()
+        env.update(CULINA_CACHE_DIR=str(self.cache), CULINA_RELEASE_URL=release_url, CULINA_TIMEOUT="5",
+                   CULINA_RETRIES="1", PIP_DISABLE_PIP_VERSION_CHECK="1", CULINA_MAX_JOBS="2")
+        if host.driver_cuda is not None:
+            major, minor = host.driver_cuda.split(".")
+            env.update(LD_LIBRARY_PATH=str(self.fake_libcuda_dir), FAKE_CUDA_GPUS=host.gpus,
+                       FAKE_CUDA_DRIVER_VERSION=str(int(major) * 1000 + int(minor) * 10))
+        if not host.toolkit:
+            env["PATH"] = ":".join(p for p in env["PATH"].split(":") if p not in ("/usr/local/bin",) and "cuda" not in p)
+            env.pop("CUDA_HOME", None)
+            env.pop("CUDA_PATH", None)
+        env.update(extra)
+        return env
+
+    def new_venv(self) -> Path:
+        self.count += 1
+        venv = self.tmp_path / f"venv{self.count}"
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+        return venv
+
+    def command(self, venv: Path, tool: str) -> list[str]:
+        if tool == "uv":
+            uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
+            if uv is None:
+                pytest.skip("uv is not installed (tools/requirements.txt lists it)")
+            return [uv, "pip", "install", "--no-cache", "--python", str(venv / "bin" / "python"),
+                    "--index-url", self.index.url, "-v", "culina"]
+        return [str(venv / "bin" / "pip"), "install", "--no-cache-dir", "--index-url", self.index.url, "-v", "culina"]
+
+    def start(self, host: Host, release_url: str, tool: str = "pip", **extra: str):
+        venv = self.new_venv()
+        command = self.command(venv, tool)
+        if not host.toolkit:
+            command = hide_cuda_toolkit(command)
+        log = (self.tmp_path / f"install{self.count}.log").open("w")
+        started = time.monotonic()
+        process = subprocess.Popen(command, env=self.environment(host, release_url, **extra), stdout=log,
+                                   stderr=subprocess.STDOUT, cwd=self.tmp_path)
+        return process, log, venv, started
+
+    @staticmethod
+    def finish(process, log, venv, started) -> Install:
+        returncode = process.wait(timeout=1800)
+        log.close()
+        return Install(returncode, Path(log.name).read_text(), time.monotonic() - started, venv)
+
+    def install(self, host: Host, release_url: str, tool: str = "pip", **extra: str) -> Install:
+        return self.finish(*self.start(host, release_url, tool, **extra))
+
+
+def hide_cuda_toolkit(command: list[str]) -> list[str]:
+    """Runs `command` in a private mount namespace where /usr/local/cuda is an empty folder, so the
+    probe's last-resort search (and nvcc's wrapper scripts) find nothing: a machine with no toolkit."""
+    if shutil.which("unshare") is None or subprocess.run(["unshare", "-m", "true"]).returncode != 0:
+        pytest.skip("hiding the CUDA toolkit needs `unshare -m` (root, util-linux)")
+    toolkit = Path("/usr/local/cuda").resolve()
+    script = f'mkdir -p /tmp/culina-empty && mount --bind /tmp/culina-empty "{toolkit}" && exec "$@"'
+    return ["unshare", "-m", "sh", "-c", script, "hide-toolkit", *command]
+
+
+@pytest.fixture
+def installer(tmp_path, index, fake_libcuda_dir, warm_helper_cache) -> Installer:
+    cache = tmp_path / "cache"
+    shutil.copytree(warm_helper_cache, cache)
+    return Installer(tmp_path, index, fake_libcuda_dir, cache)
+
+
+def cached_wheels(cache: Path) -> list[str]:
+    folder = cache / "wheels"
+    return sorted(p.name for p in folder.iterdir() if not p.name.endswith(".lock")) if folder.exists() else []
