@@ -3,6 +3,7 @@ from importlib import metadata as _metadata
 
 from ._api import linear_attention
 from ._build import build_record
+from ._fit_check import BuildMismatchWarning, warn_if_mismatched
 from .errors import UnsupportedDeviceError
 
 try:
@@ -10,4 +11,6 @@ try:
 except _metadata.PackageNotFoundError:  # an in-place build that pip never installed
     __version__ = "0.1.0+local"
 
-__all__ = ["linear_attention", "build_record", "UnsupportedDeviceError", "__version__"]
+__all__ = ["linear_attention", "build_record", "UnsupportedDeviceError", "BuildMismatchWarning", "__version__"]
+
+warn_if_mismatched()

@@ -183,6 +183,9 @@ def _unsupported(device: int, detail: str) -> UnsupportedDeviceError:
 def _run_gpu(q, k, v, decay, scale, initial_state, output_final_state, device: int):
     if not _C.built_with_cuda():
         raise _unsupported(device, "this culina was built without CUDA (no nvcc at build time)")
+    driver_problem = _build.driver_problem(_C.driver_version())
+    if driver_problem:
+        raise UnsupportedDeviceError(driver_problem)
     support = _device_support(device)
     if not support["supported"]:
         raise _unsupported(device, support["error"])

@@ -28,8 +28,31 @@ def describe_archs(record: dict) -> str:
     return f"SASS for {sass}; PTX for {ptx}"
 
 
+# The resolver probes the host again on reinstall; pip's own wheel cache must not short-cut it.
+REINSTALL = "pip install --force-reinstall --no-cache-dir culina"
+
+
 def how_to_fit(capability: tuple[int, int]) -> str:
     cc = f"{capability[0]}.{capability[1]}"
-    return (f"get a build that fits: a release wheel whose architectures cover {cc}, or build "
-            f"from source on this machine with CULINA_CUDA_ARCHS={cc} (or 'native'): "
-            f"CULINA_CUDA_ARCHS={cc} pip install --no-binary culina --force-reinstall culina")
+    return (f"reinstall so that culina's resolver picks a release wheel covering {cc} or builds for it: "
+            f"`{REINSTALL}`; to build from source for exactly this GPU: "
+            f"`CULINA_VARIANT=source CULINA_CUDA_ARCHS={cc} {REINSTALL}`")
+
+
+def driver_problem(driver_version: int) -> str | None:
+    """Why the NVIDIA driver (cudaDriverGetVersion's number, 0 for none) cannot run this build, or None.
+
+    CUDA's minor-version compatibility: a build with CUDA X.Y runs on a driver supporting X.0 or newer.
+    """
+    record = build_record()
+    if record.get("cpu_only") or not record.get("cuda_version") or driver_version == 0:
+        return None
+    major = int(str(record["cuda_version"]).split(".")[0])
+    if driver_version >= major * 1000:
+        return None
+    driver = f"{driver_version // 1000}.{driver_version % 1000 // 10}"
+    minimum = {12: "525.60.13", 13: "580"}.get(major, f"one supporting CUDA {major}.0")
+    return (f"this culina is a CUDA {record['cuda_version']} build ({record.get('kind')}, {record.get('variant')}), "
+            f"but the NVIDIA driver here supports CUDA {driver} only, so no GPU call can run. Fix: update the "
+            f"driver to {minimum} or newer, or reinstall so that culina's resolver picks the variant this "
+            f"driver runs: `{REINSTALL}`")
