@@ -57,6 +57,8 @@ def project_version() -> tuple[str, str]:
 
 
 def toolkit_at(home: Path) -> adapter.Toolkit:
+    # The build adapter's own lookup, so the release and the build agree on the toolkit; it reads
+    # CUDA_HOME from the environment.
     with mock.patch.dict(os.environ, {"CUDA_HOME": str(home), "CUDA_PATH": ""}):
         try:
             return adapter.find_toolkit()
@@ -148,8 +150,10 @@ def write_manifest(out: Path, entries: list[Entry]) -> Path:
     name, version = project_version()
     manifest = out / MANIFEST
     manifest.unlink(missing_ok=True)
-    subprocess.run([str(helper), "manifest", "init", "--manifest", str(manifest), "--name", name,
-                    "--version", version], check=True)
+    proc = subprocess.run([str(helper), "manifest", "init", "--manifest", str(manifest), "--name", name,
+                           "--version", version], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ReleaseError(f"`{helper} manifest init` failed for {name} {version}: {proc.stderr.strip()}")
     for wheel, cuda, sass, ptx in entries:
         cmd = [str(helper), "manifest", "add", "--manifest", str(manifest), "--wheel", str(wheel)]
         if cuda is not None:
@@ -191,6 +195,9 @@ def merged_entries(manifests: list[Path], out: Path) -> list[Entry]:
     changed on its way between jobs is caught before it is published."""
     entries = []
     for manifest in manifests:
+        if not manifest.is_file():
+            raise ReleaseError(f"--merge {manifest}: no such file; pass the release-manifest.json of each matrix "
+                               "job's downloaded artifact")
         for wheel in json.loads(manifest.read_text())["wheels"]:
             source = manifest.parent / wheel["file"]
             if not source.is_file():
@@ -251,20 +258,26 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("--out", type=Path, required=True, help="folder for the wheels, manifest and sdist")
-    parser.add_argument("--archs", default=adapter.release_archs(),
-                        help="CULINA_CUDA_ARCHS for every wheel (default: pyproject's release_archs, %(default)s)")
+    parser.add_argument("--archs", help="CULINA_CUDA_ARCHS for every wheel (default: pyproject's release_archs, "
+                                        f"{adapter.release_archs()})")
     parser.add_argument("--python", nargs="+", help="interpreters to build for (default: this one)")
     parser.add_argument("--cuda-home", nargs="+", help="CUDA toolkit roots to build with (default: the nvcc found)")
     parser.add_argument("--no-auditwheel", action="store_true", help="skip auditwheel (local platform tag)")
     parser.add_argument("--merge", nargs="+", type=Path, metavar="MANIFEST",
                         help="build nothing: gather the wheels listed in these job manifests")
     args = parser.parse_args()
+    building = {"--archs": args.archs, "--python": args.python, "--cuda-home": args.cuda_home,
+                "--no-auditwheel": args.no_auditwheel}
+    if args.merge and any(building.values()):
+        parser.error(f"--merge builds nothing, so {', '.join(k for k, v in building.items() if v)} would be "
+                     "ignored: drop them, or drop --merge to build")
+    args.archs = args.archs or adapter.release_archs()
     out = args.out.resolve()
     started = time.monotonic()
     try:
         out.mkdir(parents=True, exist_ok=True)
         name, _ = project_version()
-        stale = [p for p in out.iterdir() if p.name == MANIFEST or p.name.startswith(f"{name}-")]
+        stale = [p for p in out.iterdir() if p.is_file() and (p.name == MANIFEST or p.name.startswith(f"{name}-"))]
         if stale:
             say(f"removing {len(stale)} asset(s) of an earlier run from {out}: {[p.name for p in stale]}")
             for path in stale:
@@ -274,7 +287,8 @@ def main() -> int:
             entries = merged_entries(args.merge, out) if args.merge else built_entries(args, out, work)
             manifest = write_manifest(out, entries)
             sdist = build_sdist(out, manifest, work)
-    except (ReleaseError, binary_archs.ArchError, adapter.BuildError, helper_build.HelperBuildError) as error:
+    except (ReleaseError, binary_archs.ArchError, adapter.BuildError, helper_build.HelperBuildError,
+            ValueError) as error:  # ValueError: wheel_label cannot name a wheel
         print(f"build_release: {error}", file=sys.stderr)
         return 1
     report(entries, sdist)
