@@ -27,6 +27,9 @@ import release_server
 from package_index import PackageIndex, fill_index
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tools" / "release"))
+
+import no_toolkit  # noqa: E402 - needs the path above
 BUILD = Path(os.environ.get("CULINA_BUILD_DIR", REPO / "build"))
 BUILD_REQUIREMENTS = ["setuptools>=68", "wheel", "pybind11>=2.11", "packaging", "numpy"]
 
@@ -46,19 +49,12 @@ class Release:
             return wheel.read(next(n for n in wheel.namelist() if n.startswith("culina/_C") and n.endswith(".so")))
 
 
-def _resolver_exe() -> Path:
-    for candidate in (BUILD / "tests" / "resolver" / "culina-resolver", BUILD / "resolver" / "culina-resolver"):
-        if candidate.exists():
-            return candidate
-    pytest.skip("culina-resolver is not built: run `make build`")
-
-
-def _add_relabelled_cu129(folder: Path, manifest_path: Path) -> None:
+def _add_relabelled_cu129(resolver: Path, folder: Path, manifest_path: Path) -> None:
     cu130 = next(folder.glob("*-cu130.whl"))
     cu129 = folder / cu130.name.replace("-cu130.whl", "-cu129.whl")
     shutil.copy2(cu130, cu129)
     sass = ",".join(next(w for w in json.loads(manifest_path.read_text())["wheels"] if w["file"] == cu130.name)["sass"])
-    subprocess.run([str(_resolver_exe()), "manifest", "add", "--manifest", str(manifest_path), "--wheel", str(cu129),
+    subprocess.run([str(resolver), "manifest", "add", "--manifest", str(manifest_path), "--wheel", str(cu129),
                     "--cuda", "12.9", "--sass", sass], check=True, capture_output=True)
 
 
@@ -89,11 +85,11 @@ def _build_release(folder: Path) -> None:
 
 
 @pytest.fixture(scope="session")
-def release(tmp_path_factory) -> Release:
+def release(tmp_path_factory, resolver) -> Release:
     folder = tmp_path_factory.mktemp("release")
     _build_release(folder)
     manifest_path = folder / "release-manifest.json"
-    _add_relabelled_cu129(folder, manifest_path)
+    _add_relabelled_cu129(resolver, folder, manifest_path)
     sdist = next(folder.glob("culina-*.tar.gz"))
     _replace_manifest_in_sdist(sdist, manifest_path)
     manifest = json.loads(manifest_path.read_text())
@@ -196,9 +192,7 @@ class Installer:
             env.update(LD_LIBRARY_PATH=str(self.fake_libcuda_dir), FAKE_CUDA_GPUS=host.gpus,
                        FAKE_CUDA_DRIVER_VERSION=str(int(major) * 1000 + int(minor) * 10))
         if not host.toolkit:
-            env["PATH"] = ":".join(p for p in env["PATH"].split(":") if p not in ("/usr/local/bin",) and "cuda" not in p)
-            env.pop("CUDA_HOME", None)
-            env.pop("CUDA_PATH", None)
+            env = no_toolkit.env_without_toolkit(env)
         env.update(extra)
         return env
 
@@ -221,7 +215,10 @@ class Installer:
         venv = self.new_venv()
         command = self.command(venv, tool)
         if not host.toolkit:
-            command = hide_cuda_toolkit(command)
+            why_not = no_toolkit.can_hide()
+            if why_not:
+                pytest.skip(f"cannot hide the CUDA toolkit here: {why_not}")
+            command = no_toolkit.command_without_toolkit(command)
         log = (self.tmp_path / f"install{self.count}.log").open("w")
         started = time.monotonic()
         process = subprocess.Popen(command, env=self.environment(host, release_url, **extra), stdout=log,
@@ -236,16 +233,6 @@ class Installer:
 
     def install(self, host: Host, release_url: str, tool: str = "pip", **extra: str) -> Install:
         return self.finish(*self.start(host, release_url, tool, **extra))
-
-
-def hide_cuda_toolkit(command: list[str]) -> list[str]:
-    """Runs `command` in a private mount namespace where /usr/local/cuda is an empty folder, so the
-    probe's last-resort search (and nvcc's wrapper scripts) find nothing: a machine with no toolkit."""
-    if shutil.which("unshare") is None or subprocess.run(["unshare", "-m", "true"]).returncode != 0:
-        pytest.skip("hiding the CUDA toolkit needs `unshare -m` (root, util-linux)")
-    toolkit = Path("/usr/local/cuda").resolve()
-    script = f'mkdir -p /tmp/culina-empty && mount --bind /tmp/culina-empty "{toolkit}" && exec "$@"'
-    return ["unshare", "-m", "sh", "-c", script, "hide-toolkit", *command]
 
 
 @pytest.fixture
