@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BUILD  := build
 JOBS   ?= $(shell nproc)
+DEMO_ARCHS ?= 9.0
 
 .PHONY: deps build extension test test-cpp test-python demo bench-probe clean
 
@@ -34,7 +35,7 @@ test: test-cpp test-python
 demo: build
 	@echo "[demo] what the resolver sees on this host"
 	@$(BUILD)/tests/resolver/culina-resolver probe
-	@$(VENV)/bin/python tools/demo.py
+	@$(VENV)/bin/python tools/demo.py --archs $(DEMO_ARCHS)
 
 bench-probe: build
 	@$(VENV)/bin/python benchmarks/probe_bench.py --resolver $(BUILD)/tests/resolver/culina-resolver
