@@ -8,12 +8,10 @@
 #include "cli/commands.h"
 #include "cli/fetch_setup.h"
 #include "cli/selection_options.h"
-#include "common/setting_error.h"
 #include "fetch/fetch_error.h"
 #include "host/host_json.h"
 #include "manifest/manifest.h"
 #include "policy/build_archs.h"
-#include "policy/input_error.h"
 
 namespace culina::cli {
 namespace {
@@ -73,26 +71,10 @@ Outcome fetch_chosen_wheel(const SelectionOptions& options, const SelectionInput
 int resolve_command(const Args& args) {
     SelectionOptions options;
     SelectionInput input;
-    try {
-        options = parse_selection_options(args, true);
-        if (options.help) {
-            print_usage(std::cout);
-            return 0;
-        }
-        input = load_selection_input(options);
-    } catch (const UsageError& error) {
-        std::cerr << "culina-resolver resolve: " << error.what() << "\n";
-        print_usage(std::cerr);
-        return kExitBadInput;
-    } catch (const ManifestError& error) {
-        log(error.what());
-        return kExitBadInput;
-    } catch (const SettingError& error) {
-        log(error.what());
-        return kExitBadInput;
-    } catch (const PolicyInputError& error) {
-        log(error.what());
-        return kExitBadInput;
+    if (!prepare_selection("resolve", args, true, print_usage, options, input)) return kExitBadInput;
+    if (options.help) {
+        print_usage(std::cout);
+        return 0;
     }
 
     Outcome outcome{select_wheel(input), std::nullopt, std::nullopt};

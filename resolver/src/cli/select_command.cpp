@@ -5,11 +5,8 @@
 
 #include "cli/commands.h"
 #include "cli/selection_options.h"
-#include "common/setting_error.h"
 #include "host/host_json.h"
-#include "manifest/manifest.h"
 #include "policy/build_archs.h"
-#include "policy/input_error.h"
 
 namespace culina::cli {
 namespace {
@@ -35,26 +32,10 @@ void print_usage(std::ostream& out) {
 int select_command(const Args& args) {
     SelectionOptions options;
     SelectionInput input;
-    try {
-        options = parse_selection_options(args, false);
-        if (options.help) {
-            print_usage(std::cout);
-            return 0;
-        }
-        input = load_selection_input(options);
-    } catch (const UsageError& error) {
-        std::cerr << "culina-resolver select: " << error.what() << "\n";
-        print_usage(std::cerr);
-        return kExitBadInput;
-    } catch (const ManifestError& error) {
-        std::cerr << "culina-resolver select: " << error.what() << "\n";
-        return kExitBadInput;
-    } catch (const SettingError& error) {
-        std::cerr << "culina-resolver select: " << error.what() << "\n";
-        return kExitBadInput;
-    } catch (const PolicyInputError& error) {
-        std::cerr << "culina-resolver select: " << error.what() << "\n";
-        return kExitBadInput;
+    if (!prepare_selection("select", args, false, print_usage, options, input)) return kExitBadInput;
+    if (options.help) {
+        print_usage(std::cout);
+        return 0;
     }
 
     const Decision decision = select_wheel(input);

@@ -1,8 +1,12 @@
 #include "cli/selection_options.h"
 
+#include <iostream>
+
+#include "common/setting_error.h"
 #include "common/text.h"
 #include "manifest/manifest.h"
 #include "policy/build_archs.h"
+#include "policy/input_error.h"
 #include "policy/tag_rank.h"
 #include "policy/variant_request.h"
 #include "probe/probe.h"
@@ -54,6 +58,26 @@ SelectionInput load_selection_input(const SelectionOptions& options) {
     input.supported_tags = parse_supported_tags(*tags_text, options.tags_path);
     input.host = probe_host();
     return input;
+}
+
+bool prepare_selection(const std::string& command, const Args& args, bool with_fetch, void (*usage)(std::ostream&),
+                       SelectionOptions& options, SelectionInput& input) {
+    const std::string prefix = "culina-resolver " + command + ": ";
+    try {
+        options = parse_selection_options(args, with_fetch);
+        if (!options.help) input = load_selection_input(options);
+        return true;
+    } catch (const UsageError& error) {
+        std::cerr << prefix << error.what() << "\n";
+        usage(std::cerr);
+    } catch (const ManifestError& error) {
+        std::cerr << prefix << error.what() << "\n";
+    } catch (const SettingError& error) {
+        std::cerr << prefix << error.what() << "\n";
+    } catch (const PolicyInputError& error) {
+        std::cerr << prefix << error.what() << "\n";
+    }
+    return false;
 }
 
 }  // namespace culina::cli

@@ -35,4 +35,9 @@ SelectionOptions parse_selection_options(const Args& args, bool with_fetch);
 // SettingError or PolicyInputError, each naming the file or variable and the value.
 SelectionInput load_selection_input(const SelectionOptions& options);
 
+// Parses the command line and loads the inputs; on a problem prints it (with `usage` for a
+// command-line problem) as "culina-resolver <command>: ..." and returns false.
+bool prepare_selection(const std::string& command, const Args& args, bool with_fetch, void (*usage)(std::ostream&),
+                       SelectionOptions& options, SelectionInput& input);
+
 }  // namespace culina::cli

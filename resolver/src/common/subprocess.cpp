@@ -74,7 +74,11 @@ std::string ChildOutcome::describe() const {
     return "unknown";
 }
 
-ChildOutcome run_in_child(const std::function<void(const ChildEmit&)>& body, std::chrono::milliseconds limit) {
+namespace {
+
+// Forks; the child runs `in_child(write_fd)` and must not return. The parent collects what the
+// child writes to the pipe until it exits or the limit passes.
+ChildOutcome fork_and_collect(const std::function<void(int)>& in_child, std::chrono::milliseconds limit) {
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) {
         return {ChildOutcome::Status::could_not_start, -1, 0, std::string("pipe: ") + std::strerror(errno)};
@@ -87,39 +91,35 @@ ChildOutcome run_in_child(const std::function<void(const ChildEmit&)>& body, std
     }
     if (pid == 0) {
         close(fds[0]);
-        const int write_fd = fds[1];
-        body([write_fd](const std::string& text) { write_all(write_fd, text); });
+        in_child(fds[1]);
         _exit(0);
     }
     close(fds[1]);
     return collect(pid, fds[0], limit);
 }
 
+}  // namespace
+
+ChildOutcome run_in_child(const std::function<void(const ChildEmit&)>& body, std::chrono::milliseconds limit) {
+    return fork_and_collect(
+        [&body](int write_fd) { body([write_fd](const std::string& text) { write_all(write_fd, text); }); }, limit);
+}
+
 ChildOutcome run_command(const std::vector<std::string>& argv, std::chrono::milliseconds limit) {
     if (argv.empty()) return {ChildOutcome::Status::could_not_start, -1, 0, "empty command"};
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) {
-        return {ChildOutcome::Status::could_not_start, -1, 0, std::string("pipe: ") + std::strerror(errno)};
-    }
     std::vector<char*> c_argv;
     for (const std::string& arg : argv) c_argv.push_back(const_cast<char*>(arg.c_str()));
     c_argv.push_back(nullptr);
-    const pid_t pid = fork();
-    if (pid < 0) {
-        close(fds[0]);
-        close(fds[1]);
-        return {ChildOutcome::Status::could_not_start, -1, 0, std::string("fork: ") + std::strerror(errno)};
-    }
-    if (pid == 0) {
-        dup2(fds[1], STDOUT_FILENO);
-        dup2(fds[1], STDERR_FILENO);
-        const int devnull = open("/dev/null", O_RDONLY);
-        if (devnull >= 0) dup2(devnull, STDIN_FILENO);
-        execvp(c_argv[0], c_argv.data());
-        _exit(127);
-    }
-    close(fds[1]);
-    return collect(pid, fds[0], limit);
+    return fork_and_collect(
+        [&c_argv](int write_fd) {
+            dup2(write_fd, STDOUT_FILENO);
+            dup2(write_fd, STDERR_FILENO);
+            const int devnull = open("/dev/null", O_RDONLY);
+            if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+            execvp(c_argv[0], c_argv.data());
+            _exit(127);
+        },
+        limit);
 }
 
 }  // namespace culina
