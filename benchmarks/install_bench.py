@@ -1,0 +1,113 @@
+"""What culina's install-time resolution costs, side by side in one run (medians, ratios):
+
+  prebuilt  `pip install culina` from the sdist, resolver picks the release wheel (helper cache
+            warm, wheel cache empty, so the download is included)
+  direct    `pip install <that wheel>`: the floor, no resolution at all
+  source    `CULINA_VARIANT=source CULINA_CUDA_ARCHS=all pip install culina`: the release list
+            compiled locally
+
+plus the helper's cold build and its warm overhead (cache hit). Each install runs in a fresh
+venv against a loopback package index and release server; the host is described with
+CULINA_OVERRIDE_CUDA=13.0 / CULINA_OVERRIDE_SM=9.0.
+
+Usage: python benchmarks/install_bench.py [--runs 3] [--release DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "fixtures"))
+sys.path.insert(0, str(REPO / "resolver" / "adapter"))
+
+from package_index import PackageIndex, fill_index  # noqa: E402
+from prebuilt_wheel import standard_name  # noqa: E402
+from release_server import ReleaseServer  # noqa: E402
+
+BUILD_REQUIREMENTS = ["setuptools>=68", "wheel", "pybind11>=2.11", "packaging", "numpy"]
+
+
+def seconds(command: list[str], env: dict, cwd: Path) -> float:
+    started = time.monotonic()
+    done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"failed: {' '.join(command)}\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
+    return time.monotonic() - started
+
+
+def helper_times(sdist: Path, work: Path) -> tuple[float, float]:
+    """(cold build, warm cache hit) of the helper, from the sdist's own sources."""
+    with tarfile.open(sdist) as archive:
+        archive.extractall(work / "sdist")
+    adapter = next((work / "sdist").glob("culina-*")) / "resolver" / "adapter"
+    env = {**os.environ, "CULINA_CACHE_DIR": str(work / "helper-cache"), "PYTHONPATH": str(adapter)}
+    command = [sys.executable, "-c", "import helper_build; helper_build.helper_binary()"]
+    return seconds(command, env, adapter), statistics.median(seconds(command, env, adapter) for _ in range(5))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--release", type=Path, help="an existing build_release.py output (default: build one, sm_90)")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="culina-install-bench-"))
+    release = args.release
+    if release is None:
+        release = work / "release"
+        subprocess.run([sys.executable, str(REPO / "tools" / "release" / "build_release.py"), "--out", str(release),
+                        "--archs", "9.0", "--no-auditwheel"], cwd=REPO, check=True, capture_output=True)
+    sdist = next(release.glob("culina-*.tar.gz"))
+    wheel = next(release.glob("*-cu130.whl"))
+    direct_wheel = work / standard_name(wheel.name)
+    shutil.copy2(wheel, direct_wheel)
+
+    index_dir = work / "index"
+    fill_index(index_dir, BUILD_REQUIREMENTS, REPO / "build" / "pip-index-cache")
+    shutil.copy2(sdist, index_dir)
+    cold, warm = helper_times(sdist, work)
+
+    times: dict[str, list[float]] = {"prebuilt": [], "direct": [], "source": []}
+    with ReleaseServer({wheel.name: wheel.read_bytes()}) as server, PackageIndex(index_dir) as index:
+        base = {k: v for k, v in os.environ.items() if not k.startswith(("CULINA_", "PIP_"))}
+        base.update(CULINA_OVERRIDE_CUDA="13.0", CULINA_OVERRIDE_SM="9.0", CULINA_RELEASE_URL=server.base_url,
+                    PIP_DISABLE_PIP_VERSION_CHECK="1")
+        for run in range(args.runs):
+            for name in times:
+                venv = work / f"venv-{name}-{run}"
+                subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+                cache = work / f"cache-{name}-{run}"
+                shutil.copytree(work / "helper-cache", cache)
+                env = {**base, "CULINA_CACHE_DIR": str(cache)}
+                pip = [str(venv / "bin" / "pip"), "install", "--no-cache-dir", "--index-url", index.url]
+                if name == "direct":
+                    command = pip + [str(direct_wheel)]
+                else:
+                    command = pip + ["culina"]
+                if name == "source":
+                    env.update(CULINA_VARIANT="source", CULINA_CUDA_ARCHS="all")
+                times[name].append(seconds(command, env, work))
+                print(f"run {run + 1}: {name:8s} {times[name][-1]:7.1f} s", flush=True)
+
+    median = {name: statistics.median(values) for name, values in times.items()}
+    print(f"\nmachine: {platform.node()}, {os.cpu_count()} cores; runs: {args.runs}")
+    for name, value in median.items():
+        print(f"{name:8s} median {value:7.1f} s   ({', '.join(f'{t:.1f}' for t in times[name])})")
+    print(f"prebuilt / direct: {median['prebuilt'] / median['direct']:.2f}x (target <= 3)")
+    print(f"source / prebuilt: {median['source'] / median['prebuilt']:.1f}x (target >= 10)")
+    print(f"helper: cold build {cold:.1f} s, warm cache hit {warm:.3f} s (target < 1 s)")
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
