@@ -12,6 +12,7 @@ Usage: python tools/release/build_release.py --out DIR [--archs LIST] [--python 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import json
 import os
@@ -107,6 +108,20 @@ def build_wheel(python: str, tag: str, toolkit: adapter.Toolkit, archs: str, wor
     and a rebuild reuses the nvcc objects."""
     key = f"{tag}-{wheel_label.variant_label(toolkit.version)}"
     build_base = ROOT / "build" / "release" / key
+    build_base.mkdir(parents=True, exist_ok=True)
+    # Two release builds of one key at once (tests and a manual run) would clear each other's
+    # folders; the second waits for the first.
+    with open(build_base / ".lock", "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say(f"another release build is using {build_base}; waiting for it to finish")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        return _build_wheel_locked(python, key, build_base, toolkit, archs, work)
+
+
+def _build_wheel_locked(python: str, key: str, build_base: Path, toolkit: adapter.Toolkit, archs: str,
+                        work: Path) -> Path:
     shutil.rmtree(build_base / "lib", ignore_errors=True)
     shutil.rmtree(build_base / "bdist", ignore_errors=True)
     config = work / f"{key}.cfg"
