@@ -7,7 +7,9 @@ import os
 
 import pytest
 
-from release_build import TEST_ARCHS, Release, cuda_build_ext, run_release
+from release_build import TEST_ARCHS, Release, run_release
+
+import cuda_build_ext  # noqa: E402 - found through the path release_build sets
 
 
 @pytest.fixture(scope="session")

@@ -13,8 +13,6 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools" / "release"))
 sys.path.insert(0, str(ROOT / "resolver" / "adapter"))
 
-import cuda_build_ext  # noqa: E402
-
 BUILD_RELEASE = ROOT / "tools" / "release" / "build_release.py"
 TEST_ARCHS = "9.0"
 
