@@ -97,6 +97,12 @@ def _manifest(config: ProjectConfig, work: Path) -> tuple[Path, bool]:
 def _run_helper(command: list[str]) -> tuple[int, str, str]:
     """Runs the helper, echoing its stderr as it comes; returns (exit code, stdout, stderr)."""
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    timed_out = threading.Event()
+
+    def stop():
+        timed_out.set()
+        process.kill()
+
     log: list[str] = []
 
     def echo():
@@ -105,14 +111,16 @@ def _run_helper(command: list[str]) -> tuple[int, str, str]:
             print(f"  {line}", end="", file=sys.stderr, flush=True)
 
     reader = threading.Thread(target=echo, daemon=True)
+    timer = threading.Timer(HELPER_TIME_LIMIT_S, stop)
     reader.start()
-    try:
-        stdout, _ = process.communicate(timeout=HELPER_TIME_LIMIT_S)
-    except subprocess.TimeoutExpired:
-        process.kill()
+    timer.start()
+    stdout = process.stdout.read()  # stderr belongs to the echo thread alone
+    process.wait()
+    timer.cancel()
+    reader.join()
+    if timed_out.is_set():
         raise ResolutionError(f"culina-resolver did not finish within {HELPER_TIME_LIMIT_S} s and was stopped; "
                               "set CULINA_VARIANT=source to skip the download and build locally")
-    reader.join()
     return process.returncode, stdout, "".join(log)
 
 

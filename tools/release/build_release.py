@@ -125,7 +125,9 @@ def _build_wheel_locked(python: str, key: str, build_base: Path, toolkit: adapte
     shutil.rmtree(build_base / "lib", ignore_errors=True)
     shutil.rmtree(build_base / "bdist", ignore_errors=True)
     config = work / f"{key}.cfg"
+    # egg_base too: egg-info left in package/ would be found by importlib.metadata next to the sources
     config.write_text(f"[build]\nbuild_base = {build_base}\nbuild_lib = {build_base / 'lib'}\n"
+                      f"[egg_info]\negg_base = {build_base}\n"
                       f"[bdist_wheel]\nbdist_dir = {build_base / 'bdist'}\n")
     out = work / key
     env = {**os.environ, "CULINA_RELEASE_BUILD": "1", "CULINA_CUDA_ARCHS": archs, "CUDA_HOME": str(toolkit.root),
