@@ -16,9 +16,6 @@
 namespace culina::cli {
 namespace {
 
-constexpr int kExitBadInput = 2;
-constexpr int kExitNoWayToServe = 3;
-
 void print_usage(std::ostream& out) {
     out << "usage: culina-resolver resolve --manifest FILE --tags FILE [--base-url URL] [--cache-dir DIR]\n"
            "                              [--allow-http] [--json] [--default-archs LIST]\n"

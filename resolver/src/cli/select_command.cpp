@@ -11,9 +11,6 @@
 namespace culina::cli {
 namespace {
 
-constexpr int kExitBadInput = 2;
-constexpr int kExitNoWayToServe = 3;
-
 void print_usage(std::ostream& out) {
     out << "usage: culina-resolver select --manifest FILE --tags FILE [--json] [--default-archs LIST]\n"
            "  --manifest FILE       release-manifest.json\n"

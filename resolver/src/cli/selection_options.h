@@ -11,6 +11,10 @@
 
 namespace culina::cli {
 
+// Exit statuses of `select` and `resolve`: 0 is a decision to act on.
+constexpr int kExitBadInput = 2;      // a command line, file or setting that cannot be used
+constexpr int kExitNoWayToServe = 3;  // the decision is an error: nothing can serve this host
+
 struct SelectionOptions {
     std::string manifest_path;
     std::string tags_path;
