@@ -37,6 +37,8 @@ def main() -> int:
     args = parser.parse_args()
 
     shutil.rmtree(args.work, ignore_errors=True)
+    # the wheel cache must start empty, so that the demo shows a real download
+    shutil.rmtree(REPO / "build" / "demo-cache" / "wheels", ignore_errors=True)
     release, index_dir, venv = args.work / "release", args.work / "index", args.work / "venv"
     step(f"building the release assets for {args.archs} into {release}")
     subprocess.run([sys.executable, str(REPO / "tools" / "release" / "build_release.py"), "--out", str(release),
@@ -53,14 +55,16 @@ def main() -> int:
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         command = [str(venv / "bin" / "pip"), "install", "--no-cache-dir", "--index-url", index.url, "-v", "culina"]
         step("$ " + " ".join(command))
+        # The cache outlives the demo folder, so a second `make demo` finds the helper built.
         env = {**os.environ, "CULINA_RELEASE_URL": server.base_url,
-               "CULINA_CACHE_DIR": str(args.work / "cache"), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+               "CULINA_CACHE_DIR": str(REPO / "build" / "demo-cache"), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
         started = time.monotonic()
-        done = subprocess.run(command, env=env, capture_output=True, text=True)
+        done = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         log = args.work / "pip-install.log"
-        log.write_text(done.stdout + done.stderr)
-        for line in (done.stdout + done.stderr).splitlines():
-            if "[culina" in line or "culina-resolver" in line or line.startswith(("Successfully", "ERROR")):
+        log.write_text(done.stdout)
+        for line in done.stdout.splitlines():
+            # "[culina ...]": the build adapter; "| ": the helper's own log, decision table included
+            if "[culina" in line or line.lstrip().startswith("| ") or line.startswith(("Successfully", "ERROR")):
                 print("  " + line.strip())
         print(f"  (pip exited {done.returncode} after {time.monotonic() - started:.1f} s; full log: {log})")
         if done.returncode != 0:

@@ -108,7 +108,7 @@ def _run_helper(command: list[str]) -> tuple[int, str, str]:
     def echo():
         for line in process.stderr:
             log.append(line)
-            print(f"  {line}", end="", file=sys.stderr, flush=True)
+            print(f"  | {line}", end="", file=sys.stderr, flush=True)
 
     reader = threading.Thread(target=echo, daemon=True)
     timer = threading.Timer(HELPER_TIME_LIMIT_S, stop)
