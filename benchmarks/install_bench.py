@@ -30,11 +30,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "fixtures"))
 sys.path.insert(0, str(REPO / "resolver" / "adapter"))
 
-from package_index import PackageIndex, fill_index  # noqa: E402
+from package_index import PackageIndex, fill_index, install_requirements  # noqa: E402
 from prebuilt_wheel import standard_name  # noqa: E402
 from release_server import ReleaseServer  # noqa: E402
-
-BUILD_REQUIREMENTS = ["setuptools>=68", "wheel", "pybind11>=2.11", "packaging", "numpy"]
 
 
 def seconds(command: list[str], env: dict, cwd: Path) -> float:
@@ -72,7 +70,7 @@ def main() -> int:
     shutil.copy2(wheel, direct_wheel)
 
     index_dir = work / "index"
-    fill_index(index_dir, BUILD_REQUIREMENTS, REPO / "build" / "pip-index-cache")
+    fill_index(index_dir, install_requirements(REPO / "pyproject.toml"), REPO / "build" / "pip-index-cache")
     shutil.copy2(sdist, index_dir)
     cold, warm = helper_times(sdist, work)
 

@@ -20,10 +20,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "fixtures"))
 
-from package_index import PackageIndex, fill_index  # noqa: E402
+from package_index import PackageIndex, fill_index, install_requirements  # noqa: E402
 from release_server import ReleaseServer  # noqa: E402
-
-BUILD_REQUIREMENTS = ["setuptools>=68", "wheel", "pybind11>=2.11", "packaging", "numpy"]
 
 
 def step(message: str) -> None:
@@ -45,7 +43,7 @@ def main() -> int:
                     "--archs", args.archs, "--python", sys.executable], cwd=REPO, check=True)
 
     step("filling a local package index with the sdist and the build requirements")
-    fill_index(index_dir, BUILD_REQUIREMENTS, REPO / "build" / "pip-index-cache")
+    fill_index(index_dir, install_requirements(REPO / "pyproject.toml"), REPO / "build" / "pip-index-cache")
     for sdist in release.glob("culina-*.tar.gz"):
         shutil.copy2(sdist, index_dir / sdist.name)
     assets = {p.name: p.read_bytes() for p in release.glob("*.whl")}

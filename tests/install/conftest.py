@@ -24,14 +24,13 @@ from pathlib import Path
 import pytest
 
 import release_server
-from package_index import PackageIndex, fill_index
+from package_index import PackageIndex, fill_index, install_requirements
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools" / "release"))
 
 import no_toolkit  # noqa: E402 - needs the path above
 BUILD = Path(os.environ.get("CULINA_BUILD_DIR", REPO / "build"))
-BUILD_REQUIREMENTS = ["setuptools>=68", "wheel", "pybind11>=2.11", "packaging", "numpy"]
 
 
 @dataclasses.dataclass
@@ -100,7 +99,7 @@ def release(tmp_path_factory, resolver) -> Release:
 @pytest.fixture(scope="session")
 def index(release, tmp_path_factory):
     folder = tmp_path_factory.mktemp("index")
-    fill_index(folder, BUILD_REQUIREMENTS, BUILD / "pip-index-cache")
+    fill_index(folder, install_requirements(REPO / "pyproject.toml"), BUILD / "pip-index-cache")
     shutil.copy2(release.sdist, folder / release.sdist.name)
     with PackageIndex(folder) as served:
         yield served
