@@ -6,11 +6,11 @@ the build record `_build_info.json` next to the built module. With no nvcc it bu
 C++ sources alone, defines CULINA_CPU_ONLY, and says so loudly.
 
 Environment: CULINA_CUDA_ARCHS (`native`, `all`, or a list such as `8.0;9.0;10.0+PTX`,
-`80;90`, `9.0a`), CULINA_MAX_JOBS or MAX_JOBS (parallel nvcc jobs), CUDA_HOME / CUDA_PATH.
+`80;90`, `9.0a`), CUDA_HOME / CUDA_PATH; the job pool's settings are in compile_pool.
 """
 from __future__ import annotations
 
-import concurrent.futures
+import copy
 import dataclasses
 import hashlib
 import json
@@ -19,26 +19,19 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
+from setuptools import Extension
 from setuptools.command.build_ext import build_ext
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10 has no tomllib; pip's vendored copy reads the same files.
-    from pip._vendor import tomli as tomllib
+import compile_pool
+from compile_pool import say
+from install_resolution import is_release_build
+from project_config import ProjectConfig
 
 ARCHS_VAR = "CULINA_CUDA_ARCHS"
 ACCEPTED_ARCHS = "'native', 'all', or a list such as '8.0;9.0;10.0+PTX', '80;90' or '9.0a'"
 BUILD_RECORD = "_build_info.json"
-RELEASE_BUILD_VAR = "CULINA_RELEASE_BUILD"  # set by the release scripts: the record says "release"
-
-
-def is_release_build() -> bool:
-    return os.environ.get(RELEASE_BUILD_VAR) == "1"
-
-
 class BuildError(RuntimeError):
     """A build setting or tool that cannot be used; the message says which and what to do."""
 
@@ -101,13 +94,6 @@ def find_toolkit() -> Toolkit | None:
     return None
 
 
-def release_archs() -> str:
-    """The `[tool.culina] release_archs` list from pyproject.toml: what `all` means."""
-    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
-    with open(pyproject, "rb") as fh:
-        return tomllib.load(fh)["tool"]["culina"]["release_archs"]
-
-
 def native_archs() -> str:
     """The compute capabilities of the GPUs visible here, as a list for parse_archs."""
     smi = shutil.which("nvidia-smi")
@@ -133,7 +119,7 @@ def parse_archs(value: str, toolkit: Toolkit) -> tuple[list[Arch], list[Arch]]:
     """(SASS targets, PTX targets) from a CULINA_CUDA_ARCHS value."""
     spec = value.strip()
     if spec == "all":
-        spec = release_archs()
+        spec = ProjectConfig.load().release_archs
     elif spec == "native":
         spec = native_archs()
     known = supported_digits(toolkit)
@@ -179,19 +165,13 @@ def gencode_flags(sass: list[Arch], ptx: list[Arch]) -> list[str]:
     return flags
 
 
-def max_jobs() -> int:
-    for var in ("CULINA_MAX_JOBS", "MAX_JOBS"):
-        value = os.environ.get(var)
-        if value:
-            if not value.isdigit() or int(value) < 1:
-                raise BuildError(f"{var}={value!r}: expected a positive whole number of "
-                                 f"parallel compile jobs, e.g. {var}=4")
-            return int(value)
-    return max(1, os.cpu_count() or 1)
+class CudaExtension(Extension):
+    """An Extension whose sources may include .cu files. `source_flags` adds compiler flags for
+    single C++ sources (after the extension's own, so they win)."""
 
-
-def say(message: str) -> None:
-    print(f"[culina build] {message}", file=sys.stderr, flush=True)
+    def __init__(self, name, sources, *args, source_flags: dict[str, list[str]] | None = None, **kwargs):
+        super().__init__(name, sources, *args, **kwargs)
+        self.source_flags = dict(source_flags or {})
 
 
 class CudaBuildExt(build_ext):
@@ -202,12 +182,15 @@ class CudaBuildExt(build_ext):
         # where a toolkit is installed.
         cpu_only = getattr(self.distribution, "culina_cpu_only", False)
         toolkit = None if cpu_only else find_toolkit()
+        ext = copy.copy(ext)  # what this build adds stays off the distribution's Extension
+        ext.define_macros, ext.extra_link_args = list(ext.define_macros), list(ext.extra_link_args)
         cu_sources = [s for s in ext.sources if s.endswith(".cu")]
-        ext.sources = [s for s in ext.sources if not s.endswith(".cu")]
+        cpp_sources = [s for s in ext.sources if not s.endswith(".cu")]
         record = {"kind": "release" if is_release_build() else "local", "variant": "null", "cpu_only": True,
                   "cuda_version": None, "nvcc_version": None, "sass_archs": [], "ptx_archs": [],
                   "compiler": compiler_version(self.compiler.compiler_so[0]),
                   "resolver": getattr(self.distribution, "culina_decision", None)}
+        nvcc_flags: list[str] = []
         if cpu_only:
             say("building the CPU-only module, as the resolver decided")
             ext.define_macros.append(("CULINA_CPU_ONLY", "1"))
@@ -221,11 +204,15 @@ class CudaBuildExt(build_ext):
             sass, ptx = parse_archs(os.environ.get(ARCHS_VAR, "all"), toolkit)
             say(f"nvcc {toolkit.full_version} at {toolkit.nvcc}; SASS {[a.label for a in sass]}, "
                 f"PTX {[a.label for a in ptx]}")
-            ext.extra_objects += self._compile_cuda(ext, toolkit, cu_sources, sass, ptx)
+            nvcc_flags = cuda_flags(ext, sass, ptx)
             ext.extra_link_args += [str(toolkit.cudart_static()), "-lrt", "-lpthread", "-ldl"]
             record.update(variant=f"cu{toolkit.version.replace('.', '')}", cpu_only=False,
                           cuda_version=toolkit.version, nvcc_version=toolkit.full_version,
                           sass_archs=[a.label for a in sass], ptx_archs=[a.label for a in ptx])
+        objects = self._compile(ext, cpp_sources, cu_sources if toolkit else [], toolkit, nvcc_flags)
+        # Every object is built above; setuptools only links them.
+        ext.depends = [*ext.depends, *ext.sources]
+        ext.sources, ext.extra_objects = [], [*objects, *ext.extra_objects]
         super().build_extension(ext)
         # Beside the module in the build tree (what a wheel packs); copy_extensions_to_source
         # carries it into the source tree for in-place builds.
@@ -243,46 +230,75 @@ class CudaBuildExt(build_ext):
             target = Path(build_py.get_package_dir(package), BUILD_RECORD)
             self.copy_file(str(source), str(target), level=self.verbose)
 
-    def _compile_cuda(self, ext, toolkit, sources, sass, ptx) -> list[str]:
-        flags = ["-O3", "-std=c++17", "-Xcompiler", "-fPIC", "-Xfatbin=-compress-all",
-                 "-DNDEBUG", *[f"-I{d}" for d in ext.include_dirs],
-                 *[f"-D{name}={value}" if value is not None else f"-D{name}"
-                   for name, value in ext.define_macros],
-                 *gencode_flags(sass, ptx)]
+    def _compile(self, ext, cpp_sources, cu_sources, toolkit, nvcc_flags) -> list[str]:
+        """Objects for every source, compiling only those older than their inputs; the C++ and
+        CUDA files share one job pool (compile_pool)."""
         headers = [str(p) for d in ext.include_dirs for p in Path(d).rglob("*.h")]
-        newest_input = max((os.path.getmtime(p) for p in headers), default=0.0)
-        tag = hashlib.sha256(" ".join([str(toolkit.nvcc), *flags]).encode()).hexdigest()[:12]
-        objects = [Path(self.build_temp) / "cuda" / tag /
-                   (Path(src).with_suffix("").as_posix().replace("/", "_") + ".o") for src in sources]
-        jobs = []
-        for src, obj in zip(sources, objects):
-            if obj.exists() and obj.stat().st_mtime > max(newest_input, os.path.getmtime(src)):
+        newest_header = max((os.path.getmtime(p) for p in headers), default=0.0)
+        ccache = compile_pool.ccache_prefix()
+        if ccache:
+            say(f"ccache in front of the compilers ({ccache[0]}; {compile_pool.CCACHE_VAR}=0 turns it off)")
+        # Python's CFLAGS carry -g; debug info doubles the objects and slows the bindings'
+        # compile. `build_ext --debug` still adds it.
+        compiler = copy.copy(self.compiler)
+        for attribute in ("compiler_so", "compiler_so_cxx"):  # newer setuptools compiles C++ with the latter
+            if hasattr(compiler, attribute):
+                setattr(compiler, attribute, [*ccache, *[a for a in getattr(compiler, attribute) if a != "-g"]])
+        cpp_base = [*getattr(compiler, "compiler_so_cxx", compiler.compiler_so), *ext.extra_compile_args]
+        macros = [*ext.define_macros, *[(name,) for name in ext.undef_macros]]
+        objects, jobs = [], []
+        for src in cpp_sources:
+            flags = [*ext.extra_compile_args, *ext.source_flags.get(src, [])]
+            out_dir = Path(self.build_temp) / "cxx" / _tag([*cpp_base, *flags, repr(macros)])
+            obj = out_dir / Path(src).with_suffix(".o")
+            objects.append(str(obj))
+            if not _stale(src, obj, newest_header):
                 say(f"up to date: {src}")
-            else:
-                jobs.append((src, obj))
-        count = len(jobs)
+                continue
 
-        def compile_one(job):
-            src, obj = job
-            obj.parent.mkdir(parents=True, exist_ok=True)
-            start = time.monotonic()
-            cmd = [str(toolkit.nvcc), *flags, "-c", src, "-o", str(obj)]
-            proc = subprocess.run(cmd, capture_output=True, text=True)
-            return src, proc, time.monotonic() - start, cmd
+            def compile_cpp(src=src, out_dir=out_dir, flags=flags):
+                compiler.compile([src], output_dir=str(out_dir), macros=macros, include_dirs=ext.include_dirs,
+                                 debug=self.debug, extra_postargs=flags, depends=ext.depends)
+            jobs.append(compile_pool.CompileJob(src, compile_cpp))
+        if cu_sources:
+            cuda_dir = Path(self.build_temp) / "cuda" / _tag([str(toolkit.nvcc), *nvcc_flags])
+            for src in sorted(cu_sources, key=os.path.getsize, reverse=True):
+                obj = cuda_dir / Path(src).with_suffix(".o")
+                objects.append(str(obj))
+                if not _stale(src, obj, newest_header):
+                    say(f"up to date: {src}")
+                    continue
+                command = [*ccache, str(toolkit.nvcc), *nvcc_flags, "-c", src, "-o", str(obj)]
+                jobs.append(compile_pool.CompileJob(src, lambda src=src, command=command: _run_nvcc(src, command)))
+        try:
+            compile_pool.run_all(jobs)
+        except ValueError as error:
+            raise BuildError(str(error)) from None
+        return objects
 
-        workers = min(max_jobs(), max(1, count))
-        if count:
-            say(f"compiling {count} CUDA source(s) with {workers} job(s)")
-        done = 0
-        with concurrent.futures.ThreadPoolExecutor(workers) as pool:
-            for src, proc, seconds, cmd in pool.map(compile_one, jobs):
-                done += 1
-                if proc.returncode != 0:
-                    raise BuildError(f"nvcc failed on {src} (exit {proc.returncode}):\n"
-                                     f"{' '.join(cmd)}\n{proc.stdout}{proc.stderr}")
-                say(f"[{done}/{count}] {src} ({seconds:.1f} s)")
-        ext.depends = [*ext.depends, *sources, *headers]
-        return [str(obj) for obj in objects]
+
+def cuda_flags(ext, sass: list[Arch], ptx: list[Arch]) -> list[str]:
+    return ["-O3", "-std=c++17", "-Xcompiler", "-fPIC", "-Xfatbin=-compress-all", "-DNDEBUG",
+            *[f"-I{d}" for d in ext.include_dirs],
+            *[f"-D{name}={value}" if value is not None else f"-D{name}" for name, value in ext.define_macros],
+            *gencode_flags(sass, ptx)]
+
+
+def _tag(parts: list[str]) -> str:
+    """A folder name per distinct command line, so objects of another configuration are never reused."""
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:12]
+
+
+def _stale(src: str, obj: Path, newest_header: float) -> bool:
+    return not obj.exists() or obj.stat().st_mtime <= max(newest_header, os.path.getmtime(src))
+
+
+def _run_nvcc(src: str, command: list[str]) -> None:
+    Path(command[command.index("-o") + 1]).parent.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(command, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise BuildError(f"nvcc failed on {src} (exit {proc.returncode}):\n"
+                         f"{' '.join(command)}\n{proc.stdout}{proc.stderr}")
 
 
 def compiler_version(executable: str) -> str:

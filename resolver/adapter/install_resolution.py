@@ -20,17 +20,17 @@ import urllib.request
 from pathlib import Path
 
 from helper_build import HelperBuildError, helper_binary, say
+from project_config import PROJECT_ROOT, ProjectConfig
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    from pip._vendor import tomli as tomllib
-
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 MANIFEST_NAME = "release-manifest.json"
 HELPER_TIME_LIMIT_S = 3600  # a safety net: the helper bounds its own probe and each download attempt
 EXIT_BAD_INPUT = 2
 EXIT_NO_WAY_TO_SERVE = 3
+RELEASE_BUILD_VAR = "CULINA_RELEASE_BUILD"  # set by the release scripts: a fat wheel, no resolution
+
+
+def is_release_build() -> bool:
+    return os.environ.get(RELEASE_BUILD_VAR) == "1"
 
 
 class ResolutionError(RuntimeError):
@@ -49,21 +49,28 @@ class Resolution:
     def asset_name(self) -> str | None:
         return (self.decision.get("wheel") or {}).get("file")
 
-
-@dataclasses.dataclass
-class ProjectConfig:
-    name: str
-    version: str
-    release_url: str   # base URL of the release assets
-    release_archs: str
+    def to_json(self) -> dict:
+        return {**dataclasses.asdict(self), "wheel_path": str(self.wheel_path) if self.wheel_path else None}
 
     @classmethod
-    def load(cls, root: Path = PROJECT_ROOT) -> "ProjectConfig":
-        with open(root / "pyproject.toml", "rb") as fh:
-            pyproject = tomllib.load(fh)
-        project, tool = pyproject["project"], pyproject["tool"]["culina"]
-        release_url = os.environ.get("CULINA_RELEASE_URL") or tool["release_url"].format(version=project["version"])
-        return cls(project["name"], project["version"], release_url.rstrip("/"), tool["release_archs"])
+    def from_json(cls, data: dict) -> "Resolution":
+        return cls(**{**data, "wheel_path": Path(data["wheel_path"]) if data["wheel_path"] else None})
+
+
+_current: Resolution | None = None  # one resolution per build process
+
+
+def current_resolution() -> Resolution:
+    """This process's resolution: made on first use, or the one adopted from an earlier step."""
+    global _current
+    if _current is None:
+        _current = resolve_install()
+    return _current
+
+
+def adopt(resolution: Resolution) -> None:
+    global _current
+    _current = resolution
 
 
 def interpreter_tags() -> list[str]:

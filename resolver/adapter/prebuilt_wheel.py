@@ -1,4 +1,4 @@
-"""Hands a verified release wheel to pip: under the standard file name (the variant label is
+"""Hands a verified release wheel to pip: its metadata first when pip asks for it, then the wheel under the standard file name (the variant label is
 dropped, since pip knows no labels), with the resolver's decision added to the build record
 `culina/_build_info.json` and RECORD updated to match. Every other member, the extension
 module included, is copied byte for byte."""
@@ -23,6 +23,17 @@ def standard_name(asset_name: str) -> str:
 
 def _record_hash(data: bytes) -> str:
     return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def extract_metadata(wheel_path: Path, metadata_directory: Path) -> str:
+    """The wheel's .dist-info (less RECORD, which deliver rewrites) into metadata_directory, for
+    PEP 517's prepare_metadata_for_build_wheel; returns the folder's name."""
+    with zipfile.ZipFile(wheel_path) as wheel:
+        members = [m for m in wheel.namelist() if m.split("/")[0].endswith(".dist-info") and m.count("/") == 1
+                   and not m.endswith("/RECORD")]
+        for member in members:
+            wheel.extract(member, metadata_directory)
+    return members[0].split("/")[0]
 
 
 def deliver(wheel_path: Path, asset_name: str, decision: dict, dist_dir: Path) -> Path:

@@ -1,4 +1,6 @@
-"""setuptools `bdist_wheel` that asks the resolver first (DESIGN.md, install-time flow).
+"""setuptools `bdist_wheel` that asks the resolver first (DESIGN.md, install-time flow). Under
+pip it runs only for local builds (resolving_backend serves prebuilt wheels itself) and reuses
+the backend's resolution; `python setup.py bdist_wheel` resolves here.
 
 install_wheel: the verified release wheel goes into dist_dir and nothing is compiled.
 build_local:   the usual build, for the decision's architectures (unless CULINA_CUDA_ARCHS says).
@@ -18,9 +20,9 @@ except ImportError:  # setuptools < 70.1 keeps it in the wheel package
     from wheel.bdist_wheel import bdist_wheel
 
 import prebuilt_wheel
-from cuda_build_ext import ARCHS_VAR, RELEASE_BUILD_VAR, is_release_build
+from cuda_build_ext import ARCHS_VAR
 from helper_build import say
-from install_resolution import ResolutionError, resolve_install
+from install_resolution import RELEASE_BUILD_VAR, ResolutionError, current_resolution, is_release_build
 
 
 class ResolvingBdistWheel(bdist_wheel):
@@ -30,7 +32,7 @@ class ResolvingBdistWheel(bdist_wheel):
             super().run()
             return
         try:
-            resolution = resolve_install()
+            resolution = current_resolution()
         except ResolutionError as error:
             raise SystemExit(f"culina: cannot install: {error}") from None
         self.distribution.culina_decision = resolution.decision

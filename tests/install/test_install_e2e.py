@@ -35,6 +35,10 @@ def test_1_cuda13_driver_with_sm90_gets_the_cu130_wheel(installer, server, relea
     install = installer.install(H200_CUDA13, server.base_url)
     assert_installed_release(install, release, "cu130")
     assert "decision: install_wheel" in install.output
+    # The build backend asked for no compile toolchain, and pip's later steps reused the decision.
+    assert "no compile toolchain is installed" in install.output
+    assert "Collecting pybind11" not in install.output and "Collecting setuptools" not in install.output
+    assert "decision (from this build's first step): install_wheel" in install.output
 
 
 def test_2_cuda12_8_driver_gets_cu129_the_relabelled_stand_in(installer, server, release):
@@ -57,6 +61,7 @@ def test_4b_offline_with_an_empty_cache_builds_locally_without_a_request(install
     install = installer.install(H200_CUDA13, server.base_url, CULINA_OFFLINE="1")
     assert_built_locally(install, ["9.0"], "CULINA_OFFLINE=1")
     assert server.requests == []
+    assert "Collecting pybind11" in install.output  # the toolchain, asked for by the backend
 
 
 def test_5_corrupted_asset_is_rejected_and_never_cached(installer, server, release):

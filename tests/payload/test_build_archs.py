@@ -49,11 +49,3 @@ def test_rejected_with_variable_value_and_accepted_forms(value, why):
 def test_cuda13_refuses_pre_turing():
     with pytest.raises(adapter.BuildError, match=r"'7.0': CUDA 13 targets 7.5 and newer only"):
         adapter.parse_archs("7.0", TOOLKIT)
-
-
-def test_max_jobs_validated(monkeypatch):
-    monkeypatch.setenv("CULINA_MAX_JOBS", "zero")
-    with pytest.raises(adapter.BuildError, match="CULINA_MAX_JOBS='zero'"):
-        adapter.max_jobs()
-    monkeypatch.setenv("CULINA_MAX_JOBS", "3")
-    assert adapter.max_jobs() == 3

@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import binary_archs  # noqa: E402
 import cuda_build_ext as adapter  # noqa: E402
 import helper_build  # noqa: E402
+from project_config import ProjectConfig  # noqa: E402
 import wheel_label  # noqa: E402
 
 MANIFEST = "release-manifest.json"
@@ -52,9 +53,8 @@ def say(message: str) -> None:
 
 
 def project_version() -> tuple[str, str]:
-    with open(ROOT / "pyproject.toml", "rb") as fh:
-        project = adapter.tomllib.load(fh)["project"]
-    return project["name"], project["version"]
+    config = ProjectConfig.load(ROOT)
+    return config.name, config.version
 
 
 def toolkit_at(home: Path) -> adapter.Toolkit:
@@ -276,7 +276,7 @@ def main() -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("--out", type=Path, required=True, help="folder for the wheels, manifest and sdist")
     parser.add_argument("--archs", help="CULINA_CUDA_ARCHS for every wheel (default: pyproject's release_archs, "
-                                        f"{adapter.release_archs()})")
+                                        f"{ProjectConfig.load(ROOT).release_archs})")
     parser.add_argument("--python", nargs="+", help="interpreters to build for (default: this one)")
     parser.add_argument("--cuda-home", nargs="+", help="CUDA toolkit roots to build with (default: the nvcc found)")
     parser.add_argument("--no-auditwheel", action="store_true", help="skip auditwheel (local platform tag)")
@@ -288,7 +288,7 @@ def main() -> int:
     if args.merge and any(building.values()):
         parser.error(f"--merge builds nothing, so {', '.join(k for k, v in building.items() if v)} would be "
                      "ignored: drop them, or drop --merge to build")
-    args.archs = args.archs or adapter.release_archs()
+    args.archs = args.archs or ProjectConfig.load(ROOT).release_archs
     out = args.out.resolve()
     started = time.monotonic()
     try:

@@ -1,0 +1,96 @@
+"""Runs one build's compile jobs, C++ and CUDA alike, in a single pool.
+
+The bindings (a C++ file) are the longest single job of a one-architecture build, so they run
+beside nvcc rather than after it. The pool is bounded by CULINA_MAX_JOBS or MAX_JOBS, else by
+the cores and the free memory (an nvcc job can take over a GiB); ccache fronts the compilers
+when it is installed (CULINA_CCACHE=0 turns it off); each finished file prints one line.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import os
+import shutil
+import sys
+import time
+from typing import Callable
+
+JOB_MEMORY_BYTES = 3 << 29  # 1.5 GiB: the largest nvcc job here peaks near 1 GiB
+CCACHE_VAR = "CULINA_CCACHE"
+
+
+class CompileFailed(RuntimeError):
+    """A compile job failed; the message holds the command and the compiler's output."""
+
+
+@dataclasses.dataclass(frozen=True)
+class CompileJob:
+    source: str
+    run: Callable[[], None]  # raises CompileFailed, or whatever the compiler driver raises
+
+
+def say(message: str) -> None:
+    print(f"[culina build] {message}", file=sys.stderr, flush=True)
+
+
+def available_memory() -> int | None:
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def max_jobs() -> tuple[int, str]:
+    """(parallel jobs, why that many)."""
+    for var in ("CULINA_MAX_JOBS", "MAX_JOBS"):
+        value = os.environ.get(var)
+        if value:
+            if not value.isdigit() or int(value) < 1:
+                raise ValueError(f"{var}={value!r}: expected a positive whole number of "
+                                 f"parallel compile jobs, e.g. {var}=4")
+            return int(value), f"{var}={value}"
+    cores = max(1, os.cpu_count() or 1)
+    memory = available_memory()
+    if memory is not None and memory // JOB_MEMORY_BYTES < cores:
+        jobs = max(1, memory // JOB_MEMORY_BYTES)
+        return jobs, f"{memory / 2**30:.1f} GiB free memory, 1.5 GiB per job"
+    return cores, f"{cores} cores"
+
+
+def ccache_prefix() -> list[str]:
+    """["ccache"] when ccache is installed and not turned off, else []."""
+    setting = os.environ.get(CCACHE_VAR, "")
+    if setting not in ("", "0", "1"):
+        raise ValueError(f"{CCACHE_VAR}={setting!r}: expected 0 (never use ccache) or 1 (use it when installed)")
+    found = shutil.which("ccache")
+    return [found] if found and setting != "0" else []
+
+
+def run_all(jobs: list[CompileJob]) -> None:
+    """Runs every job, longest expected first as given; stops at the first failure."""
+    if not jobs:
+        return
+    workers, why = max_jobs()
+    workers = min(workers, len(jobs))
+    say(f"compiling {len(jobs)} source(s), {workers} at a time ({why})")
+
+    def timed(job: CompileJob) -> float:
+        start = time.monotonic()
+        job.run()
+        return time.monotonic() - start
+
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        futures = {pool.submit(timed, job): job for job in jobs}
+        for done, future in enumerate(concurrent.futures.as_completed(futures), 1):
+            job = futures[future]
+            try:
+                seconds = future.result()
+            except BaseException:
+                for pending in futures:
+                    pending.cancel()
+                raise
+            say(f"[{done}/{len(jobs)}] {job.source} ({seconds:.1f} s)")

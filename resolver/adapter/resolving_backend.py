@@ -1,0 +1,131 @@
+"""culina's PEP 517 build backend: setuptools' own, with the resolver in front.
+
+A frontend installs the static build requirements before any hook runs. Most installs only
+need the verified wheel the resolver fetches, so those are what the resolver itself needs
+(packaging for the wheel tags); get_requires_for_build_wheel asks the resolver and adds the
+compile toolchain (`[tool.culina] local_build_requires`) only when this host builds locally.
+When a prebuilt wheel serves, its own metadata and the wheel are the answers to the next two
+hooks, and setuptools never runs. Sdists, editable installs and release builds always compile.
+
+Frontends run each hook in a new process: the first hook's resolution is kept in
+build/culina-resolution.json and reused by the later hooks of the same build (same
+interpreter, same CULINA_* settings, under an hour old, the chosen wheel still cached).
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import install_resolution
+import prebuilt_wheel
+from helper_build import say
+from install_resolution import Resolution, ResolutionError, is_release_build
+from project_config import PROJECT_ROOT, ProjectConfig
+
+STATE = PROJECT_ROOT / "build" / "culina-resolution.json"
+STATE_MAX_AGE_S = 3600
+
+
+def _setuptools_backend():
+    try:
+        from setuptools import build_meta
+    except ImportError:
+        needs = " ".join(f"'{r}'" for r in ProjectConfig.load().local_build_requires)
+        raise SystemExit(
+            f"culina: cannot build locally: setuptools is not installed in this build environment. With "
+            f"--no-build-isolation install the toolchain first (pip install {needs}); if pip's first step chose "
+            "a prebuilt wheel that has since left the cache, run the install again") from None
+    return build_meta
+
+
+def _state_key() -> list:
+    return [sys.executable, sorted([k, v] for k, v in os.environ.items() if k.startswith("CULINA_"))]
+
+
+def _resolve(fresh: bool) -> Resolution:
+    """fresh: resolve now and keep it for the later hooks; otherwise reuse what the first hook kept."""
+    try:
+        if fresh:
+            resolution = install_resolution.current_resolution()
+            try:
+                STATE.parent.mkdir(exist_ok=True)
+                STATE.write_text(json.dumps({"key": _state_key(), "time": time.time(),
+                                             "resolution": resolution.to_json()}))
+            except OSError as error:
+                say(f"cannot keep the resolution for pip's later steps ({error}); they will resolve again")
+            return resolution
+        earlier = _earlier_resolution()
+        if earlier is not None:
+            install_resolution.adopt(earlier)
+            say(f"decision (from this build's first step): {earlier.action} — {earlier.reason}")
+        return install_resolution.current_resolution()
+    except ResolutionError as error:
+        raise SystemExit(f"culina: cannot install: {error}") from None
+
+
+def _earlier_resolution() -> Resolution | None:
+    try:
+        state = json.loads(STATE.read_text())
+    except (OSError, ValueError):
+        return None
+    if state.get("key") != _state_key() or time.time() - state.get("time", 0) > STATE_MAX_AGE_S:
+        return None
+    resolution = Resolution.from_json(state["resolution"])
+    if resolution.action == "install_wheel" and not resolution.wheel_path.is_file():
+        return None
+    return resolution
+
+
+def _prebuilt(fresh: bool = False) -> Resolution | None:
+    """The resolution when a prebuilt wheel serves this build, else None."""
+    if is_release_build():
+        return None
+    resolution = _resolve(fresh)
+    return resolution if resolution.action == "install_wheel" else None
+
+
+def get_requires_for_build_wheel(config_settings=None):
+    if _prebuilt(fresh=True):
+        say("a prebuilt wheel serves this host: no compile toolchain is installed")
+        return []
+    return ProjectConfig.load().local_build_requires
+
+
+def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
+    resolution = _prebuilt()
+    if resolution:
+        return prebuilt_wheel.extract_metadata(resolution.wheel_path, Path(metadata_directory))
+    return _setuptools_backend().prepare_metadata_for_build_wheel(metadata_directory, config_settings)
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    resolution = _prebuilt()
+    if resolution:
+        wheel = prebuilt_wheel.deliver(resolution.wheel_path, resolution.asset_name, resolution.decision,
+                                       Path(wheel_directory))
+        say(f"installing the prebuilt {resolution.decision['wheel']['variant']} wheel: {wheel.name}")
+        return wheel.name
+    return _setuptools_backend().build_wheel(wheel_directory, config_settings, metadata_directory)
+
+
+def get_requires_for_build_sdist(config_settings=None):
+    return ProjectConfig.load().local_build_requires
+
+
+def build_sdist(sdist_directory, config_settings=None):
+    return _setuptools_backend().build_sdist(sdist_directory, config_settings)
+
+
+def get_requires_for_build_editable(config_settings=None):
+    return ProjectConfig.load().local_build_requires
+
+
+def prepare_metadata_for_build_editable(metadata_directory, config_settings=None):
+    return _setuptools_backend().prepare_metadata_for_build_editable(metadata_directory, config_settings)
+
+
+def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
+    return _setuptools_backend().build_editable(wheel_directory, config_settings, metadata_directory)
