@@ -2,7 +2,8 @@
   one-arch  CULINA_CUDA_ARCHS=<one architecture> (what `native` gives on a one-GPU-model host)
   release   CULINA_CUDA_ARCHS=all (pyproject's release_archs: what a fat release wheel carries)
   cpu-only  no CUDA toolkit visible (hidden with no_toolkit.py): the C++ sources alone
-Each build gets fresh build folders, so no object is reused; the scenarios alternate per round.
+Each build gets fresh build folders and no ccache, so no object is reused; the scenarios
+alternate per round.
 Target (BENCHMARKS.md): one-arch at least 3x faster than release.
 
 Usage: python benchmarks/build_bench.py [--one-arch 9.0] [--rounds 1]
@@ -25,7 +26,7 @@ sys.path.insert(0, str(ROOT / "tools" / "release"))
 import no_toolkit  # noqa: E402
 
 
-# the adapter's progress line per CUDA source: "[2/5] csrc/cuda/launch.cu (4.1 s)"
+# the compile pool's progress line per CUDA source: "[2/8] csrc/cuda/launch.cu (4.1 s)"
 NVCC_LINE = re.compile(r"\[\d+/\d+\] (\S+\.cu) \(([\d.]+) s\)")
 
 
@@ -34,7 +35,7 @@ def build_once(archs: str | None) -> tuple[float, int, float]:
     build with the toolkit hidden."""
     with tempfile.TemporaryDirectory(prefix="culina-build-bench-") as tmp:
         cmd = [sys.executable, "setup.py", "-q", "build_ext", "--build-temp", f"{tmp}/temp", "--build-lib", f"{tmp}/lib"]
-        env = {**os.environ}
+        env = {**os.environ, "CULINA_CCACHE": "0"}  # every object compiled, never served from a cache
         env.pop("CULINA_CUDA_ARCHS", None)
         if archs is None:
             cmd, env = no_toolkit.command_without_toolkit(cmd), no_toolkit.env_without_toolkit(env)

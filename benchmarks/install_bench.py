@@ -6,11 +6,13 @@
   source    `CULINA_VARIANT=source CULINA_CUDA_ARCHS=all pip install culina`: the release list
             compiled locally
 
-plus the helper's cold build and its warm overhead (cache hit). Each install runs in a fresh
+each twice: into a venv that already holds numpy (culina's own cost: what the ratios are about),
+and into an empty venv (numpy installed by the same command, the same ~3 s in every scenario).
+Plus the helper's cold build and its warm overhead (cache hit). Every install runs in a fresh
 venv against a loopback package index and release server; the host is described with
-CULINA_OVERRIDE_CUDA=13.0 / CULINA_OVERRIDE_SM=9.0.
+CULINA_OVERRIDE_CUDA=13.0 / CULINA_OVERRIDE_SM=9.0; nothing comes from ccache or pip's cache.
 
-Usage: python benchmarks/install_bench.py [--runs 3] [--release DIR]
+Usage: python benchmarks/install_bench.py [--runs 3] [--release DIR] [--wheels DIR]
 """
 from __future__ import annotations
 
@@ -57,6 +59,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--release", type=Path, help="an existing build_release.py output (default: build one, sm_90)")
+    parser.add_argument("--wheels", type=Path, help="the index's requirements as wheels, for a machine with no "
+                                                    "network (default: downloaded from PyPI once, cached)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="culina-install-bench-"))
     release = args.release
@@ -70,38 +74,46 @@ def main() -> int:
     shutil.copy2(wheel, direct_wheel)
 
     index_dir = work / "index"
-    fill_index(index_dir, install_requirements(REPO / "pyproject.toml"), REPO / "build" / "pip-index-cache")
+    if args.wheels:
+        index_dir.mkdir(parents=True)
+        for requirement in args.wheels.glob("*.whl"):
+            shutil.copy2(requirement, index_dir)
+    else:
+        fill_index(index_dir, install_requirements(REPO / "pyproject.toml"), REPO / "build" / "pip-index-cache")
     shutil.copy2(sdist, index_dir)
     cold, warm = helper_times(sdist, work)
 
-    times: dict[str, list[float]] = {"prebuilt": [], "direct": [], "source": []}
+    scenarios = ["prebuilt", "direct", "source"]
+    times: dict[str, list[float]] = {f"{name}{numpy}": [] for numpy in ("", "+numpy") for name in scenarios}
     with ReleaseServer({wheel.name: wheel.read_bytes()}) as server, PackageIndex(index_dir) as index:
         base = {k: v for k, v in os.environ.items() if not k.startswith(("CULINA_", "PIP_"))}
         base.update(CULINA_OVERRIDE_CUDA="13.0", CULINA_OVERRIDE_SM="9.0", CULINA_RELEASE_URL=server.base_url,
-                    PIP_DISABLE_PIP_VERSION_CHECK="1")
+                    PIP_DISABLE_PIP_VERSION_CHECK="1", CULINA_CCACHE="0")
         for run in range(args.runs):
-            for name in times:
-                venv = work / f"venv-{name}-{run}"
+            for key in times:
+                name, with_numpy = key.removesuffix("+numpy"), key.endswith("+numpy")
+                venv = work / f"venv-{key}-{run}"
                 subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-                cache = work / f"cache-{name}-{run}"
+                pip = [str(venv / "bin" / "pip"), "install", "--no-cache-dir", "--index-url", index.url]
+                if not with_numpy:
+                    subprocess.run(pip + ["numpy"], check=True, capture_output=True, env=base)
+                cache = work / f"cache-{key}-{run}"
                 shutil.copytree(work / "helper-cache", cache)
                 env = {**base, "CULINA_CACHE_DIR": str(cache)}
-                pip = [str(venv / "bin" / "pip"), "install", "--no-cache-dir", "--index-url", index.url]
-                if name == "direct":
-                    command = pip + [str(direct_wheel)]
-                else:
-                    command = pip + ["culina"]
+                command = pip + [str(direct_wheel) if name == "direct" else "culina"]
                 if name == "source":
                     env.update(CULINA_VARIANT="source", CULINA_CUDA_ARCHS="all")
-                times[name].append(seconds(command, env, work))
-                print(f"run {run + 1}: {name:8s} {times[name][-1]:7.1f} s", flush=True)
+                times[key].append(seconds(command, env, work))
+                print(f"run {run + 1}: {key:15s} {times[key][-1]:7.1f} s", flush=True)
 
-    median = {name: statistics.median(values) for name, values in times.items()}
+    median = {key: statistics.median(values) for key, values in times.items()}
     print(f"\nmachine: {platform.node()}, {os.cpu_count()} cores; runs: {args.runs}")
-    for name, value in median.items():
-        print(f"{name:8s} median {value:7.1f} s   ({', '.join(f'{t:.1f}' for t in times[name])})")
-    print(f"prebuilt / direct: {median['prebuilt'] / median['direct']:.2f}x (target <= 3)")
-    print(f"source / prebuilt: {median['source'] / median['prebuilt']:.1f}x (target >= 10)")
+    for key, value in median.items():
+        print(f"{key:15s} median {value:7.1f} s   ({', '.join(f'{t:.1f}' for t in times[key])})")
+    for numpy, label in (("", "numpy already installed"), ("+numpy", "numpy installed by the same command")):
+        prebuilt, direct, source = (median[f"{name}{numpy}"] for name in scenarios)
+        print(f"{label}: prebuilt / direct {prebuilt / direct:.2f}x (target <= 3), "
+              f"source / prebuilt {source / prebuilt:.1f}x (target >= 10)")
     print(f"helper: cold build {cold:.1f} s, warm cache hit {warm:.3f} s (target < 1 s)")
     shutil.rmtree(work, ignore_errors=True)
     return 0

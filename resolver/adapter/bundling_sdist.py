@@ -1,6 +1,7 @@
 """setuptools `sdist` that puts the nlohmann/json headers (with their license) into the sdist,
-so the install helper builds on machines that have only a C++17 compiler. The repository never
-carries them: they are copied from the machine that builds the sdist."""
+so the install helper builds on machines that have only a C++17 compiler, and the Python packages
+the install flow imports (bundled_python). The repository never carries them: they are copied
+from the machine that builds the sdist."""
 from __future__ import annotations
 
 import os
@@ -8,6 +9,8 @@ import shutil
 from pathlib import Path
 
 from setuptools.command.sdist import sdist
+
+import bundled_python
 
 BUNDLE_DIR = Path("resolver") / "bundled"
 HEADER_ROOTS = ("/usr/include", "/usr/local/include")
@@ -35,3 +38,5 @@ class BundlingSdist(sdist):
                              "the sdist must carry nlohmann/json's license beside its headers")
         shutil.copy2(license_file, target / "nlohmann-json-LICENSE")
         print(f"[culina sdist] bundled {headers} and its license into {BUNDLE_DIR}")
+        python = bundled_python.bundle_into(target / "python")
+        print(f"[culina sdist] bundled {', '.join(python)} (sources and licenses) into {BUNDLE_DIR / 'python'}")

@@ -7,7 +7,6 @@ a C++17 compiler and the nlohmann/json header: the system's, or the copy bundled
 """
 from __future__ import annotations
 
-import concurrent.futures
 import hashlib
 import os
 import shutil
@@ -117,6 +116,8 @@ def helper_binary() -> Path:
 
 
 def _compile_all(compiler: str, flags: list[str], work: Path) -> list[Path]:
+    import concurrent.futures  # only for a cold build: a cache hit skips its import time
+
     files = sources()
 
     def compile_one(index_and_source):

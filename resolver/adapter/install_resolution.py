@@ -15,8 +15,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from helper_build import HelperBuildError, helper_binary, say
@@ -74,7 +72,11 @@ def adopt(resolution: Resolution) -> None:
 
 
 def interpreter_tags() -> list[str]:
-    from packaging import tags  # a build requirement
+    try:
+        from packaging import tags  # bundled into the sdist; a source checkout asks the frontend for it
+    except ImportError:
+        raise ResolutionError(f"the packaging module is not importable by {sys.executable}: with "
+                              "--no-build-isolation install it first (pip install packaging)") from None
 
     return [str(tag) for tag in tags.sys_tags()]
 
@@ -90,12 +92,14 @@ def _manifest(config: ProjectConfig, work: Path) -> tuple[Path, bool]:
     offline = os.environ.get("CULINA_OFFLINE") == "1"
     variant = os.environ.get("CULINA_VARIANT", "").strip().lower()
     if not offline and variant != "source":
+        import urllib.request  # only here: a hook that never fetches a manifest skips its import time
+
         try:
             with urllib.request.urlopen(url, timeout=float(os.environ.get("CULINA_TIMEOUT") or 30)) as response:
                 fetched.write_bytes(response.read())
             say(f"release manifest: {url} (this sdist carries none)")
             return fetched, False
-        except (urllib.error.URLError, OSError, ValueError) as error:
+        except (OSError, ValueError) as error:  # URLError is an OSError
             say(f"release manifest not available from {url} ({error}): no prebuilt wheel can be chosen")
     fetched.write_text(json.dumps({"schema_version": 1, "name": config.name, "version": config.version, "wheels": []}))
     return fetched, False

@@ -1,11 +1,11 @@
 """culina's PEP 517 build backend: setuptools' own, with the resolver in front.
 
-A frontend installs the static build requirements before any hook runs. Most installs only
-need the verified wheel the resolver fetches, so those are what the resolver itself needs
-(packaging for the wheel tags); get_requires_for_build_wheel asks the resolver and adds the
-compile toolchain (`[tool.culina] local_build_requires`) only when this host builds locally.
-When a prebuilt wheel serves, its own metadata and the wheel are the answers to the next two
-hooks, and setuptools never runs. Sdists, editable installs and release builds always compile.
+A frontend installs the static build requirements before any hook runs. culina has none: most
+installs only need the verified wheel the resolver fetches, and what the resolver imports is
+bundled into the sdist (bundled_python). get_requires_for_build_wheel asks the resolver and
+names the compile toolchain (LOCAL_BUILD_REQUIRES) only when this host builds locally. When a
+prebuilt wheel serves, its own metadata and the wheel are the answers to the next two hooks and
+setuptools never runs. Sdists, editable installs and release builds always compile.
 
 Frontends run each hook in a new process: the first hook's resolution is kept in
 build/culina-resolution.json and reused by the later hooks of the same build (same
@@ -19,12 +19,18 @@ import sys
 import time
 from pathlib import Path
 
-import install_resolution
-import prebuilt_wheel
-from helper_build import say
-from install_resolution import Resolution, ResolutionError, is_release_build
-from project_config import PROJECT_ROOT, ProjectConfig
+import bundled_python
 
+RESOLVER_IMPORTS_OK = bundled_python.make_importable()  # before the modules that need them
+
+import install_resolution  # noqa: E402
+import prebuilt_wheel  # noqa: E402
+from helper_build import say  # noqa: E402
+from install_resolution import Resolution, ResolutionError, is_release_build  # noqa: E402
+from project_config import PROJECT_ROOT  # noqa: E402
+
+# What compiling culina needs (local wheel builds, sdists, editable installs).
+LOCAL_BUILD_REQUIRES = ["setuptools>=68", "wheel", "pybind11>=2.11"]
 STATE = PROJECT_ROOT / "build" / "culina-resolution.json"
 STATE_MAX_AGE_S = 3600
 
@@ -33,7 +39,7 @@ def _setuptools_backend():
     try:
         from setuptools import build_meta
     except ImportError:
-        needs = " ".join(f"'{r}'" for r in ProjectConfig.load().local_build_requires)
+        needs = " ".join(f"'{r}'" for r in LOCAL_BUILD_REQUIRES)
         raise SystemExit(
             f"culina: cannot build locally: setuptools is not installed in this build environment. With "
             f"--no-build-isolation install the toolchain first (pip install {needs}); if pip's first step chose "
@@ -46,24 +52,23 @@ def _state_key() -> list:
 
 
 def _resolve(fresh: bool) -> Resolution:
-    """fresh: resolve now and keep it for the later hooks; otherwise reuse what the first hook kept."""
+    """fresh: resolve now; otherwise reuse what an earlier hook of this build kept. A resolution
+    made here is kept for the later hooks."""
     try:
-        if fresh:
-            resolution = install_resolution.current_resolution()
-            try:
-                STATE.parent.mkdir(exist_ok=True)
-                STATE.write_text(json.dumps({"key": _state_key(), "time": time.time(),
-                                             "resolution": resolution.to_json()}))
-            except OSError as error:
-                say(f"cannot keep the resolution for pip's later steps ({error}); they will resolve again")
-            return resolution
-        earlier = _earlier_resolution()
+        earlier = None if fresh else _earlier_resolution()
         if earlier is not None:
             install_resolution.adopt(earlier)
             say(f"decision (from this build's first step): {earlier.action} — {earlier.reason}")
-        return install_resolution.current_resolution()
+            return earlier
+        resolution = install_resolution.current_resolution()
     except ResolutionError as error:
         raise SystemExit(f"culina: cannot install: {error}") from None
+    try:
+        STATE.parent.mkdir(exist_ok=True)
+        STATE.write_text(json.dumps({"key": _state_key(), "time": time.time(), "resolution": resolution.to_json()}))
+    except OSError as error:
+        say(f"cannot keep the resolution for the later build steps ({error}); they will resolve again")
+    return resolution
 
 
 def _earlier_resolution() -> Resolution | None:
@@ -88,10 +93,16 @@ def _prebuilt(fresh: bool = False) -> Resolution | None:
 
 
 def get_requires_for_build_wheel(config_settings=None):
+    if not RESOLVER_IMPORTS_OK:
+        # A source checkout: no bundle, so the resolver runs in the later hooks, after the
+        # frontend installed what it imports; the toolchain comes too, whatever it decides.
+        STATE.unlink(missing_ok=True)
+        say("a source checkout (no bundled packaging): asking for it and the compile toolchain")
+        return [*bundled_python.REQUIRES, *LOCAL_BUILD_REQUIRES]
     if _prebuilt(fresh=True):
         say("a prebuilt wheel serves this host: no compile toolchain is installed")
         return []
-    return ProjectConfig.load().local_build_requires
+    return LOCAL_BUILD_REQUIRES
 
 
 def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
@@ -112,7 +123,7 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
 
 
 def get_requires_for_build_sdist(config_settings=None):
-    return ProjectConfig.load().local_build_requires
+    return [*bundled_python.REQUIRES, *LOCAL_BUILD_REQUIRES]
 
 
 def build_sdist(sdist_directory, config_settings=None):
@@ -120,7 +131,7 @@ def build_sdist(sdist_directory, config_settings=None):
 
 
 def get_requires_for_build_editable(config_settings=None):
-    return ProjectConfig.load().local_build_requires
+    return [*bundled_python.REQUIRES, *LOCAL_BUILD_REQUIRES]
 
 
 def prepare_metadata_for_build_editable(metadata_directory, config_settings=None):

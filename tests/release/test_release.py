@@ -90,8 +90,12 @@ def test_sdist_carries_the_manifest_and_the_sources_only(release):
     assert inside == release.manifest
     for needed in ("setup.py", "pyproject.toml", "csrc/cuda/launch.cu", "package/culina/__init__.py",
                    "resolver/CMakeLists.txt", "resolver/adapter/cuda_build_ext.py",
-                   "resolver/bundled/nlohmann/json.hpp", "resolver/bundled/nlohmann-json-LICENSE"):
+                   "resolver/bundled/nlohmann/json.hpp", "resolver/bundled/nlohmann-json-LICENSE",
+                   "resolver/bundled/python/packaging/tags.py", "resolver/bundled/python/packaging-LICENSE",
+                   "resolver/bundled/python/tomli/_parser.py", "resolver/bundled/python/tomli-LICENSE"):
         assert needed in names, needed
+    assert not [n for n in names if n.startswith("resolver/bundled/python/") and not n.endswith((".py", ".typed"))
+                and "LICENSE" not in n], "only Python sources and licenses are bundled (no compiled modules)"
     unwanted = [n for n in names if n.startswith(("tests/", ".github/", "tools/", "benchmarks/", "build/"))
                 or n.endswith((".so", ".o", "_build_info.json"))]
     assert not unwanted
