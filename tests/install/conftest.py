@@ -201,18 +201,18 @@ class Installer:
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
         return venv
 
-    def command(self, venv: Path, tool: str) -> list[str]:
+    def command(self, venv: Path, tool: str, requirement: str = "culina") -> list[str]:
         if tool == "uv":
             uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
             if uv is None:
                 pytest.skip("uv is not installed (tools/requirements.txt lists it)")
             return [uv, "pip", "install", "--no-cache", "--python", str(venv / "bin" / "python"),
-                    "--index-url", self.index.url, "-v", "culina"]
-        return [str(venv / "bin" / "pip"), "install", "--no-cache-dir", "--index-url", self.index.url, "-v", "culina"]
+                    "--index-url", self.index.url, "-v", requirement]
+        return [str(venv / "bin" / "pip"), "install", "--no-cache-dir", "--index-url", self.index.url, "-v", requirement]
 
-    def start(self, host: Host, release_url: str, tool: str = "pip", **extra: str):
+    def start(self, host: Host, release_url: str, tool: str = "pip", requirement: str = "culina", **extra: str):
         venv = self.new_venv()
-        command = self.command(venv, tool)
+        command = self.command(venv, tool, requirement)
         if not host.toolkit:
             why_not = no_toolkit.can_hide()
             if why_not:
@@ -230,8 +230,9 @@ class Installer:
         log.close()
         return Install(returncode, Path(log.name).read_text(), time.monotonic() - started, venv)
 
-    def install(self, host: Host, release_url: str, tool: str = "pip", **extra: str) -> Install:
-        return self.finish(*self.start(host, release_url, tool, **extra))
+    def install(self, host: Host, release_url: str, tool: str = "pip", requirement: str = "culina",
+                **extra: str) -> Install:
+        return self.finish(*self.start(host, release_url, tool, requirement, **extra))
 
 
 @pytest.fixture

@@ -1,16 +1,18 @@
-"""Other ways into the same bdist_wheel: `pip wheel --no-build-isolation` on a source tree, whose
-sdist carries no manifest, so the resolver reads it from the release URL."""
+"""Other ways into the same build backend: `pip wheel --no-build-isolation` on an unpacked sdist
+without its manifest (so the resolver reads it from the release URL), and `pip install` of a
+source checkout, which has no bundle of the resolver's imports."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import tarfile
 import zipfile
 
 import release_server
-from conftest import Host
+from conftest import REPO, Host
 
 
 def test_pip_wheel_on_a_source_tree_takes_the_manifest_from_the_release_url(release, installer, tmp_path):
@@ -35,3 +37,20 @@ def test_pip_wheel_on_a_source_tree_takes_the_manifest_from_the_release_url(rele
         assert built.read(module) == release.module_bytes("cu130")
         record = json.loads(built.read("culina/_build_info.json"))
     assert record["kind"] == "release" and record["resolver"]["wheel"]["variant"] == "cu130"
+
+
+def test_pip_install_of_a_source_checkout_asks_for_the_resolver_imports_then_takes_the_wheel(release, installer,
+                                                                                               tmp_path):
+    tree = tmp_path / "checkout"
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    for name in filter(None, tracked.split("\0")):
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / name, tree / name)
+    assets = {**release.assets, "release-manifest.json": json.dumps(release.manifest).encode()}
+    with release_server.ReleaseServer(assets) as server:
+        install = installer.install(Host(driver_cuda="13.0", gpus="NVIDIA H200=9.0"), server.base_url,
+                                    requirement=str(tree))
+    assert install.returncode == 0, install.output[-4000:]
+    assert "a source checkout (no bundled packaging): asking for it and the compile toolchain" in install.output
+    assert "decision: install_wheel" in install.output
+    assert install.module_bytes() == release.module_bytes("cu130")
