@@ -18,7 +18,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 from setuptools import Extension
@@ -32,6 +31,8 @@ from project_config import ProjectConfig
 ARCHS_VAR = "CULINA_CUDA_ARCHS"
 ACCEPTED_ARCHS = "'native', 'all', or a list such as '8.0;9.0;10.0+PTX', '80;90' or '9.0a'"
 BUILD_RECORD = "_build_info.json"
+
+
 class BuildError(RuntimeError):
     """A build setting or tool that cannot be used; the message says which and what to do."""
 
