@@ -70,12 +70,13 @@ def toolkit_at(home: Path) -> adapter.Toolkit:
 def python_tag(python: str) -> str:
     """cp312 for a CPython 3.12, after checking it can build the extension without isolation."""
     probe = ("import sys, setuptools, pybind11, wheel, packaging; "
+             "__import__('tomllib' if sys.version_info >= (3, 11) else 'tomli'); "
              "print(f'cp{sys.version_info[0]}{sys.version_info[1]}')")
     proc = subprocess.run([python, "-c", probe], capture_output=True, text=True)
     if proc.returncode != 0:
         why = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
         raise ReleaseError(f"--python {python} cannot build culina ({why}). "
-                           f"Install the build requirements: {python} -m pip install setuptools wheel pybind11 packaging")
+                           f"Install the build requirements: {python} -m pip install setuptools wheel pybind11 packaging tomli")
     return proc.stdout.strip()
 
 
