@@ -19,14 +19,10 @@ JOB_MEMORY_BYTES = 3 << 29  # 1.5 GiB: the largest nvcc job here peaks near 1 Gi
 CCACHE_VAR = "CULINA_CCACHE"
 
 
-class CompileFailed(RuntimeError):
-    """A compile job failed; the message holds the command and the compiler's output."""
-
-
 @dataclasses.dataclass(frozen=True)
 class CompileJob:
     source: str
-    run: Callable[[], None]  # raises CompileFailed, or whatever the compiler driver raises
+    run: Callable[[], None]  # raises with the command and the compiler's output on failure
 
 
 def say(message: str) -> None:

@@ -1,7 +1,7 @@
-"""Hands a verified release wheel to pip: its metadata first when pip asks for it, then the wheel under the standard file name (the variant label is
-dropped, since pip knows no labels), with the resolver's decision added to the build record
-`culina/_build_info.json` and RECORD updated to match. Every other member, the extension
-module included, is copied byte for byte."""
+"""Hands a verified release wheel to pip: its metadata first when pip asks for it, then the
+wheel under the standard file name (the variant label is dropped, since pip knows no labels),
+with the resolver's decision added to the build record `culina/_build_info.json` and RECORD
+updated to match. Every other member, the extension module included, is copied byte for byte."""
 from __future__ import annotations
 
 import base64
