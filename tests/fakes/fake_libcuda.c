@@ -5,36 +5,22 @@
  *   FAKE_CUDA_INIT_ERROR      cuInit's return code (default 0)
  *   FAKE_CUDA_MODE            "hang" (cuInit never returns), "stub" (CUDA_ERROR_STUB_LIBRARY),
  *                             "crash" (cuInit aborts)
+ *   FAKE_CUDA_CALL_LOG        a file to which cuInit and cuGetProcAddress append a line each, so a
+ *                             test can tell whether anything began to initialise CUDA (no context
+ *                             can exist without cuInit)
  * Like the real driver it honours CUDA_VISIBLE_DEVICES, so a test can prove the probe unsets it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#define MAX_GPUS 16
-
-struct fake_gpu {
-    char name[128];
-    int major;
-    int minor;
-};
+#include "fake_gpus.h"
 
 static struct fake_gpu gpus[MAX_GPUS];
 static int gpu_count = 0;
 
 static void load_gpus(void) {
-    const char* spec = getenv("FAKE_CUDA_GPUS");
-    char buffer[2048];
-    gpu_count = 0;
-    if (!spec || !*spec) return;
-    snprintf(buffer, sizeof buffer, "%s", spec);
-    for (char* item = strtok(buffer, ";"); item && gpu_count < MAX_GPUS; item = strtok(NULL, ";")) {
-        char* eq = strrchr(item, '=');
-        if (!eq) continue;
-        *eq = '\0';
-        snprintf(gpus[gpu_count].name, sizeof gpus[gpu_count].name, "%s", item);
-        if (sscanf(eq + 1, "%d.%d", &gpus[gpu_count].major, &gpus[gpu_count].minor) == 2) gpu_count++;
-    }
+    gpu_count = parse_fake_gpus(gpus);
     const char* visible = getenv("CUDA_VISIBLE_DEVICES");
     if (visible) {
         int kept = 0;
@@ -54,14 +40,23 @@ static int mode_is(const char* mode) {
     return value && strcmp(value, mode) == 0;
 }
 
+static void log_call(const char* call, const char* detail) {
+    const char* path = getenv("FAKE_CUDA_CALL_LOG");
+    if (!path || !*path) return;
+    FILE* log = fopen(path, "a");
+    if (!log) return;
+    fprintf(log, detail ? "%s %s\n" : "%s\n", call, detail);
+    fclose(log);
+}
+
 int cuDriverGetVersion(int* version) {
-    const char* value = getenv("FAKE_CUDA_DRIVER_VERSION");
-    *version = value ? atoi(value) : 13000;
+    *version = fake_driver_cuda_version();
     return 0;
 }
 
 int cuInit(unsigned flags) {
     (void)flags;
+    log_call("cuInit", NULL);
     if (mode_is("hang")) {
         for (;;) pause();
     }
@@ -105,4 +100,56 @@ int cuGetErrorName(int error, const char** name) {
         case 999: *name = "CUDA_ERROR_UNKNOWN"; return 0;
         default: return 1;
     }
+}
+
+/* What CUDA's runtime (cudart, linked statically into culina._C) does first when it initialises:
+ * it looks every driver entry point up through cuGetProcAddress, then calls cuInit. The fake
+ * hands out its own functions and, for every other name, one that answers
+ * CUDA_ERROR_NOT_SUPPORTED, so a real cudart gets as far as cuInit (it stops after, at the
+ * driver's private export tables). */
+#define CUDA_ERROR_INVALID_VALUE 1
+#define CUDA_ERROR_NOT_SUPPORTED 801
+#define CUDA_VERSION_OF_GET_PROC_ADDRESS_V2 12000
+
+static int not_supported(void) { return CUDA_ERROR_NOT_SUPPORTED; }
+
+int cuGetProcAddress(const char* symbol, void** function, int cuda_version, unsigned long long flags);
+int cuGetProcAddress_v2(const char* symbol, void** function, int cuda_version, unsigned long long flags,
+                        int* symbol_status);
+
+static void* entry_point(const char* symbol, int cuda_version) {
+    static const struct {
+        const char* name;
+        void* function;
+    } own[] = {
+        {"cuInit", (void*)cuInit},
+        {"cuDriverGetVersion", (void*)cuDriverGetVersion},
+        {"cuDeviceGetCount", (void*)cuDeviceGetCount},
+        {"cuDeviceGet", (void*)cuDeviceGet},
+        {"cuDeviceGetName", (void*)cuDeviceGetName},
+        {"cuDeviceGetAttribute", (void*)cuDeviceGetAttribute},
+        {"cuGetErrorName", (void*)cuGetErrorName},
+    };
+    if (strcmp(symbol, "cuGetProcAddress") == 0)
+        return cuda_version >= CUDA_VERSION_OF_GET_PROC_ADDRESS_V2 ? (void*)cuGetProcAddress_v2 : (void*)cuGetProcAddress;
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; ++i) {
+        if (strcmp(own[i].name, symbol) == 0) return own[i].function;
+    }
+    return (void*)not_supported;
+}
+
+int cuGetProcAddress(const char* symbol, void** function, int cuda_version, unsigned long long flags) {
+    (void)flags;
+    if (!symbol || !function) return CUDA_ERROR_INVALID_VALUE;
+    log_call("cuGetProcAddress", symbol);
+    *function = entry_point(symbol, cuda_version);
+    return 0;
+}
+
+/* symbol_status is a CUdriverProcAddressQueryResult: 0 means found. */
+int cuGetProcAddress_v2(const char* symbol, void** function, int cuda_version, unsigned long long flags,
+                        int* symbol_status) {
+    const int result = cuGetProcAddress(symbol, function, cuda_version, flags);
+    if (symbol_status) *symbol_status = 0;
+    return result;
 }
