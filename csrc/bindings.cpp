@@ -11,6 +11,7 @@
 #include "common/problem.h"
 #include "cpu/linear_attention_cpu.h"
 #include "cuda/api.h"
+#include "nvml/nvml_query.h"
 
 namespace py = pybind11;
 using culina::DType;
@@ -66,6 +67,36 @@ py::dict dlpack_info(py::capsule capsule) {
   return info;
 }
 
+py::dict device_dict(const culina::gpu::DeviceInfo& d) {
+  py::dict info;
+  info["ordinal"] = d.ordinal;
+  info["name"] = d.name;
+  info["capability"] = py::make_tuple(d.major, d.minor);
+  info["supported"] = d.supported;
+  info["binary_version"] = d.binary_version;
+  info["error"] = d.error;
+  return info;
+}
+
+py::object nvml_report() {
+  const auto report = culina::nvml::query_nvml();
+  if (!report) return py::none();
+  py::list gpus;
+  for (const auto& gpu : report->gpus) {
+    py::dict info;
+    info["index"] = gpu.index;
+    info["name"] = gpu.name;
+    info["uuid"] = gpu.uuid;
+    info["capability"] = gpu.capability ? py::object(py::make_tuple(gpu.capability->first, gpu.capability->second))
+                                        : py::object(py::none());
+    gpus.append(info);
+  }
+  py::dict out;
+  out["driver_cuda_version"] = report->driver_cuda_version;
+  out["gpus"] = gpus;
+  return out;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
@@ -108,18 +139,12 @@ PYBIND11_MODULE(_C, m) {
   m.def("built_with_cuda", &culina::gpu::built_with_cuda);
   m.def("compiled_arch_list", &culina::gpu::compiled_arch_list);
   m.def("driver_version", &culina::gpu::driver_version);
+  m.def("nvml_report", &nvml_report);
+  m.def("device_count", &culina::gpu::device_count);
+  m.def("device", [](int ordinal) { return device_dict(culina::gpu::device(ordinal)); }, py::arg("ordinal"));
   m.def("devices", [] {
     py::list out;
-    for (const auto& d : culina::gpu::devices()) {
-      py::dict info;
-      info["ordinal"] = d.ordinal;
-      info["name"] = d.name;
-      info["capability"] = py::make_tuple(d.major, d.minor);
-      info["supported"] = d.supported;
-      info["binary_version"] = d.binary_version;
-      info["error"] = d.error;
-      out.append(info);
-    }
+    for (const auto& d : culina::gpu::devices()) out.append(device_dict(d));
     return out;
   });
   m.attr("MAX_HEAD_DIM") = culina::kMaxHeadDim;

@@ -4,19 +4,25 @@
 #include "cuda/api.h"
 
 namespace culina::gpu {
+namespace {
 
-bool built_with_cuda() { return false; }
-std::string compiled_arch_list() { return {}; }
-int driver_version() { return 0; }
-std::vector<DeviceInfo> devices() { return {}; }
-size_t workspace_bytes(const Problem&, int) { return 0; }
-
-void linear_attention(const Problem&, int, uintptr_t) {
+[[noreturn]] void refuse_gpu_work() {
   throw UnsupportedDevice(
       "this culina was built without CUDA (no nvcc at build time), so it runs NumPy arrays "
       "only: install a CUDA toolkit and rebuild (pip install --no-binary culina culina), or "
       "install a GPU wheel");
 }
+
+}  // namespace
+
+bool built_with_cuda() { return false; }
+std::string compiled_arch_list() { return {}; }
+int driver_version() { return 0; }
+int device_count() { return 0; }
+DeviceInfo device(int) { refuse_gpu_work(); }
+std::vector<DeviceInfo> devices() { return {}; }
+size_t workspace_bytes(const Problem&, int) { return 0; }
+void linear_attention(const Problem&, int, uintptr_t) { refuse_gpu_work(); }
 
 }  // namespace culina::gpu
 #endif

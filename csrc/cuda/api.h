@@ -34,6 +34,13 @@ bool built_with_cuda();
 std::string compiled_arch_list();
 // The CUDA version the driver supports as 1000*major + 10*minor; 0 when no driver loads.
 int driver_version();
+// The devices CUDA shows this process (CUDA_VISIBLE_DEVICES applied). Asking initialises CUDA
+// but creates no context.
+int device_count();
+// One device (an ordinal below device_count()), asked once and then remembered. Asking creates
+// the device's primary context, so a call asks only about the device it runs on.
+DeviceInfo device(int ordinal);
+// Every device: a context on each (`python -m culina info` only).
 std::vector<DeviceInfo> devices();
 // Device scratch memory the problem needs on `device` (0 when the path chosen needs none);
 // the caller allocates it (in its framework, so its caching allocator serves it).

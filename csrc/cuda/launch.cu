@@ -1,5 +1,10 @@
 // GPU entry points: device queries, the support check, and the choice of kernel.
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "cuda/api.h"
@@ -21,19 +26,48 @@ void check(cudaError_t err, const char* what) {
                              " (" + cudaGetErrorString(err) + ")");
 }
 
-// Makes `device` current for the duration of a call and restores the caller's device.
+// A driver entry point, found through the runtime: culina links no libcuda, cudart loads it.
+void* driver_entry_point(const char* symbol) {
+  void* function = nullptr;
+#if CUDART_VERSION >= 12050
+  check(cudaGetDriverEntryPointByVersion(symbol, &function, 4000, cudaEnableDefault, nullptr), symbol);
+#else
+  check(cudaGetDriverEntryPoint(symbol, &function, cudaEnableDefault), symbol);
+#endif
+  if (!function)
+    throw std::runtime_error(std::string("culina: the NVIDIA driver lacks ") + symbol +
+                             "; update the driver (nvidia-smi shows its version)");
+  return function;
+}
+
+struct ContextCalls {
+  PFN_cuCtxGetCurrent_v4000 get_current;
+  PFN_cuCtxSetCurrent_v4000 set_current;
+};
+
+const ContextCalls& context_calls() {
+  static const ContextCalls calls{
+      reinterpret_cast<PFN_cuCtxGetCurrent_v4000>(driver_entry_point("cuCtxGetCurrent")),
+      reinterpret_cast<PFN_cuCtxSetCurrent_v4000>(driver_entry_point("cuCtxSetCurrent"))};
+  return calls;
+}
+
+// Makes `device` current for the duration of a call, then gives the caller's thread back the
+// context it had. Restoring with cudaSetDevice(previous device) instead would create a context
+// on that device whenever the thread had none (device 0 on a fresh thread).
 class DeviceGuard {
  public:
   explicit DeviceGuard(int device) {
-    check(cudaGetDevice(&previous_), "cudaGetDevice");
-    if (previous_ != device) check(cudaSetDevice(device), "cudaSetDevice");
+    if (context_calls().get_current(&previous_) != CUDA_SUCCESS)
+      throw std::runtime_error("culina: cuCtxGetCurrent failed; check the GPU with nvidia-smi");
+    check(cudaSetDevice(device), "cudaSetDevice");
   }
-  ~DeviceGuard() { cudaSetDevice(previous_); }
+  ~DeviceGuard() { context_calls().set_current(previous_); }
   DeviceGuard(const DeviceGuard&) = delete;
   DeviceGuard& operator=(const DeviceGuard&) = delete;
 
  private:
-  int previous_ = 0;
+  CUcontext previous_ = nullptr;
 };
 
 DeviceInfo describe(int ordinal) {
@@ -57,6 +91,44 @@ DeviceInfo describe(int ordinal) {
   return info;
 }
 
+// What every call on a device needs to know, asked once per device: the answers cannot change
+// while the process runs (CUDA_VISIBLE_DEVICES is read once, at CUDA's initialisation).
+struct DeviceFacts {
+  DeviceInfo info;
+  int shared_per_block_optin = 0;  // bytes of shared memory one block may opt in to
+};
+
+const DeviceFacts& facts_of(int device) {
+  static std::mutex mutex;
+  static std::map<int, DeviceFacts> known;  // a node-based map: references handed out stay valid
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto found = known.find(device);
+  if (found != known.end()) return found->second;
+  DeviceFacts facts;
+  facts.info = describe(device);
+  check(cudaDeviceGetAttribute(&facts.shared_per_block_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+        "cudaDeviceGetAttribute");
+  return known.emplace(device, std::move(facts)).first->second;
+}
+
+// Whether the tensor-core path takes `problem` on a device: it needs sm_80+ code in the binary
+// version the device runs (not only a new enough device: PTX of an older target JIT-compiles
+// to that target), and its whole working set in one block's shared memory (dk = 256 does not
+// fit on sm_86/89/120).
+bool use_mma(const Problem& problem, const DeviceFacts& facts) {
+  return facts.info.binary_version >= 80 && mma_handles(problem) &&
+         mma_shared_bytes(int(problem.dk), int(problem.dv)) <= size_t(facts.shared_per_block_optin);
+}
+
+// The facts of a device that can run this binary, or UnsupportedDevice naming it and CUDA's reason.
+const DeviceFacts& runnable_facts_of(int device) {
+  const DeviceFacts& facts = facts_of(device);
+  if (!facts.info.supported)
+    throw UnsupportedDevice(facts.info.name + " (compute capability " + std::to_string(facts.info.major) + "." +
+                            std::to_string(facts.info.minor) + "): " + facts.info.error);
+  return facts;
+}
+
 }  // namespace
 
 bool built_with_cuda() { return true; }
@@ -69,52 +141,32 @@ int driver_version() {
   return version;
 }
 
-std::vector<DeviceInfo> devices() {
+int device_count() {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {
     cudaGetLastError();
-    return {};
+    return 0;
   }
+  return count;
+}
+
+DeviceInfo device(int ordinal) { return facts_of(ordinal).info; }
+
+std::vector<DeviceInfo> devices() {
   std::vector<DeviceInfo> out;
-  for (int i = 0; i < count; ++i) out.push_back(describe(i));
+  for (int i = 0, count = device_count(); i < count; ++i) out.push_back(device(i));
   return out;
 }
 
-namespace {
-
-// Whether the tensor-core path takes `problem` on the current device: it needs sm_80+ code
-// in the binary version the device runs (not only a new enough device: PTX of an older
-// target JIT-compiles to that target), and its whole working set in one block's shared
-// memory (dk = 256 does not fit on sm_86/89/120).
-bool use_mma(const Problem& problem, int device, int binary_version) {
-  if (binary_version < 80 || !mma_handles(problem)) return false;
-  int optin = 0;
-  check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), "cudaDeviceGetAttribute");
-  return mma_shared_bytes(int(problem.dk), int(problem.dv)) <= size_t(optin);
-}
-
-// The binary version the device runs, or UnsupportedDevice naming the device and CUDA's reason.
-int binary_version_for(int device) {
-  cudaFuncAttributes attributes{};
-  if (generic_kernel_attributes(&attributes) == cudaSuccess) return attributes.binaryVersion;
-  cudaGetLastError();
-  const DeviceInfo info = describe(device);
-  throw UnsupportedDevice(info.name + " (compute capability " + std::to_string(info.major) + "." +
-                          std::to_string(info.minor) + "): " + info.error);
-}
-
-}  // namespace
-
 size_t workspace_bytes(const Problem& problem, int device) {
-  DeviceGuard guard(device);
-  return use_mma(problem, device, binary_version_for(device)) ? mma_workspace_bytes(problem) : 0;
+  return use_mma(problem, runnable_facts_of(device)) ? mma_workspace_bytes(problem) : 0;
 }
 
 void linear_attention(const Problem& problem, int device, uintptr_t stream_handle) {
   if (problem.heads > kMaxHeads || problem.dk > kMaxHeadDim || problem.dv > kMaxHeadDim)
     throw std::invalid_argument("culina: more heads or a larger head size than the kernels take");
+  const DeviceFacts& facts = runnable_facts_of(device);
   DeviceGuard guard(device);
-  const int binary_version = binary_version_for(device);
 
   KernelParams params{};
   params.q = problem.q;
@@ -133,7 +185,7 @@ void linear_attention(const Problem& problem, int device, uintptr_t stream_handl
   for (int64_t h = 0; h < problem.heads; ++h) params.log2_decay[h] = std::log2(problem.decay_of(h));
 
   auto stream = reinterpret_cast<cudaStream_t>(stream_handle);
-  const bool mma = use_mma(problem, device, binary_version) && problem.workspace &&
+  const bool mma = use_mma(problem, facts) && problem.workspace &&
                    problem.workspace_bytes >= mma_workspace_bytes(problem);
   const cudaError_t err = mma ? launch_mma(params, int(problem.batch), problem.dtype, stream)
                               : launch_generic(params, int(problem.batch), problem.dtype, stream);
