@@ -1,4 +1,5 @@
-"""`python -m culina info [--json]`: what this copy is and which GPUs here it can serve."""
+"""`python -m culina info [--json]`: what this copy is and which GPUs here it can serve. Unlike
+`import culina`, it asks CUDA itself, which puts a context on every visible GPU while it runs."""
 from __future__ import annotations
 
 import argparse
@@ -61,7 +62,9 @@ def render(facts: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m culina")
     sub = parser.add_subparsers(dest="command", required=True)
-    info = sub.add_parser("info", help="version, how this copy was built, and the GPUs it can serve")
+    about_info = ("version, how this copy was built, and the GPUs it can serve. It initialises CUDA on every "
+                  "visible GPU (a context each, about 500 MiB, while it runs), which `import culina` never does")
+    info = sub.add_parser("info", help=about_info, description=about_info)
     info.add_argument("--json", action="store_true", help="machine-readable output")
     args = parser.parse_args(argv)
     facts = gather()

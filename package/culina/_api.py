@@ -1,7 +1,6 @@
 """culina.linear_attention: argument checks, then the CPU reference or the GPU kernels."""
 from __future__ import annotations
 
-import functools
 import math
 import numbers
 
@@ -158,13 +157,14 @@ def _run_cpu(q, k, v, decay, scale, initial_state, output_final_state):
     return (out, final) if output_final_state else out
 
 
-@functools.lru_cache(maxsize=None)
 def _device_support(device: int) -> dict:
-    for info in _C.devices():
-        if info["ordinal"] == device:
-            return info
-    raise UnsupportedDeviceError(f"CUDA device {device} is not visible to culina (CUDA sees "
-                                 f"{len(_C.devices())} device(s)); check CUDA_VISIBLE_DEVICES")
+    """CUDA's answer for one device: asking puts a context on that device alone (the extension
+    remembers the answer, so later calls cost nothing)."""
+    count = _C.device_count()
+    if not 0 <= device < count:
+        raise UnsupportedDeviceError(f"CUDA device {device} is not visible to culina (CUDA sees "
+                                     f"{count} device(s)); check CUDA_VISIBLE_DEVICES")
+    return _C.device(device)
 
 
 def _unsupported(device: int, detail: str) -> UnsupportedDeviceError:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from importlib import resources
 
 RECORD = "_build_info.json"
@@ -56,3 +57,37 @@ def driver_problem(driver_version: int) -> str | None:
             f"but the NVIDIA driver here supports CUDA {driver} only, so no GPU call can run. Fix: update the "
             f"driver to {minimum} or newer, or reinstall so that culina's resolver picks the variant this "
             f"driver runs: `{REINSTALL}`")
+
+
+def _cuda_int(version: str) -> int:
+    """"13.0" as the driver API counts it, 13000."""
+    major, minor = (int(part) for part in str(version).split(".")[:2])
+    return major * 1000 + minor * 10
+
+
+def _arch_runs_on(label: str, capability: tuple[int, int], ptx: bool) -> bool:
+    """Whether code for a build-record target ("8.0", "9.0a", "10.0f") may run on a GPU of
+    `capability`, driver aside: DESIGN.md's rule, which the resolver applies at install time."""
+    match = re.fullmatch(r"(\d+)\.(\d+)([af]?)", label)
+    if not match:  # not a target this build writes; the warning then shows it among the archs
+        return False
+    target, suffix = (int(match[1]), int(match[2])), match[3]
+    if suffix == "a":
+        return capability == target
+    if ptx and not suffix:
+        return capability >= target
+    return capability[0] == target[0] and capability[1] >= target[1]
+
+
+def has_code_for(capability: tuple[int, int], driver_version: int) -> bool:
+    """Whether this binary holds code a GPU of `capability` runs under a driver supporting
+    `driver_version` (as cudaDriverGetVersion counts): SASS for it, or PTX the driver can JIT,
+    which needs a driver at least as new as the build's CUDA. True when the record does not say
+    (a tree setup.py never built): the first GPU call then asks CUDA."""
+    record = build_record()
+    if "sass_archs" not in record and "ptx_archs" not in record:
+        return True
+    if any(_arch_runs_on(label, capability, ptx=False) for label in record.get("sass_archs") or []):
+        return True
+    jits = bool(record.get("cuda_version")) and driver_version >= _cuda_int(record["cuda_version"])
+    return jits and any(_arch_runs_on(label, capability, ptx=True) for label in record.get("ptx_archs") or [])

@@ -3,9 +3,11 @@
 Runs only where PyTorch sees a CUDA GPU and culina was built with CUDA; elsewhere each test
 is skipped with the reason.
 """
+import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -89,6 +91,52 @@ def test_runs_on_a_second_device_when_present():
     out = culina.linear_attention(q.to("cuda:1"), k.to("cuda:1"), v.to("cuda:1"))
     assert out.device == torch.device("cuda:1")
     torch.testing.assert_close(out.cpu(), culina.linear_attention(q, k, v).cpu())
+
+
+def run_python(code):
+    """Runs code in a fresh interpreter, where CUDA starts untouched, and returns its output."""
+    env = dict(os.environ, PYTHONPATH=str(Path(culina.__file__).resolve().parent.parent))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def test_a_child_forked_after_import_uses_cuda():
+    """`import culina` creates no CUDA context, so a fork after it (DataLoader workers,
+    multiprocessing) leaves the child free to use CUDA."""
+    out = run_python("import os\n"
+                     "import culina, torch\n"
+                     "pid = os.fork()\n"
+                     "if pid == 0:\n"
+                     "    os._exit(0 if torch.ones(4, device='cuda').sum().item() == 4 else 1)\n"
+                     "print('child exit', os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n")
+    assert out.strip() == "child exit 0"
+
+
+def test_a_call_creates_a_context_on_its_own_gpu_only():
+    """The import creates no context; a call on the last GPU adds one there and nowhere else
+    (torch's own allocation there makes one too, on that GPU alone)."""
+    out = run_python("import ctypes, json, culina, torch\n"
+                     "cuda = ctypes.CDLL('libcuda.so.1')\n"
+                     "assert cuda.cuInit(0) == 0\n"
+                     "def active():\n"
+                     "    states = []\n"
+                     "    for ordinal in range(torch.cuda.device_count()):\n"
+                     "        device, flags, state = ctypes.c_int(), ctypes.c_uint(), ctypes.c_int()\n"
+                     "        assert cuda.cuDeviceGet(ctypes.byref(device), ordinal) == 0\n"
+                     "        assert cuda.cuDevicePrimaryCtxGetState(device, ctypes.byref(flags), ctypes.byref(state)) == 0\n"
+                     "        states.append(state.value)\n"
+                     "    return states\n"
+                     "print(json.dumps(active()))\n"
+                     "last = torch.cuda.device_count() - 1\n"
+                     "x = torch.ones(1, 1, 64, 64, device=f'cuda:{last}', dtype=torch.float16)\n"
+                     "print(json.dumps(active()))\n"
+                     "culina.linear_attention(x, x, x)\n"
+                     "torch.cuda.synchronize(last)\n"
+                     "print(json.dumps(active()))\n")
+    after_import, after_torch, after_call = (json.loads(line) for line in out.splitlines())
+    assert after_import == [0] * len(after_import)
+    assert after_call == after_torch and after_call[-1] == 1
 
 
 def test_non_contiguous_cuda_input_is_refused():
