@@ -8,7 +8,8 @@ Every measurement runs in fresh interpreters with PYTHONPATH set to --package-di
                 minus the same before it started; and the child's own entry in
                 --query-compute-apps, if the driver lists it
   contexts      primary contexts active on each GPU (cuDevicePrimaryCtxGetState) in a child after
-                `import culina` alone, then after a culina call on each GPU in turn
+                `import culina` alone, then after torch.ones and a culina call on each GPU in
+                turn, the last GPU first (so a stray context on GPU 0 shows)
   fork          a child forked after `import culina, torch` runs torch.ones(4, device="cuda")
 
 Usage: python benchmarks/import_bench.py --package-dir package --label after [--runs 15] [--out FILE]
@@ -56,15 +57,14 @@ def active():
         states.append(state.value)
     return states
 
-steps = {"after import culina": active()}
+print(json.dumps(["after import culina", active()]), flush=True)
 import torch
 for ordinal in reversed(range(count.value)):
     x = torch.ones(1, 1, 64, 64, device=f"cuda:{ordinal}", dtype=torch.float16)
-    steps[f"after torch.ones on cuda:{ordinal}"] = active()
+    print(json.dumps([f"after torch.ones on cuda:{ordinal}", active()]), flush=True)
     culina.linear_attention(x, x, x)
     torch.cuda.synchronize(ordinal)
-    steps[f"after a culina call on cuda:{ordinal}"] = active()
-print(json.dumps(steps))
+    print(json.dumps([f"after a culina call on cuda:{ordinal}", active()]), flush=True)
 """
 
 FORK = """
@@ -132,7 +132,9 @@ def main():
         "memory_mib": measure_memory(env),
     }
     contexts = python(CONTEXTS, env)
-    result["contexts"] = json.loads(contexts.stdout) if contexts.returncode == 0 else contexts.stderr[-2000:]
+    result["contexts"] = dict(json.loads(line) for line in contexts.stdout.splitlines())
+    if contexts.returncode != 0:
+        result["contexts"]["failed"] = contexts.stderr.strip().splitlines()[-1]
     fork = python(FORK, env)
     result["fork"] = (fork.stdout + fork.stderr).strip()[-2000:]
     text = json.dumps(result, indent=2)

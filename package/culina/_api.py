@@ -189,7 +189,13 @@ def _run_gpu(q, k, v, decay, scale, initial_state, output_final_state, device: i
     support = _device_support(device)
     if not support["supported"]:
         raise _unsupported(device, support["error"])
-    stream = _frameworks.current_stream(_frameworks.framework_of(q), device)
+    framework = _frameworks.framework_of(q)
+    with _frameworks.device_scope(framework, device):
+        return _launch_gpu(q, k, v, decay, scale, initial_state, output_final_state, device, framework)
+
+
+def _launch_gpu(q, k, v, decay, scale, initial_state, output_final_state, device: int, framework: str):
+    stream = _frameworks.current_stream(framework, device)
     named = {"q": q, "k": k, "v": v}
     if initial_state is not None:
         named["initial_state"] = initial_state

@@ -2,6 +2,7 @@
 to make outputs in the caller's framework."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 
@@ -42,6 +43,21 @@ def dlpack_device(obj) -> tuple[int, int] | None:
         return None
     device_type, device_id = probe()
     return int(device_type), int(device_id)
+
+
+def device_scope(framework: str, device: int):
+    """The framework's current device set to `device` for the length of a call: PyTorch exports
+    a tensor for a stream only from its own device, and its guard gives the caller's device
+    back without creating a context there."""
+    if framework == "torch":
+        import torch
+
+        return torch.cuda.device(device)
+    if framework == "cupy":
+        import cupy
+
+        return cupy.cuda.Device(device)
+    return contextlib.nullcontext()
 
 
 def current_stream(framework: str, device: int) -> int | None:
