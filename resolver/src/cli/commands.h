@@ -13,5 +13,6 @@ int select_command(const Args& args);
 int fetch_command(const Args& args);
 int resolve_command(const Args& args);
 int manifest_command(const Args& args);
+int version_command(const Args& args);
 
 }  // namespace culina::cli

@@ -13,7 +13,7 @@
 namespace culina::cli {
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kFetchUsage =
     "usage: culina-resolver fetch --manifest FILE --file WHEEL [--base-url URL] [--cache-dir DIR] [--allow-http]\n"
     "  --manifest FILE   release-manifest.json holding WHEEL's sha256 and size\n"
     "  --file WHEEL      the asset to fetch, as named in the manifest\n"
@@ -29,8 +29,8 @@ struct FetchArgs {
     bool allow_http = false;
 };
 
-int usage_error(const std::string& message) {
-    std::cerr << "culina-resolver fetch: " << message << "\n" << kUsage;
+int fetch_usage_error(const std::string& message) {
+    std::cerr << "culina-resolver fetch: " << message << "\n" << kFetchUsage;
     return 2;
 }
 
@@ -41,7 +41,7 @@ int fetch_command(const Args& args) {
     for (std::size_t i = 0; i < args.size(); ++i) {
         const std::string& flag = args[i];
         if (flag == "--help" || flag == "-h") {
-            std::cout << kUsage;
+            std::cout << kFetchUsage;
             return 0;
         }
         if (flag == "--allow-http") {
@@ -49,19 +49,19 @@ int fetch_command(const Args& args) {
             continue;
         }
         if (flag != "--manifest" && flag != "--file" && flag != "--base-url" && flag != "--cache-dir") {
-            return usage_error("unknown option '" + flag + "'");
+            return fetch_usage_error("unknown option '" + flag + "'");
         }
-        if (i + 1 == args.size()) return usage_error(flag + " needs a value");
+        if (i + 1 == args.size()) return fetch_usage_error(flag + " needs a value");
         const std::string& value = args[++i];
         if (flag == "--manifest") parsed.manifest = value;
         if (flag == "--file") parsed.file = value;
         if (flag == "--base-url") parsed.base_url = value;
         if (flag == "--cache-dir") parsed.cache_dir = value;
     }
-    if (parsed.manifest.empty()) return usage_error("--manifest is required");
-    if (parsed.file.empty()) return usage_error("--file is required");
+    if (parsed.manifest.empty()) return fetch_usage_error("--manifest is required");
+    if (parsed.file.empty()) return fetch_usage_error("--file is required");
     const std::optional<std::string> base = release_base_url(parsed.base_url);
-    if (!base) return usage_error("no release URL: pass --base-url or set CULINA_RELEASE_URL");
+    if (!base) return fetch_usage_error("no release URL: pass --base-url or set CULINA_RELEASE_URL");
 
     try {
         const Manifest manifest = load_manifest(parsed.manifest);

@@ -16,11 +16,12 @@ const Command kCommands[] = {
     {"probe", culina::cli::probe_command, "describe this host (OS, CPU, driver, GPUs, toolkit) [--json]"},
     {"select", culina::cli::select_command, "choose a wheel: --manifest FILE --tags FILE [--json]"},
     {"fetch", culina::cli::fetch_command, "download and verify: --manifest FILE --file WHEEL [--base-url URL] [--cache-dir DIR]"},
-    {"resolve", culina::cli::resolve_command, "probe, select and fetch: --manifest FILE --tags FILE [--base-url URL] [--json]"},
+    {"resolve", culina::cli::resolve_command, "probe, select and fetch: --manifest FILE|--manifest-url URL --tags FILE [--json]"},
     {"manifest", culina::cli::manifest_command, "write release-manifest.json: init | add --wheel PATH (release scripts)"},
+    {"version", culina::cli::version_command, "the sources this binary was built from, for the install's handshake [--json]"},
 };
 
-void print_usage(std::ostream& out) {
+void print_commands(std::ostream& out) {
     out << "usage: culina-resolver <command> [options]\n\ncommands:\n";
     for (const Command& command : kCommands) out << "  " << command.name << "\t" << command.summary << "\n";
 }
@@ -29,7 +30,7 @@ void print_usage(std::ostream& out) {
 
 int main(int argc, char** argv) {
     if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
-        print_usage(argc < 2 ? std::cerr : std::cout);
+        print_commands(argc < 2 ? std::cerr : std::cout);
         return argc < 2 ? 2 : 0;
     }
     const culina::cli::Args args(argv + 2, argv + argc);
@@ -37,6 +38,6 @@ int main(int argc, char** argv) {
         if (std::strcmp(argv[1], command.name) == 0) return command.run(args);
     }
     std::cerr << "culina-resolver: unknown command '" << argv[1] << "'\n";
-    print_usage(std::cerr);
+    print_commands(std::cerr);
     return 2;
 }

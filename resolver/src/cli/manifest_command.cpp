@@ -16,13 +16,13 @@
 namespace culina::cli {
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kManifestUsage =
     "usage: culina-resolver manifest init --manifest FILE --name NAME --version VERSION\n"
     "       culina-resolver manifest add  --manifest FILE --wheel PATH [--cuda X.Y] [--sass LIST] [--ptx LIST]\n"
     "  LIST: comma-separated, e.g. --sass sm_75,sm_80,sm_90 --ptx compute_120; no --cuda: the CPU-only variant\n";
 
-int usage_error(const std::string& message) {
-    std::cerr << "culina-resolver manifest: " << message << "\n" << kUsage;
+int manifest_usage_error(const std::string& message) {
+    std::cerr << "culina-resolver manifest: " << message << "\n" << kManifestUsage;
     return 2;
 }
 
@@ -38,26 +38,26 @@ std::vector<std::string> comma_list(const std::string& text) {
 
 int manifest_command(const Args& args) {
     if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-        std::cout << kUsage;
+        std::cout << kManifestUsage;
         return args.empty() ? 2 : 0;
     }
     const std::string action = args[0];
-    if (action != "init" && action != "add") return usage_error("unknown action '" + action + "' (init or add)");
+    if (action != "init" && action != "add") return manifest_usage_error("unknown action '" + action + "' (init or add)");
     const std::vector<std::string> accepted = action == "init"
                                                   ? std::vector<std::string>{"--manifest", "--name", "--version"}
                                                   : std::vector<std::string>{"--manifest", "--wheel", "--cuda", "--sass", "--ptx"};
     std::map<std::string, std::string> values;
     for (size_t i = 1; i < args.size(); i += 2) {
         if (std::find(accepted.begin(), accepted.end(), args[i]) == accepted.end()) {
-            return usage_error("unknown option '" + args[i] + "' for " + action);
+            return manifest_usage_error("unknown option '" + args[i] + "' for " + action);
         }
-        if (i + 1 == args.size()) return usage_error(args[i] + " needs a value");
+        if (i + 1 == args.size()) return manifest_usage_error(args[i] + " needs a value");
         values[args[i]] = args[i + 1];
     }
     try {
         if (action == "init") {
             for (const char* required : {"--manifest", "--name", "--version"}) {
-                if (!values.count(required)) return usage_error(std::string(required) + " is required");
+                if (!values.count(required)) return manifest_usage_error(std::string(required) + " is required");
             }
             Manifest manifest;
             manifest.name = values["--name"];
@@ -65,11 +65,11 @@ int manifest_command(const Args& args) {
             save_manifest(parse_manifest(manifest_to_json(manifest).dump()), values["--manifest"]);
             return 0;
         }
-        if (!values.count("--manifest") || !values.count("--wheel")) return usage_error("--manifest and --wheel are required");
+        if (!values.count("--manifest") || !values.count("--wheel")) return manifest_usage_error("--manifest and --wheel are required");
         std::optional<CudaVersion> cuda;
         if (values.count("--cuda")) {
             cuda = parse_cuda_version(values["--cuda"]);
-            if (!cuda) return usage_error("--cuda '" + values["--cuda"] + "' is not a CUDA version like 13.0");
+            if (!cuda) return manifest_usage_error("--cuda '" + values["--cuda"] + "' is not a CUDA version like 13.0");
         }
         const WheelEntry entry =
             wheel_entry_for(values["--wheel"], cuda, comma_list(values["--sass"]), comma_list(values["--ptx"]));

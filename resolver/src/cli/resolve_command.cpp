@@ -16,12 +16,16 @@
 namespace culina::cli {
 namespace {
 
-void print_usage(std::ostream& out) {
-    out << "usage: culina-resolver resolve --manifest FILE --tags FILE [--base-url URL] [--cache-dir DIR]\n"
+void print_resolve_usage(std::ostream& out) {
+    out << "usage: culina-resolver resolve (--manifest FILE | --manifest-url URL --project NAME --project-version V)\n"
+           "                              --tags FILE [--base-url URL] [--cache-dir DIR]\n"
            "                              [--allow-http] [--json] [--default-archs LIST]\n"
            "  probe this host, choose a wheel (as `select`), then download and verify it (as `fetch`).\n"
            "  When the chosen wheel cannot be fetched, the decision falls back to a local build, and\n"
            "  fetch_error says why.\n"
+           "  --manifest-url URL    fetch the manifest (an sdist that carries none); it must describe\n"
+           "                        --project at --project-version. Not fetched offline or for a source\n"
+           "                        build; one that cannot be fetched counts as listing no wheels\n"
            "  --base-url URL        release assets (default: CULINA_RELEASE_URL)\n"
            "  --cache-dir DIR       cache root (default: CULINA_CACHE_DIR, $XDG_CACHE_HOME/culina, ~/.cache/culina)\n"
            "  --allow-http          plain http beyond loopback: only when the manifest came inside the sdist\n"
@@ -68,9 +72,9 @@ Outcome fetch_chosen_wheel(const SelectionOptions& options, const SelectionInput
 int resolve_command(const Args& args) {
     SelectionOptions options;
     SelectionInput input;
-    if (!prepare_selection("resolve", args, true, print_usage, options, input)) return kExitBadInput;
+    if (!prepare_selection("resolve", args, true, print_resolve_usage, options, input)) return kExitBadInput;
     if (options.help) {
-        print_usage(std::cout);
+        print_resolve_usage(std::cout);
         return 0;
     }
 

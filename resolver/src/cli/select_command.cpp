@@ -11,7 +11,7 @@
 namespace culina::cli {
 namespace {
 
-void print_usage(std::ostream& out) {
+void print_select_usage(std::ostream& out) {
     out << "usage: culina-resolver select --manifest FILE --tags FILE [--json] [--default-archs LIST]\n"
            "  --manifest FILE       release-manifest.json\n"
            "  --tags FILE           the interpreter's supported wheel tags, one per line, best first\n"
@@ -29,9 +29,9 @@ void print_usage(std::ostream& out) {
 int select_command(const Args& args) {
     SelectionOptions options;
     SelectionInput input;
-    if (!prepare_selection("select", args, false, print_usage, options, input)) return kExitBadInput;
+    if (!prepare_selection("select", args, false, print_select_usage, options, input)) return kExitBadInput;
     if (options.help) {
-        print_usage(std::cout);
+        print_select_usage(std::cout);
         return 0;
     }
 

@@ -4,7 +4,11 @@
 
 #include "common/setting_error.h"
 #include "common/text.h"
+#include "fetch/fetch_error.h"
+#include "fetch/fetch_manifest.h"
+#include "fetch/fetch_settings.h"
 #include "manifest/manifest.h"
+#include "manifest/wheel_filename.h"
 #include "policy/build_archs.h"
 #include "policy/input_error.h"
 #include "policy/tag_rank.h"
@@ -37,22 +41,73 @@ SelectionOptions parse_selection_options(const Args& args, bool with_fetch) {
         if (arg == "--default-archs") value_slot = &options.default_archs;
         if (with_fetch && arg == "--base-url") optional_slot = &options.base_url;
         if (with_fetch && arg == "--cache-dir") optional_slot = &options.cache_dir;
+        if (with_fetch && arg == "--manifest-url") optional_slot = &options.manifest_url;
+        if (with_fetch && arg == "--project") value_slot = &options.project_name;
+        if (with_fetch && arg == "--project-version") value_slot = &options.project_version;
         if (value_slot == nullptr && optional_slot == nullptr) throw UsageError("unknown option '" + arg + "'");
         if (i + 1 == args.size()) throw UsageError(arg + " needs a value");
         if (value_slot) *value_slot = args[++i];
         if (optional_slot) *optional_slot = args[++i];
     }
-    if (options.manifest_path.empty() || options.tags_path.empty()) {
-        throw UsageError("--manifest and --tags are required");
+    if (options.manifest_url) {
+        if (!options.manifest_path.empty()) throw UsageError("give --manifest or --manifest-url, not both");
+        if (options.project_name.empty() || options.project_version.empty()) {
+            throw UsageError("--manifest-url needs --project and --project-version: what the manifest must describe");
+        }
+    } else if (options.manifest_path.empty()) {
+        throw UsageError(with_fetch ? "--manifest or --manifest-url is required" : "--manifest is required");
     }
+    if (options.tags_path.empty()) throw UsageError("--tags is required");
     return options;
 }
+
+namespace {
+
+void log_manifest(const std::string& message) { std::cerr << "culina-resolver resolve: release manifest: " << message << "\n"; }
+
+// The manifest at --manifest-url, checked to describe this project; with none (offline, a source
+// build, or a failed fetch) a manifest listing no wheels, so the policy still decides how to build.
+Manifest fetched_manifest(const SelectionOptions& options, const VariantRequest& request) {
+    Manifest none;
+    none.name = options.project_name;
+    none.version = options.project_version;
+    fetch::FetchOptions fetch_options;
+    fetch_options.settings = fetch::fetch_settings_from_environment();
+    fetch_options.log = [](const std::string& message) { log_manifest(message); };
+    const std::string& url = *options.manifest_url;
+    if (fetch_options.settings.offline || request.kind == VariantRequest::Kind::source) {
+        log_manifest(std::string("not fetched (") +
+                     (fetch_options.settings.offline ? "CULINA_OFFLINE=1" : "CULINA_VARIANT=source") +
+                     "): no prebuilt wheel can be chosen");
+        return none;
+    }
+    try {
+        Manifest manifest = parse_manifest(fetch::fetch_manifest_text(url, fetch_options));
+        if (normalize_distribution_name(manifest.name) != normalize_distribution_name(options.project_name) ||
+            manifest.version != options.project_version) {
+            log_manifest(url + " describes " + manifest.name + " " + manifest.version + ", not " +
+                         options.project_name + " " + options.project_version +
+                         ": ignoring it (check CULINA_RELEASE_URL); no prebuilt wheel can be chosen");
+            return none;
+        }
+        log_manifest(url + " (this sdist carries none)");
+        return manifest;
+    } catch (const fetch::FetchError& error) {
+        if (error.kind == fetch::FetchError::Kind::configuration) throw;
+        log_manifest("not available from " + url + " (" + error.what() + "): no prebuilt wheel can be chosen");
+    } catch (const ManifestError& error) {
+        log_manifest(url + " is not a usable manifest (" + error.what() + "): no prebuilt wheel can be chosen");
+    }
+    return none;
+}
+
+}  // namespace
 
 SelectionInput load_selection_input(const SelectionOptions& options) {
     SelectionInput input;
     input.request = parse_variant_request(get_env(kVariantVariable));
     input.default_archs = parse_arch_list(options.default_archs, "--default-archs");
-    input.manifest = load_manifest(options.manifest_path);
+    input.manifest = options.manifest_url ? fetched_manifest(options, input.request) : load_manifest(options.manifest_path);
     const std::optional<std::string> tags_text = read_text_file(options.tags_path);
     if (!tags_text) throw UsageError("tags file " + options.tags_path + " cannot be read (missing or unreadable)");
     input.supported_tags = parse_supported_tags(*tags_text, options.tags_path);
@@ -75,6 +130,8 @@ bool prepare_selection(const std::string& command, const Args& args, bool with_f
     } catch (const SettingError& error) {
         std::cerr << prefix << error.what() << "\n";
     } catch (const PolicyInputError& error) {
+        std::cerr << prefix << error.what() << "\n";
+    } catch (const fetch::FetchError& error) {
         std::cerr << prefix << error.what() << "\n";
     }
     return false;

@@ -22,6 +22,9 @@ struct SelectionOptions {
     bool json = false;
     bool help = false;
     // resolve only
+    std::optional<std::string> manifest_url;  // instead of --manifest: fetched, for an sdist that carries none
+    std::string project_name;                 // what a fetched manifest must describe (with --manifest-url)
+    std::string project_version;
     std::optional<std::string> base_url;
     std::optional<std::string> cache_dir;
     bool allow_http = false;
@@ -32,11 +35,13 @@ struct UsageError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-// Throws UsageError. `with_fetch` accepts --base-url, --cache-dir and --allow-http.
+// Throws UsageError. `with_fetch` accepts --base-url, --cache-dir, --allow-http and --manifest-url
+// (with --project and --project-version) in place of --manifest.
 SelectionOptions parse_selection_options(const Args& args, bool with_fetch);
 
 // Manifest, tags, CULINA_VARIANT, default archs and the probe. Throws UsageError, ManifestError,
-// SettingError or PolicyInputError, each naming the file or variable and the value.
+// SettingError, PolicyInputError or FetchError(configuration), each naming the file or variable
+// and the value. A manifest that cannot be fetched is logged and read as one listing no wheels.
 SelectionInput load_selection_input(const SelectionOptions& options);
 
 // Parses the command line and loads the inputs; on a problem prints it (with `usage` for a

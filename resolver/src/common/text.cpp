@@ -33,6 +33,23 @@ bool starts_with(const std::string& text, const std::string& prefix) {
     return text.compare(0, prefix.size(), prefix) == 0;
 }
 
+bool ends_with(const std::string& text, const std::string& suffix) {
+    return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string lowercase(std::string text) {
+    for (char& c : text) {
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    }
+    return text;
+}
+
+std::string join(const std::vector<std::string>& items, const std::string& separator) {
+    std::string joined;
+    for (size_t i = 0; i < items.size(); ++i) joined += (i == 0 ? "" : separator) + items[i];
+    return joined;
+}
+
 std::optional<int> parse_small_uint(const std::string& text) {
     if (text.empty() || text.size() > 9) return std::nullopt;
     int value = 0;

@@ -10,6 +10,9 @@ namespace culina {
 std::string trim(const std::string& text);
 std::vector<std::string> split(const std::string& text, char separator);
 bool starts_with(const std::string& text, const std::string& prefix);
+bool ends_with(const std::string& text, const std::string& suffix);
+std::string lowercase(std::string text);  // ASCII letters only
+std::string join(const std::vector<std::string>& items, const std::string& separator);
 // Digits only, at most 9 of them; nullopt otherwise (no sign, no spaces).
 std::optional<int> parse_small_uint(const std::string& text);
 // Whole file, or nullopt when it cannot be read.

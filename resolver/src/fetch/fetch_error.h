@@ -21,4 +21,8 @@ struct FetchError : std::runtime_error {
     Kind kind;
 };
 
+inline FetchError configuration_error(const std::string& message) {
+    return FetchError(FetchError::Kind::configuration, message);
+}
+
 }  // namespace culina::fetch

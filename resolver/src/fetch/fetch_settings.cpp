@@ -9,14 +9,12 @@
 namespace culina::fetch {
 namespace {
 
-FetchError config_error(const std::string& message) { return FetchError(FetchError::Kind::configuration, message); }
-
 bool non_empty(const std::optional<std::string>& value) { return value.has_value() && !value->empty(); }
 
 bool parse_offline(const std::optional<std::string>& value) {
     if (!value.has_value() || value->empty() || *value == "0") return false;
     if (*value == "1") return true;
-    throw config_error("CULINA_OFFLINE='" + *value + "' is not understood: use 1 (no network, cache only) or 0");
+    throw configuration_error("CULINA_OFFLINE='" + *value + "' is not understood: use 1 (no network, cache only) or 0");
 }
 
 // The first CA variable that is set wins; a set variable that names no readable file is an error,
@@ -27,7 +25,7 @@ void resolve_ca_bundle(const EnvLookup& env, FetchSettings& settings) {
         if (!non_empty(value)) continue;
         struct stat info {};
         if (::stat(value->c_str(), &info) != 0 || !S_ISREG(info.st_mode)) {
-            throw config_error(std::string(name) + "='" + *value +
+            throw configuration_error(std::string(name) + "='" + *value +
                                "' does not name a readable file: point it to a PEM file of trusted CA "
                                "certificates, or unset it to use the system CA store");
         }
@@ -49,7 +47,7 @@ int parse_count_setting(const char* name, const std::optional<std::string>& valu
     }
     const std::optional<int> parsed = parse_small_uint(*value);
     if (!parsed || *parsed < minimum || *parsed > maximum) {
-        throw config_error(std::string(name) + "='" + *value + "' is not understood: expected " + meaning +
+        throw configuration_error(std::string(name) + "='" + *value + "' is not understood: expected " + meaning +
                            ", a whole number from " + std::to_string(minimum) + " to " + std::to_string(maximum) +
                            " (default " + std::to_string(fallback) + ")");
     }
@@ -65,7 +63,7 @@ std::string resolve_cache_root(const EnvLookup& env) {
     } else if (const auto home = env("HOME"); non_empty(home)) {
         root = std::filesystem::path(*home) / ".cache" / "culina";
     } else {
-        throw config_error("no cache directory: CULINA_CACHE_DIR, XDG_CACHE_HOME and HOME are all unset; "
+        throw configuration_error("no cache directory: CULINA_CACHE_DIR, XDG_CACHE_HOME and HOME are all unset; "
                            "set CULINA_CACHE_DIR to a writable folder");
     }
     return std::filesystem::absolute(root).lexically_normal().string();

@@ -1,5 +1,7 @@
 #include "fetch/fetch_wheel.h"
 
+#include "common/text.h"
+
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -16,26 +18,19 @@
 namespace culina::fetch {
 namespace {
 
-FetchError config_error(const std::string& message) { return FetchError(FetchError::Kind::configuration, message); }
-
-std::string lowercase(std::string text) {
-    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
-    return text;
-}
-
 void validate(const WheelExpectation& expected) {
     const std::string& file = expected.file;
     const bool safe_name = !file.empty() && file.front() != '.' && file.find('/') == std::string::npos &&
-                           file.size() > 4 && file.compare(file.size() - 4, 4, ".whl") == 0;
+                           file.size() > 4 && ends_with(file, ".whl");
     if (!safe_name) {
-        throw config_error("wheel file name '" + file + "' is not usable: expected a plain name ending in .whl");
+        throw configuration_error("wheel file name '" + file + "' is not usable: expected a plain name ending in .whl");
     }
     const bool hex = expected.sha256.size() == 64 &&
                      std::all_of(expected.sha256.begin(), expected.sha256.end(), [](unsigned char c) { return std::isxdigit(c); });
-    if (!hex) throw config_error("sha256 '" + expected.sha256 + "' for " + file + " is not 64 hex digits: fix the manifest");
-    if (expected.size == 0) throw config_error("size 0 for " + file + ": fix the manifest");
+    if (!hex) throw configuration_error("sha256 '" + expected.sha256 + "' for " + file + " is not 64 hex digits: fix the manifest");
+    if (expected.size == 0) throw configuration_error("size 0 for " + file + ": fix the manifest");
     if (expected.project.empty() || expected.version.empty()) {
-        throw config_error("no project name or version to check " + file + " against: fix the manifest");
+        throw configuration_error("no project name or version to check " + file + " against: fix the manifest");
     }
 }
 

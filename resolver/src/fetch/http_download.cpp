@@ -220,11 +220,13 @@ public:
         std::mt19937 random(std::random_device{}());
         for (int attempt = 1;; ++attempt) {
             result.attempts = attempt;
-            if (part_.size() > request_.expected_size) {
+            if (request_.size_is_limit) {
+                part_.truncate();
+            } else if (part_.size() > request_.expected_size) {
                 say("the partial download holds more bytes than the asset's size: starting over");
                 part_.truncate();
             }
-            if (part_.size() == request_.expected_size) break;
+            if (!request_.size_is_limit && part_.size() == request_.expected_size) break;
             if (part_.size() > 0) {
                 say("resuming at byte " + std::to_string(part_.size()) + " of " +
                     std::to_string(request_.expected_size) + " with a Range request");
@@ -312,6 +314,10 @@ private:
     std::optional<AttemptFailure> judge(int code, long status, const std::string& url, Transfer& transfer,
                                         const char* error_buffer) {
         const std::string size = std::to_string(request_.expected_size);
+        if (transfer.oversize && request_.size_is_limit) {
+            return permanent(FetchError::Kind::verification,
+                             "the server sent more than " + size + " bytes for " + url + ", more than such a file may be");
+        }
         if (transfer.oversize) {
             return permanent(FetchError::Kind::verification,
                              "the server sent more than the manifest's size of " + size + " bytes for " + url +
@@ -334,7 +340,7 @@ private:
         }
         if (code != curl::OK) return curl_failure(code, url, error_buffer);
         if (status == 200 || status == 206) {
-            if (part_.size() == request_.expected_size) return std::nullopt;
+            if (request_.size_is_limit || part_.size() == request_.expected_size) return std::nullopt;
             return permanent(FetchError::Kind::verification,
                              "the response from " + url + " ended after " + std::to_string(part_.size()) +
                                  " bytes but the manifest's size is " + size +

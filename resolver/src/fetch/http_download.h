@@ -20,10 +20,13 @@ struct DownloadRequest {
     int retries = 3;
     std::string ca_bundle;         // empty: libcurl's default store
     std::string ca_bundle_source;  // variable that named it
+    // expected_size is only an upper bound (a release manifest, whose size nobody promised): the
+    // body may be any length up to it, and every attempt starts over instead of resuming.
+    bool size_is_limit = false;
 };
 
 struct DownloadResult {
-    std::string sha256;          // of the part file, which holds exactly expected_size bytes
+    std::string sha256;          // of the part file, which holds exactly expected_size bytes (at most, with size_is_limit)
     std::uint64_t received = 0;  // bytes transferred over the network by this call
     int attempts = 0;
 };

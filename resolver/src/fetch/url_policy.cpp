@@ -6,15 +6,6 @@
 #include "common/text.h"
 
 namespace culina::fetch {
-namespace {
-
-std::string lowercase(std::string text) {
-    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
-    return text;
-}
-
-}  // namespace
-
 std::optional<UrlParts> parse_url(const std::string& url) {
     const size_t scheme_end = url.find("://");
     if (scheme_end == std::string::npos || scheme_end == 0) return std::nullopt;

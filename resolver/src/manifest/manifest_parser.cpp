@@ -45,12 +45,6 @@ std::string describe(const json& value) {
     return text;
 }
 
-std::string join(const std::vector<std::string>& items, const std::string& separator) {
-    std::string joined;
-    for (const std::string& item : items) joined += (joined.empty() ? "" : separator) + item;
-    return joined;
-}
-
 // One JSON object and the path that names it in errors ("wheels[2]").
 class ObjectReader {
 public:

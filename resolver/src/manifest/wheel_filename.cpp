@@ -23,11 +23,6 @@ bool is_distribution_or_version(const std::string& part) {
     return true;
 }
 
-std::string lowercase(std::string text) {
-    for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return text;
-}
-
 }  // namespace
 
 std::string normalize_distribution_name(const std::string& name) {
@@ -76,7 +71,7 @@ std::optional<std::vector<std::string>> expand_compressed_tag(const std::string&
 
 std::optional<WheelFileName> parse_wheel_filename(const std::string& file) {
     const std::string suffix = ".whl";
-    if (file.size() <= suffix.size() || file.compare(file.size() - suffix.size(), suffix.size(), suffix) != 0) {
+    if (file.size() <= suffix.size() || !ends_with(file, suffix)) {
         return std::nullopt;
     }
     const std::vector<std::string> parts = split(file.substr(0, file.size() - suffix.size()), '-');

@@ -1,16 +1,12 @@
 #include <algorithm>
+
+#include "common/text.h"
 #include <sstream>
 
 #include "policy/decision.h"
 
 namespace culina {
 namespace {
-
-std::string join(const std::vector<std::string>& items, const std::string& separator) {
-    std::string joined;
-    for (const std::string& item : items) joined += (joined.empty() ? "" : separator) + item;
-    return joined;
-}
 
 const char* verdict_mark(const Candidate& candidate) {
     if (candidate.chosen) return "chosen  ";

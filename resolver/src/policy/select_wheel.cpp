@@ -2,6 +2,8 @@
 // first; the action is then chosen from the verdicts, so the record always shows why.
 #include "policy/select_wheel.h"
 
+#include "common/text.h"
+
 #include <algorithm>
 
 #include "manifest/cuda_arch.h"
@@ -23,12 +25,6 @@ enum class HostKind {
 
 // The newest CUDA 11, 12 and 13 toolkits this table knows; used to say which toolkit to install.
 const CudaVersion kToolkitsToSuggest[] = {{11, 8}, {12, 9}, {13, 0}};
-
-std::string join(const std::vector<std::string>& items, const std::string& separator) {
-    std::string joined;
-    for (const std::string& item : items) joined += (joined.empty() ? "" : separator) + item;
-    return joined;
-}
 
 // GPUs of one compute capability; a host of eight H200s is one group.
 struct GpuGroup {

@@ -15,11 +15,6 @@
 namespace culina {
 namespace {
 
-std::string lowercase(std::string text) {
-    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
-    return text;
-}
-
 bool path_exists(const char* path) { return access(path, F_OK) == 0; }
 
 std::optional<std::string> first_glob_match(const char* pattern) {

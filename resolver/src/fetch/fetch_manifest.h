@@ -1,0 +1,20 @@
+// The release manifest over the network, for an sdist that carries none (a development sdist):
+// the same transport as wheels (CA bundle, proxies, stall timeout, retries, redirect policy), a
+// size cap, and a private temporary file that nobody else can plant or read.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "fetch/fetch_wheel.h"
+
+namespace culina::fetch {
+
+// A release manifest lists a few dozen wheels in some tens of KiB; anything this large is not one.
+inline constexpr std::uint64_t kManifestSizeLimit = 16u << 20;
+
+// The body at `url`. Throws FetchError: configuration (URL refused), network, verification
+// (larger than kManifestSizeLimit), local (no temporary folder).
+std::string fetch_manifest_text(const std::string& url, const FetchOptions& options);
+
+}  // namespace culina::fetch
