@@ -1,17 +1,30 @@
-"""Builds the `culina-resolver` helper from the sources the sdist carries, once per machine.
+"""Finds or builds the `culina-resolver` helper for this install.
 
-The binary is cached under CULINA_CACHE_DIR (or $XDG_CACHE_HOME/culina, ~/.cache/culina) in a
-folder named by a hash of the sources, the compiler's identity and the flags, so a second
-install (another venv, another project checkout with the same sources) reuses it. It needs only
-a C++17 compiler and the nlohmann/json header: the system's, or the copy bundled into the sdist.
+In order (CULINA_HELPER picks which may serve):
+1. the prebuilt helper a release sdist carries for this platform (resolver/prebuilt/), used only
+   when its platform and C library fit, its sha256 is the one recorded beside it, the recorded
+   source hash is that of the sources this sdist carries, and it answers `version --json` with
+   that same hash: then no compiler is needed at all;
+2. a helper this user compiled earlier, from CULINA_CACHE_DIR/helper/<key> (the key hashes the
+   sources, the compiler's identity and the flags), used only from folders this user owns and
+   nobody else can write;
+3. compiling it now: a unity build in a few translation units (parsing nlohmann/json once per
+   unit dominates the cost), at -O1 but for SHA-256, which hashes whole wheels.
+
+CULINA_HELPER=auto (default) tries them in that order; `source` skips the prebuilt helper (for
+packagers who ship no binaries they did not build); `prebuilt` never compiles.
 """
 from __future__ import annotations
 
+import atexit
 import hashlib
+import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from pathlib import Path
@@ -19,15 +32,40 @@ from pathlib import Path
 RESOLVER_DIR = Path(__file__).resolve().parents[1]
 SOURCE_DIR = RESOLVER_DIR / "src"
 BUNDLED_INCLUDE = RESOLVER_DIR / "bundled"  # nlohmann/json.hpp, added to the sdist when it is built
+PREBUILT_DIR = RESOLVER_DIR / "prebuilt"    # helpers built by the release jobs, added to a release sdist
+PREBUILT_RECORD = "helpers.json"
+PREBUILT_SCHEMA_VERSION = 1
 HELPER_NAME = "culina-resolver"
+HELPER_SETTING = "CULINA_HELPER"
+HELPER_CHOICES = ("auto", "source", "prebuilt")
+HANDSHAKE_TIME_LIMIT_S = 10
+
+# Translation units of the unity build: one per group of folders, compiled in parallel. Folders
+# not named land in the last group. Each group parses nlohmann/json once; two groups of similar
+# cost keep both cores of a small machine busy.
+UNITY_GROUPS = (("cli", "manifest"), ("common", "fetch", "host", "policy", "probe"))
+# Compiled apart at -O2: hashing a several-hundred-MiB wheel is the one place where speed shows.
+OPTIMISED_SOURCES = ("common/sha256.cpp",)
+# Release helpers run on hosts with another libstdc++ or none; glibc stays dynamic, since dlopen
+# of libcuda, libcurl and zlib needs the system's own. Stripped: the sdist carries one per platform.
+PORTABLE_LINK_FLAGS = ["-static-libstdc++", "-static-libgcc", "-s"]
 
 
 class HelperBuildError(RuntimeError):
-    """The helper cannot be built here; the message names the compiler or header and the fix."""
+    """No helper can serve this install; the message names what is missing and the fix."""
 
 
 def say(message: str) -> None:
     print(f"[culina resolver] {message}", file=sys.stderr, flush=True)
+
+
+def helper_choice() -> str:
+    value = os.environ.get(HELPER_SETTING, "").strip().lower() or "auto"
+    if value not in HELPER_CHOICES:
+        raise HelperBuildError(f"{HELPER_SETTING}={os.environ[HELPER_SETTING]!r} is not understood: use auto "
+                               "(default: the sdist's prebuilt helper when it runs here, else compile), source "
+                               "(always compile) or prebuilt (never compile)")
+    return value
 
 
 def cache_root() -> Path:
@@ -38,12 +76,114 @@ def cache_root() -> Path:
     return Path.home() / ".cache" / "culina"
 
 
-def find_compiler() -> str:
+def platform_name() -> str:
+    """linux-x86_64, linux-aarch64: what a prebuilt helper is recorded for."""
+    return sysconfig.get_platform()
+
+
+def glibc_version() -> tuple[int, int] | None:
+    """This process's glibc, or None for another C library (musl)."""
+    try:
+        name, version = os.confstr("CS_GNU_LIBC_VERSION").split()
+        return (int(version.split(".")[0]), int(version.split(".")[1])) if name == "glibc" else None
+    except (ValueError, OSError, AttributeError, IndexError):
+        return None
+
+
+def source_hash() -> str:
+    """SHA-256 of the helper's sources: what a prebuilt helper must have been built from."""
+    digest = hashlib.sha256()
+    for path in sorted(SOURCE_DIR.rglob("*")):
+        if path.is_file():
+            digest.update(path.relative_to(SOURCE_DIR).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def private_problem(path: Path) -> str | None:
+    """Why `path` may not be trusted (owned by another user, writable by others), or None."""
+    try:
+        info = path.lstat()
+    except OSError as error:
+        return f"{path} cannot be read ({error.strerror})"
+    if stat.S_ISLNK(info.st_mode):
+        return f"{path} is a symbolic link"
+    if info.st_uid != os.getuid():
+        return f"{path} belongs to user id {info.st_uid}, not to this user ({os.getuid()})"
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"{path} is writable by other users (mode {stat.S_IMODE(info.st_mode):o})"
+    return None
+
+
+def handshake_problem(binary: Path, expected_hash: str) -> str | None:
+    """Runs `binary version --json`; None when it answers with `expected_hash`."""
+    try:
+        done = subprocess.run([str(binary), "version", "--json"], capture_output=True, text=True,
+                              timeout=HANDSHAKE_TIME_LIMIT_S)
+    except subprocess.TimeoutExpired:
+        return f"it did not answer its handshake within {HANDSHAKE_TIME_LIMIT_S} s"
+    except OSError as error:
+        return f"it cannot be started here ({error.strerror})"
+    if done.returncode != 0:
+        why = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        return f"its handshake failed ({why})"
+    try:
+        answered = json.loads(done.stdout)["source_hash"]
+    except (ValueError, KeyError, TypeError):
+        return f"its handshake answer is not understood: {done.stdout.strip()[:200]!r}"
+    if answered != expected_hash:
+        return f"it answers the handshake with sources {answered[:12] or 'unknown'}, not {expected_hash[:12]}"
+    return None
+
+
+def prebuilt_helper(sources: str) -> tuple[Path | None, str]:
+    """(the sdist's prebuilt helper for this host, what was checked) or (None, why it cannot serve)."""
+    record_path = PREBUILT_DIR / PREBUILT_RECORD
+    if not record_path.is_file():
+        return None, "this sdist carries no prebuilt helper (a source checkout or a development sdist)"
+    try:
+        record = json.loads(record_path.read_text())
+        entries = {entry["platform"]: entry for entry in record["helpers"]}
+        if record["schema_version"] != PREBUILT_SCHEMA_VERSION:
+            raise ValueError(f"schema_version {record['schema_version']}")
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        return None, f"its record {record_path} is not readable ({error})"
+    entry = entries.get(platform_name())
+    if entry is None:
+        return None, f"it carries helpers for {', '.join(sorted(entries)) or 'no platform'}, not {platform_name()}"
+    binary = PREBUILT_DIR / entry["file"]
+    if entry["source_hash"] != sources:
+        return None, f"{binary.name} was built from other sources than this sdist carries (a modified sdist)"
+    needed = tuple(int(part) for part in entry["glibc"].split("."))
+    have = glibc_version()
+    if have is None or have < needed:
+        found = f"glibc {have[0]}.{have[1]}" if have else "a C library other than glibc"
+        return None, f"{binary.name} needs glibc {entry['glibc']} or newer, this host has {found}"
+    problem = private_problem(binary)
+    if problem:
+        return None, problem
+    if file_sha256(binary) != entry["sha256"]:
+        return None, f"{binary} does not have the sha256 its record gives (corrupted or replaced)"
+    if not os.access(binary, os.X_OK):
+        binary.chmod(stat.S_IMODE(binary.stat().st_mode) | stat.S_IXUSR)
+    problem = handshake_problem(binary, sources)
+    if problem:
+        return None, f"{binary}: {problem}"
+    return binary, f"{binary} ({entry['platform']}, glibc {entry['glibc']}+; sha256 and handshake checked)"
+
+
+def find_compiler() -> str | None:
     for candidate in (os.environ.get("CXX"), "c++", "g++", "clang++"):
         if candidate and shutil.which(candidate):
             return shutil.which(candidate)
-    raise HelperBuildError("no C++ compiler found (CXX, c++, g++, clang++): install one "
-                           "(Debian/Ubuntu: apt-get install g++) to build culina's install helper")
+    return None
 
 
 def _has_header(compiler: str, header: str, include_dirs: list[str]) -> bool:
@@ -52,17 +192,19 @@ def _has_header(compiler: str, header: str, include_dirs: list[str]) -> bool:
     return probe.returncode == 0
 
 
-def _cpuinfo_flags(compiler: str) -> tuple[list[str], list[str]]:
-    """cpuinfo is optional: used when both its header and library are here."""
+def _cpuinfo_flags(compiler: str, portable: bool) -> tuple[list[str], list[str]]:
+    """cpuinfo is optional: used when both its header and library are here. A portable helper
+    takes it only as a static archive, since the hosts it runs on need not have the library."""
     if not _has_header(compiler, "cpuinfo.h", []):
         return [], []
-    link = subprocess.run([compiler, "-x", "c++", "-", "-lcpuinfo", "-o", os.devnull],
+    library = ["-Wl,-Bstatic", "-lcpuinfo", "-Wl,-Bdynamic"] if portable else ["-lcpuinfo"]
+    link = subprocess.run([compiler, "-x", "c++", "-", *library, "-o", os.devnull],
                           input="#include <cpuinfo.h>\nint main(){return cpuinfo_initialize()?0:1;}\n",
                           capture_output=True, text=True)
-    return (["-DCULINA_HAVE_CPUINFO=1"], ["-lcpuinfo"]) if link.returncode == 0 else ([], [])
+    return (["-DCULINA_HAVE_CPUINFO=1"], library) if link.returncode == 0 else ([], [])
 
 
-def build_settings(compiler: str) -> tuple[list[str], list[str]]:
+def build_settings(compiler: str, sources: str, portable: bool = False) -> tuple[list[str], list[str]]:
     """(compile flags, link flags) for this machine."""
     include_dirs = [str(SOURCE_DIR)]
     if BUNDLED_INCLUDE.is_dir():
@@ -70,66 +212,186 @@ def build_settings(compiler: str) -> tuple[list[str], list[str]]:
     if not _has_header(compiler, "nlohmann/json.hpp", include_dirs[1:]):
         raise HelperBuildError(f"nlohmann/json.hpp not found for {compiler}: install it (Debian/Ubuntu: "
                                "apt-get install nlohmann-json3-dev), or build from the released sdist, which bundles it")
-    cpuinfo_compile, cpuinfo_link = _cpuinfo_flags(compiler)
-    compile_flags = ["-std=c++17", "-O2", *[f"-I{d}" for d in include_dirs], *cpuinfo_compile]
-    return compile_flags, [*cpuinfo_link, "-ldl", "-lpthread"]
+    cpuinfo_compile, cpuinfo_link = _cpuinfo_flags(compiler, portable)
+    compile_flags = ["-std=c++17", *[f"-I{d}" for d in include_dirs], f'-DCULINA_HELPER_SOURCE_HASH="{sources}"',
+                     *cpuinfo_compile]
+    return compile_flags, [*cpuinfo_link, *(PORTABLE_LINK_FLAGS if portable else []), "-ldl", "-lpthread"]
 
 
-def sources() -> list[Path]:
-    return sorted(SOURCE_DIR.rglob("*.cpp"))
+def unity_units(work: Path) -> list[tuple[Path, str]]:
+    """(translation unit, optimisation level): one unit including each group's sources, and the
+    speed-critical sources on their own."""
+    groups: list[list[str]] = [[] for _ in UNITY_GROUPS]
+    for path in sorted(SOURCE_DIR.rglob("*.cpp")):
+        relative = path.relative_to(SOURCE_DIR).as_posix()
+        if relative in OPTIMISED_SOURCES:
+            continue
+        index = next((i for i, folders in enumerate(UNITY_GROUPS) if relative.split("/")[0] in folders), -1)
+        groups[index].append(relative)
+    units = []
+    for number, members in enumerate(groups):
+        unit = work / f"unity-{number}.cpp"
+        unit.write_text("".join(f'#include "{member}"\n' for member in members))
+        units.append((unit, "-O1"))
+    return [*units, *((SOURCE_DIR / source, "-O2") for source in OPTIMISED_SOURCES)]
 
 
-def cache_key(compiler: str) -> str:
+def compile_helper(compiler: str, target: Path, sources: str, portable: bool = False) -> None:
+    """Builds the helper into `target` (atomically: a concurrent reader sees none or all of it)."""
+    import concurrent.futures  # only for a build: the prebuilt and cached paths skip its import time
+
+    compile_flags, link_flags = build_settings(compiler, sources, portable)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as tmp:
+        work = Path(tmp)
+        units = unity_units(work)
+
+        def compile_unit(numbered):
+            number, (unit, level) = numbered
+            obj = work / f"{number}.o"
+            done = subprocess.run([compiler, *compile_flags, level, "-c", str(unit), "-o", str(obj)],
+                                  capture_output=True, text=True)
+            return unit, obj, done
+
+        objects = []
+        with concurrent.futures.ThreadPoolExecutor(max(1, min(len(units), os.cpu_count() or 1))) as pool:
+            for unit, obj, done in pool.map(compile_unit, enumerate(units)):
+                if done.returncode != 0:
+                    raise HelperBuildError(f"compiling {unit.name} of {HELPER_NAME} with {compiler} failed:\n"
+                                           f"{done.stderr[-4000:]}")
+                objects.append(obj)
+        staged = work / HELPER_NAME
+        link = subprocess.run([compiler, *map(str, objects), *link_flags, "-o", str(staged)],
+                              capture_output=True, text=True)
+        if link.returncode != 0:
+            raise HelperBuildError(f"linking {HELPER_NAME} with {compiler} failed:\n{link.stderr[-4000:]}")
+        os.replace(staged, target)
+
+
+def cache_key(compiler: str, sources: str) -> str:
     """Sources and compiler identity. Optional extras found at build time (cpuinfo) are not part
     of it: a helper built without them stays valid, so a warm install probes nothing."""
     digest = hashlib.sha256()
     identity = subprocess.run([compiler, "--version"], capture_output=True, text=True).stdout
-    for part in (compiler, identity, str(BUNDLED_INCLUDE.is_dir())):
+    for part in (compiler, identity, str(BUNDLED_INCLUDE.is_dir()), sources, repr(UNITY_GROUPS)):
         digest.update(part.encode() + b"\0")
-    for path in sorted(SOURCE_DIR.rglob("*")):
-        if path.is_file():
-            digest.update(path.relative_to(SOURCE_DIR).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:20]
 
 
-def helper_binary() -> Path:
-    """The helper for these sources: from the cache, or built now (and cached)."""
+def private_folder(folder: Path) -> str | None:
+    """Creates `folder` (and parents) for this user alone; why it cannot be trusted, or None."""
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as error:
+        return f"{folder} cannot be created ({error.strerror})"
+    return private_problem(folder)
+
+
+def _uncached_folder() -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="culina-helper-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
+def compiled_helper(sources: str, why_not_prebuilt: str) -> Path:
+    """The helper this user compiled for these sources, from the cache or built now."""
     compiler = find_compiler()
-    target = cache_root() / "helper" / cache_key(compiler) / HELPER_NAME
-    if target.is_file() and os.access(target, os.X_OK):
-        say(f"helper from the cache: {target}")
-        return target
-    compile_flags, link_flags = build_settings(compiler)
-    say(f"building the helper with {compiler} ({len(sources())} files) -> {target}")
+    if compiler is None:
+        raise HelperBuildError(
+            f"no C++ compiler found (CXX, c++, g++, clang++) to build culina's install helper, and the prebuilt "
+            f"helper cannot serve: {why_not_prebuilt}. Fix: install a compiler (Debian/Ubuntu: apt-get install "
+            "g++), or install from a release sdist (pip install culina), which carries a prebuilt helper for "
+            "linux-x86_64 and linux-aarch64")
+    folder = cache_root() / "helper" / cache_key(compiler, sources)
+    target = folder / HELPER_NAME
+    problem = private_folder(cache_root()) or private_folder(cache_root() / "helper") or private_folder(folder)
+    if problem is None and target.exists():
+        problem = private_problem(target)
+        if problem is None:
+            say(f"helper from the cache: {target}")
+            return target
+    if problem:
+        say(f"WARNING: not using the helper cache: {problem}. Building a private copy for this install "
+            "(set CULINA_CACHE_DIR to a folder only you can write)")
+        target = _uncached_folder() / HELPER_NAME
+    say(f"building the helper with {compiler} ({len(UNITY_GROUPS) + len(OPTIMISED_SOURCES)} units) -> {target}")
     started = time.monotonic()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent) as work:
-        objects = _compile_all(compiler, compile_flags, Path(work))
-        staged = Path(work) / HELPER_NAME
-        link = subprocess.run([compiler, *map(str, objects), *link_flags, "-o", str(staged)],
-                              capture_output=True, text=True)
-        if link.returncode != 0:
-            raise HelperBuildError(f"linking {HELPER_NAME} failed:\n{link.stderr}")
-        os.replace(staged, target)  # atomic: a concurrent install sees the old state or the whole binary
+    compile_helper(compiler, target, sources)
     say(f"helper built in {time.monotonic() - started:.1f} s")
     return target
 
 
-def _compile_all(compiler: str, flags: list[str], work: Path) -> list[Path]:
-    import concurrent.futures  # only for a cold build: a cache hit skips its import time
+def helper_binary() -> Path:
+    """The helper for these sources, as CULINA_HELPER allows; logs which one and why."""
+    choice = helper_choice()
+    sources = source_hash()
+    if choice == "source":
+        return compiled_helper(sources, f"{HELPER_SETTING}=source asks to compile it")
+    binary, checked = prebuilt_helper(sources)
+    if binary is not None:
+        say(f"prebuilt helper from the sdist: {checked}")
+        return binary
+    if choice == "prebuilt":
+        raise HelperBuildError(f"{HELPER_SETTING}=prebuilt, but the sdist's prebuilt helper cannot serve: {checked}. "
+                               f"Fix: unset {HELPER_SETTING} (or set it to source) to compile the helper here")
+    say(f"prebuilt helper not used: {checked}")
+    return compiled_helper(sources, checked)
 
-    files = sources()
 
-    def compile_one(index_and_source):
-        index, source = index_and_source
-        obj = work / f"{index:03d}.o"
-        done = subprocess.run([compiler, *flags, "-c", str(source), "-o", str(obj)], capture_output=True, text=True)
-        return source, obj, done
+def build_prebuilt(folder: Path) -> Path:
+    """The release's helper for this platform: compiled portable (static libstdc++) into
+    folder/<platform>/, recorded in folder/helpers.json with its sha256, the source hash and the
+    glibc it was linked against. Returns the binary, after checking it answers its handshake."""
+    compiler = find_compiler()
+    if compiler is None:
+        raise HelperBuildError("no C++ compiler found (CXX, c++, g++, clang++) to build the release's prebuilt helper")
+    libc = glibc_version()
+    if libc is None:
+        raise HelperBuildError("the release's prebuilt helper must be built against glibc (a manylinux container)")
+    sources = source_hash()
+    platform = platform_name()
+    binary = folder / platform / HELPER_NAME
+    started = time.monotonic()
+    compile_helper(compiler, binary, sources, portable=True)
+    problem = handshake_problem(binary, sources)
+    if problem:
+        raise HelperBuildError(f"the prebuilt helper {binary} just built fails its handshake: {problem}")
+    entry = {"platform": platform, "file": f"{platform}/{HELPER_NAME}", "sha256": file_sha256(binary),
+             "source_hash": sources, "glibc": f"{libc[0]}.{libc[1]}",
+             "compiler": subprocess.run([compiler, "--version"], capture_output=True, text=True).stdout.splitlines()[0]}
+    write_prebuilt_record(folder, [entry])
+    say(f"prebuilt helper for {platform} (glibc {entry['glibc']}+) built in {time.monotonic() - started:.1f} s: {binary}")
+    return binary
 
-    objects = []
-    with concurrent.futures.ThreadPoolExecutor(max(1, os.cpu_count() or 1)) as pool:
-        for source, obj, done in pool.map(compile_one, enumerate(files)):
-            if done.returncode != 0:
-                raise HelperBuildError(f"compiling {source.relative_to(RESOLVER_DIR)} failed:\n{done.stderr}")
-            objects.append(obj)
-    return objects
+
+def write_prebuilt_record(folder: Path, entries: list[dict]) -> None:
+    record = {"schema_version": PREBUILT_SCHEMA_VERSION, "helpers": sorted(entries, key=lambda e: e["platform"])}
+    (folder / PREBUILT_RECORD).write_text(json.dumps(record, indent=2) + "\n")
+
+
+def merge_prebuilt(folders: list[Path], target: Path) -> list[str]:
+    """Gathers the helpers of several release jobs into `target` (one per platform, each checked
+    against its job's record and the sources here). Returns the platforms."""
+    sources = source_hash()
+    entries: dict[str, dict] = {}
+    for folder in folders:
+        record_path = folder / PREBUILT_RECORD
+        try:
+            record = json.loads(record_path.read_text())
+        except (OSError, ValueError) as error:
+            raise HelperBuildError(f"{record_path} cannot be read ({error}): download each job's whole artifact")
+        for entry in record["helpers"]:
+            binary = folder / entry["file"]
+            if entry["source_hash"] != sources:
+                raise HelperBuildError(f"{binary} was built from other helper sources than this checkout's: "
+                                       "rebuild the release from one commit")
+            if not binary.is_file() or file_sha256(binary) != entry["sha256"]:
+                raise HelperBuildError(f"{binary} is missing or differs from {record_path}: the artifact was "
+                                       "altered or mixed up between jobs; rebuild it")
+            if entry["platform"] in entries:
+                continue  # every job of one platform builds it; one serves
+            (target / entry["platform"]).mkdir(parents=True, exist_ok=True)
+            shutil.copy2(binary, target / entry["file"])
+            entries[entry["platform"]] = entry
+    write_prebuilt_record(target, list(entries.values()))
+    return sorted(entries)

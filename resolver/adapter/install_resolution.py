@@ -1,8 +1,8 @@
 """Asks the helper what this install should be: a verified prebuilt wheel, a local build (and
 for which architectures), a CPU-only build, or an error that says what is missing.
 
-Inputs: the release manifest (inside the sdist when it came from a release; otherwise fetched
-from the release URL, and with none at all an empty one, so the helper still decides how to
+Inputs: the release manifest (inside the sdist when it came from a release; otherwise the
+helper fetches it from the release URL, and with none at all decides from an empty one how to
 build), this interpreter's wheel tags (packaging.tags, best first), and [tool.culina] from
 pyproject.toml. The helper's log streams to stderr, which `pip install -v` shows.
 """
@@ -81,28 +81,16 @@ def interpreter_tags() -> list[str]:
     return [str(tag) for tag in tags.sys_tags()]
 
 
-def _manifest(config: ProjectConfig, work: Path) -> tuple[Path, bool]:
-    """(manifest path, whether it is the sdist's own, i.e. trusted for its hashes)."""
+def _manifest_arguments(config: ProjectConfig) -> list[str]:
+    """The sdist's own manifest (trusted for its hashes, so plain http may carry the wheels), or
+    the release URL's, which the helper fetches itself (its libcurl path: CA bundle, proxies,
+    timeouts, size cap), skips offline and for source builds, and treats as empty on failure."""
     embedded = PROJECT_ROOT / MANIFEST_NAME
     if embedded.is_file():
         say(f"release manifest: {embedded} (inside the sdist)")
-        return embedded, True
-    fetched = work / MANIFEST_NAME
-    url = f"{config.release_url}/{MANIFEST_NAME}"
-    offline = os.environ.get("CULINA_OFFLINE") == "1"
-    variant = os.environ.get("CULINA_VARIANT", "").strip().lower()
-    if not offline and variant != "source":
-        import urllib.request  # only here: a hook that never fetches a manifest skips its import time
-
-        try:
-            with urllib.request.urlopen(url, timeout=float(os.environ.get("CULINA_TIMEOUT") or 30)) as response:
-                fetched.write_bytes(response.read())
-            say(f"release manifest: {url} (this sdist carries none)")
-            return fetched, False
-        except (OSError, ValueError) as error:  # URLError is an OSError
-            say(f"release manifest not available from {url} ({error}): no prebuilt wheel can be chosen")
-    fetched.write_text(json.dumps({"schema_version": 1, "name": config.name, "version": config.version, "wheels": []}))
-    return fetched, False
+        return ["--manifest", str(embedded), "--allow-http"]
+    return ["--manifest-url", f"{config.release_url}/{MANIFEST_NAME}", "--project", config.name,
+            "--project-version", config.version]
 
 
 def _run_helper(command: list[str]) -> tuple[int, str, str]:
@@ -140,15 +128,12 @@ def resolve_install(config: ProjectConfig | None = None) -> Resolution:
     try:
         helper = helper_binary()
     except HelperBuildError as error:
-        raise ResolutionError(f"culina's install helper cannot be built: {error}") from error
+        raise ResolutionError(f"culina's install helper cannot run here: {error}") from error
     with tempfile.TemporaryDirectory(prefix="culina-resolve-") as work:
-        manifest, trusted = _manifest(config, Path(work))
         tags_file = Path(work) / "tags.txt"
         tags_file.write_text("\n".join(interpreter_tags()) + "\n")
-        command = [str(helper), "resolve", "--manifest", str(manifest), "--tags", str(tags_file),
+        command = [str(helper), "resolve", *_manifest_arguments(config), "--tags", str(tags_file),
                    "--base-url", config.release_url, "--default-archs", config.release_archs, "--json"]
-        if trusted:
-            command.append("--allow-http")  # the hashes came with the sdist, so the transport need not vouch
         code, stdout, log = _run_helper(command)
     if code == EXIT_BAD_INPUT or not stdout.strip():
         last = log.strip().splitlines()[-1] if log.strip() else f"exit status {code}"

@@ -1,13 +1,14 @@
 """Builds culina's release assets into one folder: a fat wheel per (Python, CUDA toolkit), each
 checked for the architectures it must carry, repaired by auditwheel and named with its variant
-label; then release-manifest.json (written by culina-resolver's own manifest writer) and the
-sdist with that manifest inside. `make release` and .github/workflows/release.yml call this.
+label; the prebuilt install helper for this platform (helper/, static libstdc++); then
+release-manifest.json (written by that helper's manifest writer) and the sdist with the manifest
+and the prebuilt helpers inside. `make release` and .github/workflows/release.yml call this.
 
 Usage: python tools/release/build_release.py --out DIR [--archs LIST] [--python PY ...]
                                              [--cuda-home DIR ...] [--no-auditwheel]
        python tools/release/build_release.py --out DIR --merge JOB_DIR/release-manifest.json ...
            (the workflow's last job: gathers the wheels the matrix jobs built, each listed in its
-           job's manifest, into one manifest and the sdist)
+           job's manifest, and the prebuilt helpers in helper/ beside it, into one manifest and the sdist)
 """
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ from project_config import ProjectConfig  # noqa: E402
 import wheel_label  # noqa: E402
 
 MANIFEST = "release-manifest.json"
+HELPERS = "helper"  # the prebuilt helpers and their record, in the output folder and each job's artifact
 # What the sdist needs from the tree is what MANIFEST.in grafts; everything else stays out of the
 # staged copy, so it is cheap and carries no build products.
 STAGE_IGNORE = shutil.ignore_patterns(".git", ".venv", "build", "dist", "tests", ".github", "benchmarks", "tools",
@@ -163,8 +165,7 @@ def repair(wheel: Path, work: Path) -> Path:
     return repaired[0]
 
 
-def write_manifest(out: Path, entries: list[Entry]) -> Path:
-    helper = helper_build.helper_binary()
+def write_manifest(out: Path, entries: list[Entry], helper: Path) -> Path:
     name, version = project_version()
     manifest = out / MANIFEST
     manifest.unlink(missing_ok=True)
@@ -188,13 +189,14 @@ def write_manifest(out: Path, entries: list[Entry]) -> Path:
 
 
 def build_sdist(out: Path, manifest: Path, work: Path) -> Path:
-    """The sdist with the manifest inside. It is built from a staged copy of the tree: a
-    release-manifest.json in the working tree would change what `pip install .` does for anyone
-    building there meanwhile, so the real tree never holds one."""
+    """The sdist with the manifest and the prebuilt helpers inside. It is built from a staged copy
+    of the tree: a release-manifest.json in the working tree would change what `pip install .`
+    does for anyone building there meanwhile, so the real tree never holds one."""
     stage = work / "sdist-tree"
     shutil.rmtree(stage, ignore_errors=True)
     shutil.copytree(ROOT, stage, ignore=STAGE_IGNORE)
     shutil.copy2(manifest, stage / MANIFEST)
+    shutil.copytree(out / HELPERS, stage / helper_build.PREBUILT_DIR.relative_to(ROOT))
     name, version = project_version()
     target = out / f"{name}-{version}.tar.gz"
     target.unlink(missing_ok=True)
@@ -203,7 +205,7 @@ def build_sdist(out: Path, manifest: Path, work: Path) -> Path:
     if proc.returncode != 0 or not target.is_file():
         raise ReleaseError(f"building the sdist in {stage} failed (exit {proc.returncode}):\n"
                            f"{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
-    say(f"sdist {target.name} with {MANIFEST} inside")
+    say(f"sdist {target.name} with {MANIFEST} and the prebuilt helpers inside")
     return target
 
 
@@ -264,12 +266,14 @@ def built_entries(args, out: Path, work: Path) -> list[Entry]:
     return entries
 
 
-def report(entries: list[Entry], sdist: Path) -> None:
+def report(entries: list[Entry], sdist: Path, out: Path) -> None:
     say("release assets:")
     for wheel, cuda, sass, ptx in entries:
         print(f"  {wheel.stat().st_size / 2**20:8.2f} MiB  {wheel.name}  CUDA {cuda}  SASS {','.join(sass)}"
               f"  PTX {','.join(ptx) or '-'}")
-    print(f"  {sdist.stat().st_size / 2**20:8.2f} MiB  {sdist.name}  (sdist, {MANIFEST} inside)")
+    for helper in sorted((out / HELPERS).glob(f"*/{helper_build.HELPER_NAME}")):
+        print(f"  {helper.stat().st_size / 2**20:8.2f} MiB  {helper.relative_to(out)}  (prebuilt helper, in the sdist)")
+    print(f"  {sdist.stat().st_size / 2**20:8.2f} MiB  {sdist.name}  (sdist, {MANIFEST} and helpers inside)")
 
 
 def main() -> int:
@@ -300,16 +304,24 @@ def main() -> int:
             say(f"removing {len(stale)} asset(s) of an earlier run from {out}: {[p.name for p in stale]}")
             for path in stale:
                 path.unlink()
+        shutil.rmtree(out / HELPERS, ignore_errors=True)
         with tempfile.TemporaryDirectory(prefix="culina-release-") as tmp:
             work = Path(tmp)
-            entries = merged_entries(args.merge, out) if args.merge else built_entries(args, out, work)
-            manifest = write_manifest(out, entries)
+            if args.merge:
+                entries = merged_entries(args.merge, out)
+                platforms = helper_build.merge_prebuilt([m.parent / HELPERS for m in args.merge], out / HELPERS)
+                say(f"prebuilt helpers gathered for {', '.join(platforms)}")
+                helper = helper_build.helper_binary()
+            else:
+                helper = helper_build.build_prebuilt(out / HELPERS)
+                entries = built_entries(args, out, work)
+            manifest = write_manifest(out, entries, helper)
             sdist = build_sdist(out, manifest, work)
     except (ReleaseError, binary_archs.ArchError, adapter.BuildError, helper_build.HelperBuildError,
             ValueError) as error:  # ValueError: wheel_label cannot name a wheel
         print(f"build_release: {error}", file=sys.stderr)
         return 1
-    report(entries, sdist)
+    report(entries, sdist, out)
     say(f"done in {time.monotonic() - started:.0f} s: {out}")
     return 0
 
