@@ -90,12 +90,12 @@ def glibc_version() -> tuple[int, int] | None:
         return None
 
 
-def source_hash() -> str:
+def source_hash(source_dir: Path = SOURCE_DIR) -> str:
     """SHA-256 of the helper's sources: what a prebuilt helper must have been built from."""
     digest = hashlib.sha256()
-    for path in sorted(SOURCE_DIR.rglob("*")):
+    for path in sorted(source_dir.rglob("*")):
         if path.is_file():
-            digest.update(path.relative_to(SOURCE_DIR).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+            digest.update(path.relative_to(source_dir).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 

@@ -107,15 +107,15 @@ def index(release, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def warm_helper_cache(release, tmp_path_factory) -> Path:
-    """A cache holding the helper built from the sdist's sources, so each scenario starts with
-    the helper warm (scenario 9 and the benchmark measure the cold and warm paths on purpose)."""
+    """A cache holding the helper compiled from the sdist's sources, for the scenarios that compile
+    it (CULINA_HELPER=source, source checkouts); a release sdist's installs use its prebuilt one."""
     cache = tmp_path_factory.mktemp("helper-cache")
     unpacked = tmp_path_factory.mktemp("sdist")
     with tarfile.open(release.sdist) as sdist:
         sdist.extractall(unpacked)
     adapter = next(unpacked.glob("culina-*")) / "resolver" / "adapter"
     subprocess.run([sys.executable, "-c", "import helper_build; helper_build.helper_binary()"], cwd=adapter,
-                   env={**os.environ, "CULINA_CACHE_DIR": str(cache), "PYTHONPATH": str(adapter)},
+                   env={**os.environ, "CULINA_CACHE_DIR": str(cache), "PYTHONPATH": str(adapter), "CULINA_HELPER": "source"},
                    check=True, capture_output=True, timeout=900)
     return cache
 

@@ -197,6 +197,12 @@ def build_sdist(out: Path, manifest: Path, work: Path) -> Path:
     shutil.copytree(ROOT, stage, ignore=STAGE_IGNORE)
     shutil.copy2(manifest, stage / MANIFEST)
     shutil.copytree(out / HELPERS, stage / helper_build.PREBUILT_DIR.relative_to(ROOT))
+    staged_sources = helper_build.source_hash(stage / helper_build.SOURCE_DIR.relative_to(ROOT))
+    for entry in json.loads((out / HELPERS / helper_build.PREBUILT_RECORD).read_text())["helpers"]:
+        if entry["source_hash"] != staged_sources:
+            raise ReleaseError(f"the prebuilt helper for {entry['platform']} was built from other sources than the "
+                               f"sdist carries ({entry['source_hash'][:12]} vs {staged_sources[:12]}): resolver/src "
+                               "changed during the release build; build the release again from a clean checkout")
     name, version = project_version()
     target = out / f"{name}-{version}.tar.gz"
     target.unlink(missing_ok=True)

@@ -1,0 +1,163 @@
+"""Which install helper serves (resolver/adapter/helper_build.py): the sdist's prebuilt one when
+it fits and proves itself, else the user's own cache, else a compile; CULINA_HELPER narrows that.
+
+Each test lays out an sdist-like tree (resolver/adapter, resolver/src and, where wanted,
+resolver/prebuilt) and asks for the helper in a fresh interpreter with a PATH that holds no
+compiler unless the test gives it one (the cache is keyed by the compiler's identity, so finding
+a cached helper needs one too). The prebuilt "helper" is a script that answers the
+handshake as the real one does; the real prebuilt is checked in tests/install."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+HELPER = "culina-resolver"
+
+
+def make_tree(root: Path) -> Path:
+    for part in ("adapter", "src"):
+        shutil.copytree(REPO / "resolver" / part, root / "resolver" / part,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    return root
+
+
+def source_hash(tree: Path) -> str:
+    return ask(tree, "import helper_build; print(helper_build.source_hash())").stdout.strip()
+
+
+def add_prebuilt(tree: Path, answer_hash: str | None = None, platform: str | None = None,
+                 recorded_hash: str | None = None, corrupt: bool = False, exit_status: int = 0) -> Path:
+    """A prebuilt helper and its record. By default everything fits this host and these sources."""
+    sources = source_hash(tree)
+    platform = platform or sysconfig.get_platform()
+    folder = tree / "resolver" / "prebuilt"
+    binary = folder / platform / HELPER
+    binary.parent.mkdir(parents=True)
+    answer = json.dumps({"source_hash": answer_hash or sources, "compiler": "test", "cpuinfo": False})
+    binary.write_text(f"#!/bin/sh\necho '{answer}'\nexit {exit_status}\n")
+    binary.chmod(0o755)
+    digest = hashlib.sha256(binary.read_bytes()).hexdigest()
+    if corrupt:
+        binary.write_text(binary.read_text() + "# changed after the release\n")
+    entry = {"platform": platform, "file": f"{platform}/{HELPER}", "sha256": digest,
+             "source_hash": recorded_hash or sources, "glibc": "2.17", "compiler": "test"}
+    (folder / "helpers.json").write_text(json.dumps({"schema_version": 1, "helpers": [entry]}))
+    return binary
+
+
+def ask(tree: Path, code: str, cache: Path | None = None, compiler: bool = False, **env: str):
+    """Runs `code` with the tree's adapter importable; PATH holds a compiler only when asked."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("CULINA_") and k != "CXX"}
+    clean["PATH"] = os.environ["PATH"] if compiler else str(tree / "empty-bin")
+    (tree / "empty-bin").mkdir(exist_ok=True)
+    clean["CULINA_CACHE_DIR"] = str(cache or tree / "cache")
+    clean.update(env)
+    return subprocess.run([sys.executable, "-c", code], cwd=tree / "resolver" / "adapter", env=clean,
+                          capture_output=True, text=True, timeout=300)
+
+
+def helper_for(tree: Path, **kwargs):
+    return ask(tree, "import helper_build; print(helper_build.helper_binary())", **kwargs)
+
+
+@pytest.fixture(scope="session")
+def warm_cache(tmp_path_factory) -> Path:
+    """A helper compiled from these sources once for the session: the compile path's cache."""
+    tree = make_tree(tmp_path_factory.mktemp("warm"))
+    cache = tmp_path_factory.mktemp("helper-cache")
+    done = helper_for(tree, cache=cache, compiler=True, CULINA_HELPER="source")
+    assert done.returncode == 0, done.stderr
+    assert "helper built in" in done.stderr
+    return cache
+
+
+@pytest.fixture
+def tree(tmp_path) -> Path:
+    return make_tree(tmp_path / "sdist")
+
+
+@pytest.fixture
+def cache(tmp_path, warm_cache) -> Path:
+    copy = tmp_path / "cache"
+    shutil.copytree(warm_cache, copy, symlinks=True)
+    return copy
+
+
+def test_a_fitting_prebuilt_helper_serves_without_any_compiler(tree):
+    binary = add_prebuilt(tree)
+    done = helper_for(tree)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(binary)
+    assert "prebuilt helper from the sdist" in done.stderr and "sha256 and handshake checked" in done.stderr
+    assert not (tree / "cache" / "helper").exists()
+
+
+@pytest.mark.parametrize("defect, why", [
+    ({"platform": "linux-riscv64"}, f"carries helpers for linux-riscv64, not {sysconfig.get_platform()}"),
+    ({"corrupt": True}, "does not have the sha256 its record gives"),
+    ({"recorded_hash": "0" * 64}, "built from other sources than this sdist carries"),
+    ({"answer_hash": "f" * 64}, "answers the handshake with sources ffffffffffff"),
+    ({"exit_status": 1}, "its handshake failed"),
+])
+def test_a_prebuilt_helper_that_cannot_serve_is_passed_over_for_the_cache(tree, cache, defect, why):
+    add_prebuilt(tree, **defect)
+    done = helper_for(tree, cache=cache, compiler=True)
+    assert done.returncode == 0, done.stderr
+    assert "prebuilt helper not used: " in done.stderr and why in done.stderr
+    assert "helper from the cache" in done.stderr
+    assert Path(done.stdout.strip()).parent.parent == cache / "helper"
+
+
+def test_no_compiler_and_no_usable_prebuilt_names_both_and_the_fix(tree):
+    add_prebuilt(tree, corrupt=True)
+    done = helper_for(tree)
+    assert done.returncode != 0
+    assert "no C++ compiler found" in done.stderr
+    assert "does not have the sha256 its record gives" in done.stderr
+    assert "apt-get install g++" in done.stderr
+
+
+def test_source_choice_compiles_even_beside_a_fitting_prebuilt(tree, cache):
+    add_prebuilt(tree)
+    done = helper_for(tree, cache=cache, compiler=True, CULINA_HELPER="source")
+    assert done.returncode == 0, done.stderr
+    assert "helper from the cache" in done.stderr
+    assert "prebuilt helper from the sdist" not in done.stderr
+
+
+def test_prebuilt_choice_never_compiles(tree, cache):
+    done = helper_for(tree, cache=cache, compiler=True, CULINA_HELPER="prebuilt")
+    assert done.returncode != 0
+    assert "CULINA_HELPER=prebuilt" in done.stderr and "carries no prebuilt helper" in done.stderr
+    assert "helper from the cache" not in done.stderr
+
+
+def test_a_malformed_choice_is_refused_naming_the_variable(tree):
+    done = helper_for(tree, CULINA_HELPER="sometimes")
+    assert done.returncode != 0
+    assert "CULINA_HELPER='sometimes' is not understood" in done.stderr and "auto" in done.stderr
+
+
+def test_a_cache_others_can_write_is_not_used(tree, cache):
+    """A planted helper in a cache folder someone else can write must never run: the helper is
+    built privately for this install instead."""
+    (key,) = (cache / "helper").iterdir()
+    planted = key / HELPER
+    planted.write_text("#!/bin/sh\necho planted >&2\nexit 7\n")
+    (cache / "helper").chmod(0o777)
+    done = helper_for(tree, cache=cache, compiler=True)
+    assert done.returncode == 0, done.stderr
+    assert "WARNING: not using the helper cache" in done.stderr and "writable by other users" in done.stderr
+    built = Path(done.stdout.strip())
+    assert cache not in built.parents
+    assert "planted" not in done.stderr
