@@ -182,3 +182,20 @@ def test_source_never_downloads(run, release):
     assert done.returncode == 0, done.stderr
     assert decision["action"] == "build_local"
     assert release.server.requests == []
+
+
+def test_on_an_interpreter_without_wheels_hints_suggest_a_local_build(run, release):
+    # The issue this guards: on Python 3.13 the hint said CULINA_VARIANT=cu130, which then failed
+    # with "no cu130 wheel fits this interpreter".
+    release.tags.write_text("cp313-cp313-manylinux_2_28_x86_64\n")
+    done, decision = run(sm="", cuda="")
+    assert done.returncode == 0, done.stderr
+    assert decision["action"] == "build_local"
+    hint = decision["override_hint"]
+    assert "CULINA_VARIANT to source to build locally (no wheel of culina 0.1.0 is built for this interpreter" in hint
+    assert not any(label in hint for label in ("cu130", "cu129", "null"))
+
+    done, decision = run(CULINA_VARIANT="cu118")
+    assert decision["action"] == "error"
+    assert decision["reason"].endswith("Set CULINA_VARIANT to auto or to source to build locally (no wheel of culina "
+                                       "0.1.0 is built for this interpreter and platform)")

@@ -169,6 +169,11 @@ const PolicyCase kCases[] = {
      {"assumed a CPU-only host"}, {}},
     {"no_gpu_with_driver_takes_newest_runnable", {}, "12.8", "", {cu130(), cu129(), cpu()}, "auto", Action::install_wheel, "cu129",
      {"assumed its GPUs will be visible at run time"}, {}},
+    {"no_gpu_hint_names_only_variants_with_a_wheel_for_this_interpreter", {}, "", "13.0", {cu130(), cu129(kTag311), cpu()}, "auto",
+     Action::install_wheel, "cu130", {"CULINA_VARIANT to one of cu130, null, or source"}, {}},
+    {"no_gpu_hint_on_an_interpreter_without_wheels_suggests_a_local_build", {}, "", "13.0", {cu130(kTag311), cu129(kTag311)},
+     "auto", Action::build_local, "",
+     {"CULINA_VARIANT to source to build locally (no wheel of culina 0.1.0 is built for this interpreter and platform)"}, {}},
     {"no_gpu_with_old_driver_falls_back_to_cpu_wheel", {}, "11.8", "", {cu130(), cu129(), cpu()}, "auto", Action::install_wheel,
      "null", {"installing the CPU-only variant"}, {}},
     // --- CULINA_VARIANT ---
@@ -178,8 +183,10 @@ const PolicyCase kCases[] = {
      "cu130", {"forces a wheel this host may not run: GPU 0 (7.0) not covered"}, {}},
     {"variant_label_missing_from_release", {"9.0"}, "13.0", "", {cu130(), cu129(), cpu()}, "cu118", Action::error, "",
      {"has no variant 'cu118'; it has: cu130, cu129, null"}, {}},
-    {"variant_label_without_wheel_for_this_python", {"9.0"}, "13.0", "", {cu130(kTag311)}, "cu130", Action::error, "",
-     {"no cu130 wheel fits this interpreter"}, {}},
+    {"variant_label_without_wheel_for_this_python", {"9.0"}, "13.0", "", {cu130(kTag311), cu129()}, "cu130", Action::error, "",
+     {"no cu130 wheel fits this interpreter", "Set CULINA_VARIANT to auto or to cu129 or source"}, {}},
+    {"variant_label_missing_on_an_interpreter_without_wheels_suggests_a_local_build", {"9.0"}, "13.0", "", {cu130(kTag311)}, "cu118",
+     Action::error, "", {"it has: cu130", "Set CULINA_VARIANT to auto or to source to build locally"}, {}},
     {"variant_cpu_alias_on_gpu_host", {"9.0"}, "13.0", "", {cu130(), cpu()}, "cpu", Action::install_wheel, "null",
      {"CULINA_VARIANT=null forces a wheel this host may not run: CPU-only variant"}, {}},
     {"variant_null_without_cpu_wheel_builds_cpu", {"9.0"}, "13.0", "", {cu130()}, "null", Action::build_cpu, "",
@@ -229,6 +236,18 @@ TEST(PolicyDecision, GpuHostHasNoAssumption) {
     EXPECT_EQ(decision.variant_request, "auto");
     EXPECT_EQ(decision.host.gpus, (std::vector<std::string>{"9.0"}));
     EXPECT_EQ(decision.host.driver_cuda, (CudaVersion{13, 0}));
+}
+
+// The issue this guards: on Python 3.13 the hint said CULINA_VARIANT=cu130, which then failed
+// with "no cu130 wheel fits this interpreter".
+TEST(PolicyDecision, HintNeverNamesAVariantWithoutAWheelForThisInterpreter) {
+    const PolicyCase row{"no_gpu_only_cp311_wheels", {}, "", "13.0", {cu130(kTag311), cpu(kTag311)}, "auto", Action::build_local, "",
+                         {}, {}};
+    const Decision decision = decide(row);
+    ASSERT_TRUE(decision.override_hint.has_value());
+    EXPECT_EQ(decision.override_hint->find("cu130"), std::string::npos) << *decision.override_hint;
+    EXPECT_EQ(decision.override_hint->find("null"), std::string::npos) << *decision.override_hint;
+    EXPECT_NE(decision.override_hint->find("CULINA_VARIANT to source to build locally"), std::string::npos) << *decision.override_hint;
 }
 
 TEST(PolicyDecision, JsonHasEveryPart) {

@@ -143,6 +143,30 @@ private:
 
     std::string labels_text() const { return join(input_.manifest.variant_labels(), ", "); }
 
+    // The variants with a wheel for this interpreter and platform, in manifest order: the only
+    // labels a hint may suggest (any other stops with "no wheel fits this interpreter").
+    std::vector<std::string> labels_for_this_interpreter() const {
+        std::vector<std::string> labels;
+        for (const Candidate& candidate : decision_.candidates) {
+            if (candidate.tag_rank && std::find(labels.begin(), labels.end(), candidate.variant) == labels.end()) {
+                labels.push_back(candidate.variant);
+            }
+        }
+        return labels;
+    }
+
+    // What CULINA_VARIANT may be set to here besides auto: "one of cu130, null, or source",
+    // "cu130 or source", or only source (a local build) when no variant has a wheel for this
+    // interpreter.
+    std::string variant_choices() const {
+        const std::vector<std::string> labels = labels_for_this_interpreter();
+        if (labels.empty()) {
+            return "source to build locally (no wheel of " + release_text() + " is built for this interpreter and platform)";
+        }
+        if (labels.size() == 1) return labels.front() + " or source";
+        return "one of " + join(labels, ", ") + ", or source";
+    }
+
     std::string release_text() const { return input_.manifest.name + " " + input_.manifest.version; }
 
     std::optional<std::string> driver_problem(const CudaVersion& build) const {
@@ -230,7 +254,6 @@ private:
     }
 
     void set_no_gpu_assumption() {
-        const std::string labels = labels_text();
         switch (kind_) {
             case HostKind::with_gpus: return;
             case HostKind::build_host:
@@ -246,8 +269,7 @@ private:
                 break;
         }
         decision_.override_hint = "set CULINA_OVERRIDE_SM (e.g. 9.0 or 8.6,9.0) and CULINA_OVERRIDE_CUDA (e.g. 13.0) to name the "
-                                  "target GPUs and driver, or CULINA_VARIANT to one of " +
-                                  (labels.empty() ? std::string("the release labels") : labels) + ", or to source";
+                                  "target GPUs and driver, or " + std::string(kVariantVariable) + " to " + variant_choices();
     }
 
     Decision choose_automatically() {
@@ -309,11 +331,12 @@ private:
         }
         if (!release_has_label) {
             return fail(setting + ": the " + release_text() + " release has no variant '" + label + "'; it has: " + labels_text() +
-                        ". Set " + kVariantVariable + " to one of those, to auto, or to source");
+                        ". Set " + kVariantVariable + " to auto or to " + variant_choices());
         }
         if (!best) {
             return fail(setting + ": no " + label + " wheel fits this interpreter (none of their tags is supported). Set " +
-                        kVariantVariable + " to auto or source, or use a Python for which a " + label + " wheel exists");
+                        kVariantVariable + " to auto or to " + variant_choices() + "; or use a Python for which a " + label +
+                        " wheel exists");
         }
         const Candidate& chosen = decision_.candidates[*best];
         if (!chosen.accepted) {
