@@ -4,7 +4,11 @@
  *   FAKE_CUDA_GPUS            "NVIDIA H200=9.0;NVIDIA A100-SXM4-80GB=8.0" (default: none)
  *   FAKE_CUDA_INIT_ERROR      cuInit's return code (default 0)
  *   FAKE_CUDA_MODE            "hang" (cuInit never returns), "stub" (CUDA_ERROR_STUB_LIBRARY),
- *                             "crash" (cuInit aborts)
+ *                             "crash" (cuInit aborts), "fork" (cuInit starts a process that
+ *                             sleeps FAKE_CUDA_FORK_SECONDS, 30 by default, holding every descriptor
+ *                             it inherited, then returns as usual)
+ *   FAKE_CUDA_DEVICE_COUNT    cuDeviceGetCount's answer instead of the GPUs' number (e.g.
+ *                             2000000000); every device then reads as FAKE_CUDA_GPUS' first GPU
  *   FAKE_CUDA_CALL_LOG        a file to which cuInit and cuGetProcAddress append a line each, so a
  *                             test can tell whether anything began to initialise CUDA (no context
  *                             can exist without cuInit)
@@ -57,6 +61,11 @@ int cuDriverGetVersion(int* version) {
 int cuInit(unsigned flags) {
     (void)flags;
     log_call("cuInit", NULL);
+    if (mode_is("fork") && fork() == 0) {
+        const char* seconds = getenv("FAKE_CUDA_FORK_SECONDS");
+        sleep(seconds ? (unsigned)atoi(seconds) : 30u);
+        _exit(0);
+    }
     if (mode_is("hang")) {
         for (;;) pause();
     }
@@ -68,24 +77,40 @@ int cuInit(unsigned flags) {
     return gpu_count == 0 ? 100 : 0;
 }
 
+static int claimed_count(void) {
+    const char* value = getenv("FAKE_CUDA_DEVICE_COUNT");
+    return value ? atoi(value) : -1;
+}
+
+/* A claimed count beyond the listed GPUs maps every ordinal to the first one. */
+static int listed_device(int device) {
+    return claimed_count() >= 0 && gpu_count > 0 ? 0 : device;
+}
+
 int cuDeviceGetCount(int* count) {
-    *count = gpu_count;
+    *count = claimed_count() >= 0 ? claimed_count() : gpu_count;
     return 0;
 }
 
 int cuDeviceGet(int* device, int ordinal) {
+    if (claimed_count() >= 0 && ordinal >= 0 && ordinal < claimed_count()) {
+        *device = ordinal;
+        return 0;
+    }
     if (ordinal < 0 || ordinal >= gpu_count) return 101;
     *device = ordinal;
     return 0;
 }
 
 int cuDeviceGetName(char* name, int length, int device) {
+    device = listed_device(device);
     if (device < 0 || device >= gpu_count) return 101;
     snprintf(name, (size_t)length, "%s", gpus[device].name);
     return 0;
 }
 
 int cuDeviceGetAttribute(int* value, int attribute, int device) {
+    device = listed_device(device);
     if (device < 0 || device >= gpu_count) return 101;
     if (attribute == 75) *value = gpus[device].major;
     else if (attribute == 76) *value = gpus[device].minor;

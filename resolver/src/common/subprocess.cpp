@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 
 namespace culina {
@@ -14,33 +15,70 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Reads the child's pipe until it closes or the limit passes, then reaps the child.
+// Appends a read to the output; false once the output passed kChildOutputLimit (then cut there).
+bool keep_output(ChildOutcome& outcome, const char* data, ssize_t count) {
+    outcome.output.append(data, static_cast<size_t>(count));
+    if (outcome.output.size() <= kChildOutputLimit) return true;
+    outcome.output.resize(kChildOutputLimit);
+    outcome.output_capped = true;
+    return false;
+}
+
+// What the child wrote before it exited and is still in the pipe, up to the cap, without
+// waiting for a grandchild that may hold the pipe open.
+void drain(int read_fd, ChildOutcome& outcome) {
+    char buffer[4096];
+    const int flags = fcntl(read_fd, F_GETFL);
+    fcntl(read_fd, F_SETFL, flags | O_NONBLOCK);
+    for (;;) {
+        const ssize_t n = read(read_fd, buffer, sizeof buffer);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0 || !keep_output(outcome, buffer, n)) return;
+    }
+}
+
+// Reads the child's pipe until the child exits, its output passes kChildOutputLimit or the limit
+// passes; then kills the child's whole process group, so that a grandchild it started (a driver
+// forking in cuInit) neither outlives the probe nor keeps the pipe open, and reaps the child.
 ChildOutcome collect(pid_t pid, int read_fd, std::chrono::milliseconds limit) {
     ChildOutcome outcome;
     const Clock::time_point deadline = Clock::now() + limit;
     bool killed = false;
+    bool reaped = false;
+    int status = 0;
     char buffer[4096];
     for (;;) {
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
         if (left.count() <= 0) {
-            kill(pid, SIGKILL);
             killed = true;
             break;
         }
+        // Short polls: the child's exit is noticed even while a grandchild holds the pipe open.
         pollfd fd{read_fd, POLLIN, 0};
-        const int ready = poll(&fd, 1, static_cast<int>(left.count()));
-        if (ready < 0 && errno == EINTR) continue;
-        if (ready <= 0) continue;
-        const ssize_t n = read(read_fd, buffer, sizeof buffer);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        outcome.output.append(buffer, static_cast<size_t>(n));
+        const int ready = poll(&fd, 1, static_cast<int>(std::min<long long>(left.count(), 50)));
+        if (ready < 0 && errno != EINTR) break;
+        if (ready > 0) {
+            const ssize_t n = read(read_fd, buffer, sizeof buffer);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break;
+            if (!keep_output(outcome, buffer, n)) break;
+            continue;
+        }
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            reaped = true;
+            drain(read_fd, outcome);
+            break;
+        }
     }
+    kill(-pid, SIGKILL);
     close(read_fd);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    if (!reaped) {
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
     }
-    if (killed) {
+    if (outcome.output_capped) {
+        outcome.status = ChildOutcome::Status::output_too_long;
+    } else if (killed) {
         outcome.status = ChildOutcome::Status::killed_at_limit;
     } else if (WIFEXITED(status)) {
         outcome.status = ChildOutcome::Status::exited;
@@ -68,6 +106,8 @@ std::string ChildOutcome::describe() const {
     switch (status) {
         case Status::exited: return "exited with code " + std::to_string(exit_code);
         case Status::killed_at_limit: return "killed at the time limit";
+        case Status::output_too_long:
+            return "killed after writing more than " + std::to_string(kChildOutputLimit) + " bytes";
         case Status::crashed: return "crashed with signal " + std::to_string(signal) + " (" + strsignal(signal) + ")";
         case Status::could_not_start: return "could not start: " + output;
     }
@@ -91,9 +131,20 @@ ChildOutcome fork_and_collect(const std::function<void(int)>& in_child, std::chr
     }
     if (pid == 0) {
         close(fds[0]);
+        // A group of its own, so that the parent can kill whatever it starts; stdin, stdout and
+        // stderr on /dev/null, so that nothing it leaves behind holds the helper's output open.
+        setpgid(0, 0);
+        const int devnull = open("/dev/null", O_RDWR);
+        if (devnull >= 0) {
+            dup2(devnull, STDIN_FILENO);
+            dup2(devnull, STDOUT_FILENO);
+            dup2(devnull, STDERR_FILENO);
+        }
         in_child(fds[1]);
         _exit(0);
     }
+    // Also set here: the parent may kill the group before the child ran its own setpgid.
+    setpgid(pid, pid);
     close(fds[1]);
     return collect(pid, fds[0], limit);
 }
@@ -114,8 +165,6 @@ ChildOutcome run_command(const std::vector<std::string>& argv, std::chrono::mill
         [&c_argv](int write_fd) {
             dup2(write_fd, STDOUT_FILENO);
             dup2(write_fd, STDERR_FILENO);
-            const int devnull = open("/dev/null", O_RDONLY);
-            if (devnull >= 0) dup2(devnull, STDIN_FILENO);
             execvp(c_argv[0], c_argv.data());
             _exit(127);
         },

@@ -19,6 +19,8 @@ constexpr int kCudaErrorStubLibrary = 34;
 constexpr int kCudaErrorNoDevice = 100;
 constexpr int kAttributeComputeCapabilityMajor = 75;
 constexpr int kAttributeComputeCapabilityMinor = 76;
+// More GPUs than any machine holds: a driver claiming more is not believed past this many.
+constexpr int kMaxGpus = 256;
 
 using CuInit = int (*)(unsigned);
 using CuDriverGetVersion = int (*)(int*);
@@ -74,7 +76,11 @@ void query_libcuda(bool wsl, const ChildEmit& emit) {
         return;
     }
     int count = 0;
-    if (get_count(&count) != kCudaSuccess) count = 0;
+    if (get_count(&count) != kCudaSuccess || count < 0) count = 0;
+    if (count > kMaxGpus) {
+        emit("too_many " + std::to_string(count) + "\n");
+        count = kMaxGpus;
+    }
     for (int i = 0; i < count; ++i) {
         int device = 0;
         int major = 0;
@@ -129,7 +135,10 @@ CudaDriverReport parse_libcuda_report(const std::string& text) {
                 report.errors.push_back("cuInit failed with " + name + " (" + std::to_string(code) +
                                         "): GPUs unknown; check the driver with nvidia-smi");
             }
-        } else if (kind == "gpu") {
+        } else if (kind == "too_many") {
+            report.errors.push_back("libcuda.so.1 reports " + rest + " GPUs, more than any machine holds; only the first " +
+                                    std::to_string(kMaxGpus) + " were read (set CULINA_OVERRIDE_SM to name the GPUs)");
+        } else if (kind == "gpu" && report.gpus.size() < static_cast<std::size_t>(kMaxGpus)) {
             std::istringstream fields(rest);
             GpuInfo gpu;
             fields >> gpu.index >> gpu.sm.major >> gpu.sm.minor;
