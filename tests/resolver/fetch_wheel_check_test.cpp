@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -188,8 +190,75 @@ protected:
 
 TEST_F(FetchWheel, ServesAVerifiedCachedWheelWithoutNetwork) {
     std::ofstream(cached(), std::ios::binary) << zip_;
-    EXPECT_EQ(fetch_wheel(expected_, options_), cached());
+    const FetchedWheel fetched = fetch_wheel(expected_, options_);
+    EXPECT_EQ(fetched.path, cached());
+    EXPECT_FALSE(fetched.in_private_folder);
     EXPECT_NE(log_.find("using the cached"), std::string::npos) << log_;
+}
+
+TEST_F(FetchWheel, APlantedLinkAtTheWheelPathIsRemovedNotFollowed) {
+    const std::string victim = root_ + "/victim.whl";
+    std::ofstream(victim, std::ios::binary) << zip_;  // even a valid wheel: a link is never served
+    std::filesystem::create_symlink(victim, cached());
+    EXPECT_THROW(fetch_wheel(expected_, options_), FetchError);
+    EXPECT_FALSE(std::filesystem::is_symlink(cached()));
+    EXPECT_TRUE(std::filesystem::exists(victim)) << "the link's target is left alone";
+    EXPECT_NE(log_.find("is not a file this cache wrote (it is a symbolic link"), std::string::npos) << log_;
+}
+
+TEST_F(FetchWheel, ALocalReleaseFolderServesOfflineAndIsOnlyRead) {
+    const std::string mirror = root_ + "/mirror";
+    std::filesystem::create_directories(mirror);
+    std::ofstream(mirror + "/" + expected_.file, std::ios::binary) << zip_;
+    ::chmod((mirror + "/" + expected_.file).c_str(), 0444);
+    ::chmod(mirror.c_str(), 0555);
+    const auto before = std::filesystem::last_write_time(mirror);
+    expected_.url = "file://" + mirror + "/" + expected_.file;
+    const FetchedWheel fetched = fetch_wheel(expected_, options_);
+    EXPECT_EQ(fetched.path, cached());
+    EXPECT_EQ(sha256_file_hex(fetched.path), expected_.sha256);
+    EXPECT_EQ(std::filesystem::last_write_time(mirror), before);
+    EXPECT_EQ(std::vector<std::string>{expected_.file}, [&] {
+        std::vector<std::string> names;
+        for (const auto& entry : std::filesystem::directory_iterator(mirror)) names.push_back(entry.path().filename());
+        return names;
+    }());
+    ::chmod(mirror.c_str(), 0755);
+}
+
+TEST_F(FetchWheel, ACorruptedFileInALocalReleaseFolderIsRefused) {
+    const std::string mirror = root_ + "/mirror";
+    std::filesystem::create_directories(mirror);
+    std::string damaged = zip_;
+    damaged[40] ^= 0x01;
+    std::ofstream(mirror + "/" + expected_.file, std::ios::binary) << damaged;
+    expected_.url = mirror + "/" + expected_.file;
+    try {
+        fetch_wheel(expected_, options_);
+        FAIL() << "a corrupted mirror file must be refused";
+    } catch (const FetchError& error) {
+        EXPECT_EQ(error.kind, FetchError::Kind::verification);
+        EXPECT_NE(std::string(error.what()).find("has sha256"), std::string::npos) << error.what();
+    }
+    EXPECT_FALSE(std::filesystem::exists(cached()));
+    EXPECT_FALSE(std::filesystem::exists(cached() + ".part"));
+}
+
+TEST_F(FetchWheel, ACacheOthersMayWriteIsNotUsed) {
+    const std::string mirror = root_ + "/mirror";
+    std::filesystem::create_directories(mirror);
+    std::ofstream(mirror + "/" + expected_.file, std::ios::binary) << zip_;
+    std::ofstream(cached(), std::ios::binary) << zip_;  // planted by whoever may write the folder
+    ::chmod((root_ + "/wheels").c_str(), 0777);
+    expected_.url = mirror + "/" + expected_.file;
+    const FetchedWheel fetched = fetch_wheel(expected_, options_);
+    EXPECT_TRUE(fetched.in_private_folder);
+    EXPECT_NE(fetched.path, cached());
+    EXPECT_EQ(fetched.path.rfind(root_, 0), std::string::npos) << fetched.path;
+    EXPECT_NE(log_.find("WARNING: not using the wheel cache: " + root_ + "/wheels may be written by group or others"),
+              std::string::npos)
+        << log_;
+    std::filesystem::remove_all(std::filesystem::path(fetched.path).parent_path().parent_path());
 }
 
 TEST_F(FetchWheel, DeletesADamagedCachedWheel) {

@@ -13,6 +13,7 @@ int select_command(const Args& args);
 int fetch_command(const Args& args);
 int resolve_command(const Args& args);
 int manifest_command(const Args& args);
+int mirror_command(const Args& args);
 int version_command(const Args& args);
 
 }  // namespace culina::cli

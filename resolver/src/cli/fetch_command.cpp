@@ -17,7 +17,8 @@ constexpr const char* kFetchUsage =
     "usage: culina-resolver fetch --manifest FILE --file WHEEL [--base-url URL] [--cache-dir DIR] [--allow-http]\n"
     "  --manifest FILE   release-manifest.json holding WHEEL's sha256 and size\n"
     "  --file WHEEL      the asset to fetch, as named in the manifest\n"
-    "  --base-url URL    where the release assets are (default: CULINA_RELEASE_URL); fetches <URL>/<WHEEL>\n"
+    "  --base-url URL    where the release assets are (default: CULINA_RELEASE_URL); fetches <URL>/<WHEEL>;\n"
+    "                    a local folder (/path or file:///path) is read, never written\n"
     "  --cache-dir DIR   cache root (default: CULINA_CACHE_DIR, $XDG_CACHE_HOME/culina, ~/.cache/culina)\n"
     "  --allow-http      permit plain http beyond loopback: only when the manifest came inside the sdist\n";
 
@@ -75,7 +76,7 @@ int fetch_command(const Args& args) {
             return 2;
         }
         const fetch::FetchOptions options = fetch_options_for("fetch", parsed.cache_dir, parsed.allow_http);
-        std::cout << fetch::fetch_wheel(expectation_for(manifest, *entry, *base), options) << "\n";
+        std::cout << fetch::fetch_wheel(expectation_for(manifest, *entry, *base), options).path << "\n";
         return 0;
     } catch (const ManifestError& error) {
         std::cerr << "culina-resolver fetch: " << error.what() << "\n";

@@ -2,9 +2,11 @@
 
 #include <unistd.h>
 
+#include <filesystem>
 #include <iostream>
 
 #include "common/text.h"
+#include "fetch/release_location.h"
 
 namespace culina::cli {
 
@@ -13,8 +15,12 @@ fetch::FetchOptions fetch_options_for(const std::string& command, const std::opt
     fetch::FetchOptions options;
     options.settings = fetch::fetch_settings_from_environment();
     if (cache_dir) {
+        // A path on the command line is relative to where the command runs, as for any tool.
+        const std::string flag_value =
+            starts_with(*cache_dir, "~") ? *cache_dir : std::filesystem::absolute(*cache_dir).string();
         options.settings.cache_root = fetch::resolve_cache_root([&](const char* name) -> std::optional<std::string> {
-            if (std::string(name) == "CULINA_CACHE_DIR") return cache_dir;
+            if (std::string(name) == "CULINA_CACHE_DIR") return flag_value;
+            if (std::string(name) == "HOME") return get_env("HOME");
             return std::nullopt;
         });
     }
@@ -30,12 +36,11 @@ fetch::FetchOptions fetch_options_for(const std::string& command, const std::opt
 std::optional<std::string> release_base_url(const std::optional<std::string>& flag) {
     std::optional<std::string> base = flag ? flag : get_env("CULINA_RELEASE_URL");
     if (!base || base->empty()) return std::nullopt;
-    while (!base->empty() && base->back() == '/') base->pop_back();
     return base;
 }
 
 fetch::WheelExpectation expectation_for(const Manifest& manifest, const WheelEntry& wheel, const std::string& base_url) {
-    return {base_url + "/" + wheel.file, wheel.file, wheel.sha256, wheel.size, manifest.name, manifest.version};
+    return {fetch::asset_url(base_url, wheel.file), wheel.file, wheel.sha256, wheel.size, manifest.name, manifest.version};
 }
 
 }  // namespace culina::cli

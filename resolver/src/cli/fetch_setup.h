@@ -14,7 +14,7 @@ namespace culina::cli {
 fetch::FetchOptions fetch_options_for(const std::string& command, const std::optional<std::string>& cache_dir,
                                       bool allow_http);
 
-// --base-url, else CULINA_RELEASE_URL, without trailing slashes; nullopt when neither is set.
+// --base-url, else CULINA_RELEASE_URL: a URL or a local release folder; nullopt when neither is set.
 std::optional<std::string> release_base_url(const std::optional<std::string>& flag);
 
 fetch::WheelExpectation expectation_for(const Manifest& manifest, const WheelEntry& wheel, const std::string& base_url);

@@ -26,14 +26,6 @@ int manifest_usage_error(const std::string& message) {
     return 2;
 }
 
-std::vector<std::string> comma_list(const std::string& text) {
-    std::vector<std::string> items;
-    for (const std::string& item : split(text, ',')) {
-        if (!trim(item).empty()) items.push_back(trim(item));
-    }
-    return items;
-}
-
 }  // namespace
 
 int manifest_command(const Args& args) {

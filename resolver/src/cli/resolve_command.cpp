@@ -41,7 +41,7 @@ void log(const std::string& message) { std::cerr << "culina-resolver resolve: " 
 
 struct Outcome {
     Decision decision;
-    std::optional<std::string> wheel_path;
+    std::optional<fetch::FetchedWheel> wheel;
     std::optional<std::string> fetch_error;
 };
 
@@ -55,9 +55,9 @@ Outcome fetch_chosen_wheel(const SelectionOptions& options, const SelectionInput
         why = "no release URL: pass --base-url or set CULINA_RELEASE_URL";
     } else {
         try {
-            const std::string path =
+            const fetch::FetchedWheel fetched =
                 fetch::fetch_wheel(expectation_for(input.manifest, wheel, base.value_or("offline:")), fetch_options);
-            return {decision, path, std::nullopt};
+            return {decision, fetched, std::nullopt};
         } catch (const fetch::FetchError& error) {
             if (error.kind == fetch::FetchError::Kind::configuration) throw;
             why = error.what();
@@ -92,15 +92,18 @@ int resolve_command(const Args& args) {
 
     const Decision& decision = outcome.decision;
     log(std::string("decided: ") + action_name(decision.action) +
-        (outcome.wheel_path ? " " + *outcome.wheel_path : "") + " — " + decision.reason);
+        (outcome.wheel ? " " + outcome.wheel->path : "") + " — " + decision.reason);
     if (options.json) {
         nlohmann::json out = decision_to_json(decision);
         out["probe"] = host_to_json(input.host);
-        out["wheel_path"] = outcome.wheel_path ? nlohmann::json(*outcome.wheel_path) : nlohmann::json(nullptr);
+        out["wheel_path"] = outcome.wheel ? nlohmann::json(outcome.wheel->path) : nlohmann::json(nullptr);
+        // The wheel is in a private temporary folder (the cache could not be used): the caller
+        // deletes that folder once it has delivered the wheel.
+        out["wheel_in_private_folder"] = outcome.wheel.has_value() && outcome.wheel->in_private_folder;
         out["fetch_error"] = outcome.fetch_error ? nlohmann::json(*outcome.fetch_error) : nlohmann::json(nullptr);
         std::cout << out.dump(2) << "\n";
     } else {
-        std::cout << action_name(decision.action) << (outcome.wheel_path ? " " + *outcome.wheel_path : "") << "\n";
+        std::cout << action_name(decision.action) << (outcome.wheel ? " " + outcome.wheel->path : "") << "\n";
     }
     return decision.action == Action::error ? kExitNoWayToServe : 0;
 }

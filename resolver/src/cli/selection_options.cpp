@@ -6,6 +6,7 @@
 #include "common/text.h"
 #include "fetch/fetch_error.h"
 #include "fetch/fetch_manifest.h"
+#include "fetch/url_policy.h"
 #include "fetch/fetch_settings.h"
 #include "manifest/manifest.h"
 #include "manifest/wheel_filename.h"
@@ -75,6 +76,7 @@ Manifest fetched_manifest(const SelectionOptions& options, const VariantRequest&
     fetch_options.settings = fetch::fetch_settings_from_environment();
     fetch_options.log = [](const std::string& message) { log_manifest(message); };
     const std::string& url = *options.manifest_url;
+    const std::string shown_url = fetch::redacted_url(url);
     if (fetch_options.settings.offline || request.kind == VariantRequest::Kind::source) {
         log_manifest(std::string("not fetched (") +
                      (fetch_options.settings.offline ? "CULINA_OFFLINE=1" : "CULINA_VARIANT=source") +
@@ -85,18 +87,18 @@ Manifest fetched_manifest(const SelectionOptions& options, const VariantRequest&
         Manifest manifest = parse_manifest(fetch::fetch_manifest_text(url, fetch_options));
         if (normalize_distribution_name(manifest.name) != normalize_distribution_name(options.project_name) ||
             manifest.version != options.project_version) {
-            log_manifest(url + " describes " + manifest.name + " " + manifest.version + ", not " +
+            log_manifest(shown_url + " describes " + manifest.name + " " + printable(manifest.version) + ", not " +
                          options.project_name + " " + options.project_version +
                          ": ignoring it (check CULINA_RELEASE_URL); no prebuilt wheel can be chosen");
             return none;
         }
-        log_manifest(url + " (this sdist carries none)");
+        log_manifest(shown_url + " (this sdist carries none)");
         return manifest;
     } catch (const fetch::FetchError& error) {
         if (error.kind == fetch::FetchError::Kind::configuration) throw;
-        log_manifest("not available from " + url + " (" + error.what() + "): no prebuilt wheel can be chosen");
+        log_manifest("not available from " + shown_url + " (" + error.what() + "): no prebuilt wheel can be chosen");
     } catch (const ManifestError& error) {
-        log_manifest(url + " is not a usable manifest (" + error.what() + "): no prebuilt wheel can be chosen");
+        log_manifest(shown_url + " is not a usable manifest (" + printable(error.what()) + "): no prebuilt wheel can be chosen");
     }
     return none;
 }
@@ -126,7 +128,7 @@ bool prepare_selection(const std::string& command, const Args& args, bool with_f
         std::cerr << prefix << error.what() << "\n";
         usage(std::cerr);
     } catch (const ManifestError& error) {
-        std::cerr << prefix << error.what() << "\n";
+        std::cerr << prefix << printable(error.what()) << "\n";
     } catch (const SettingError& error) {
         std::cerr << prefix << error.what() << "\n";
     } catch (const PolicyInputError& error) {

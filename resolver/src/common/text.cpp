@@ -29,6 +29,14 @@ std::vector<std::string> split(const std::string& text, char separator) {
     return parts;
 }
 
+std::vector<std::string> comma_list(const std::string& text) {
+    std::vector<std::string> items;
+    for (const std::string& item : split(text, ',')) {
+        if (!trim(item).empty()) items.push_back(trim(item));
+    }
+    return items;
+}
+
 bool starts_with(const std::string& text, const std::string& prefix) {
     return text.compare(0, prefix.size(), prefix) == 0;
 }
@@ -48,6 +56,23 @@ std::string join(const std::vector<std::string>& items, const std::string& separ
     std::string joined;
     for (size_t i = 0; i < items.size(); ++i) joined += (i == 0 ? "" : separator) + items[i];
     return joined;
+}
+
+std::string printable(const std::string& text) {
+    static const char* const kHex = "0123456789abcdef";
+    std::string shown;
+    shown.reserve(text.size());
+    for (const char c : text) {
+        const auto byte = static_cast<unsigned char>(c);
+        if (byte >= 0x20 && byte < 0x7f) {
+            shown.push_back(c);
+        } else {
+            shown += "\\x";
+            shown.push_back(kHex[byte >> 4]);
+            shown.push_back(kHex[byte & 15]);
+        }
+    }
+    return shown;
 }
 
 std::optional<int> parse_small_uint(const std::string& text) {

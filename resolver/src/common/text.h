@@ -9,10 +9,15 @@ namespace culina {
 
 std::string trim(const std::string& text);
 std::vector<std::string> split(const std::string& text, char separator);
+// "a, b,,c" -> {"a", "b", "c"}: comma-separated items, trimmed, empty ones dropped.
+std::vector<std::string> comma_list(const std::string& text);
 bool starts_with(const std::string& text, const std::string& prefix);
 bool ends_with(const std::string& text, const std::string& suffix);
 std::string lowercase(std::string text);  // ASCII letters only
 std::string join(const std::vector<std::string>& items, const std::string& separator);
+// Text from elsewhere (a server, a file) made safe for a log line: control characters, DEL and
+// bytes outside ASCII become \xNN, so that no terminal escape reaches the user's screen.
+std::string printable(const std::string& text);
 // Digits only, at most 9 of them; nullopt otherwise (no sign, no spaces).
 std::optional<int> parse_small_uint(const std::string& text);
 // Whole file, or nullopt when it cannot be read.

@@ -11,6 +11,7 @@
 #include "common/text.h"
 #include "fetch/fetch_error.h"
 #include "fetch/http_download.h"
+#include "fetch/wheel_cache.h"
 
 namespace culina::fetch {
 namespace {
@@ -18,15 +19,7 @@ namespace {
 // mkdtemp's folder is 0700 and new, so the part file inside it cannot be a planted link.
 class PrivateFolder {
 public:
-    PrivateFolder() {
-        const std::optional<std::string> tmp = get_env("TMPDIR");
-        std::string pattern = (tmp && !tmp->empty() ? *tmp : std::string("/tmp")) + "/culina-manifest-XXXXXX";
-        if (::mkdtemp(pattern.data()) == nullptr) {
-            throw FetchError(FetchError::Kind::local, "cannot create a temporary folder from " + pattern + ": " +
-                                                          std::strerror(errno) + "; set TMPDIR to a writable folder");
-        }
-        path_ = pattern;
-    }
+    PrivateFolder() : path_(make_private_folder("culina-manifest")) {}
     ~PrivateFolder() {
         std::error_code ignored;
         std::filesystem::remove_all(path_, ignored);

@@ -56,17 +56,33 @@ int parse_count_setting(const char* name, const std::optional<std::string>& valu
 
 std::string resolve_cache_root(const EnvLookup& env) {
     std::filesystem::path root;
+    const std::optional<std::string> home = env("HOME");
     if (const auto dir = env("CULINA_CACHE_DIR"); non_empty(dir)) {
-        root = *dir;
+        const std::string& value = *dir;
+        if (value == "~" || starts_with(value, "~/")) {
+            if (!non_empty(home) || !std::filesystem::path(*home).is_absolute()) {
+                throw configuration_error("CULINA_CACHE_DIR='" + value +
+                                          "' starts with ~ but HOME is not an absolute path: write the folder out in full");
+            }
+            root = std::filesystem::path(*home) / value.substr(std::min<std::size_t>(2, value.size()));
+        } else if (std::filesystem::path(value).is_absolute()) {
+            root = value;
+        } else {
+            throw configuration_error("CULINA_CACHE_DIR='" + value +
+                                      "' is not an absolute path: give one like /var/cache/culina or ~/.cache/culina "
+                                      "(~ is your HOME; ~user and relative paths are not accepted)");
+        }
     } else if (const auto xdg = env("XDG_CACHE_HOME"); non_empty(xdg) && std::filesystem::path(*xdg).is_absolute()) {
         root = std::filesystem::path(*xdg) / "culina";
-    } else if (const auto home = env("HOME"); non_empty(home)) {
+    } else if (non_empty(home)) {
         root = std::filesystem::path(*home) / ".cache" / "culina";
     } else {
         throw configuration_error("no cache directory: CULINA_CACHE_DIR, XDG_CACHE_HOME and HOME are all unset; "
                            "set CULINA_CACHE_DIR to a writable folder");
     }
-    return std::filesystem::absolute(root).lexically_normal().string();
+    std::string normal = root.lexically_normal().string();
+    if (normal.size() > 1 && normal.back() == '/') normal.pop_back();
+    return normal;
 }
 
 FetchSettings parse_fetch_settings(const EnvLookup& env) {

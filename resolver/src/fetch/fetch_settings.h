@@ -30,7 +30,10 @@ FetchSettings fetch_settings_from_environment();
 int parse_count_setting(const char* name, const std::optional<std::string>& value, int minimum, int maximum,
                         int fallback, const char* meaning, std::vector<std::string>& notes);
 
-// CULINA_CACHE_DIR, else $XDG_CACHE_HOME/culina, else $HOME/.cache/culina (made absolute).
+// CULINA_CACHE_DIR, else $XDG_CACHE_HOME/culina (when absolute), else $HOME/.cache/culina; the
+// result is normalised ("a/../b" is "b", no trailing slash). CULINA_CACHE_DIR must be absolute,
+// or "~" or "~/..." for $HOME and below; anything else ("x", "./x", "~user/x") throws
+// FetchError(configuration).
 std::string resolve_cache_root(const EnvLookup& env);
 
 }  // namespace culina::fetch

@@ -1,6 +1,8 @@
 // The verified fetch: a wheel from the cache when a verified copy is there, otherwise downloaded
-// next to it, checked (size, sha256, zip with this project's METADATA) and renamed into place.
-// A file that fails any check is deleted and never returned.
+// (or copied from a local release folder) next to it, checked (size, sha256, zip with this
+// project's METADATA) and renamed into place. A file that fails any check is deleted and never
+// returned. A cache that cannot be trusted (wheel_cache.h), or whose lock stays held, is left
+// alone: the wheel is then fetched into a private temporary folder.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +17,7 @@ namespace culina::fetch {
 
 // What the manifest promises about one asset.
 struct WheelExpectation {
-    std::string url;      // where to download it from
+    std::string url;      // where to download it from: an http(s) URL, or a local file (release_location.h)
     std::string file;     // the cache file name (the release asset's name)
     std::string sha256;   // 64 hex digits
     std::uint64_t size = 0;
@@ -32,8 +34,18 @@ struct FetchOptions {
     double progress_interval = 3.0;        // seconds between progress lines when not redrawing
 };
 
-// Returns the path of the verified wheel in the cache. Throws FetchError.
-std::string fetch_wheel(const WheelExpectation& expected, const FetchOptions& options);
+struct FetchedWheel {
+    std::string path;               // the verified wheel
+    bool in_private_folder = false;  // outside the cache: whoever uses it may delete its folder afterwards
+};
+
+// Throws FetchError.
+FetchedWheel fetch_wheel(const WheelExpectation& expected, const FetchOptions& options);
+
+// Fetches the asset into <directory>/<file> through <file>.part, which is resumed when an earlier
+// run left one, and verifies it before the rename, as fetch_wheel does in the cache; a file that
+// is already there and verifies is kept. For `culina-resolver mirror`. Throws FetchError.
+void fetch_into_folder(const std::string& directory, const WheelExpectation& expected, const FetchOptions& options);
 
 // nullopt when the file at `path` has the expected size, digest and METADATA; else the problem.
 std::optional<std::string> wheel_file_problem(const std::string& path, const WheelExpectation& expected);

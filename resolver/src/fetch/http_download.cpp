@@ -15,13 +15,20 @@
 #include "fetch/fetch_error.h"
 #include "fetch/retry_policy.h"
 #include "common/sha256.h"
+#include "common/text.h"
 #include "fetch/url_policy.h"
+#include "fetch/wheel_cache.h"
 
 namespace culina::fetch {
 namespace {
 
 constexpr int kMaxRedirects = 10;
+// An error or redirect body is read this far and no further: the transfer is cut there, so an
+// endless body costs nothing but this.
 constexpr std::size_t kErrorBodyLimit = 2048;
+// Below this rate, averaged over CULINA_TIMEOUT seconds, an attempt counts as stalled: a server
+// that trickles a byte a second is treated like one that sends nothing.
+constexpr curl::OffT kMinimumBytesPerSecond = 1024;
 
 using Clock = std::chrono::steady_clock;
 
@@ -29,8 +36,7 @@ using Clock = std::chrono::steady_clock;
 class PartFile {
 public:
     explicit PartFile(const std::string& path) : path_(path) {
-        fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-        if (fd_ < 0) fail("open");
+        fd_ = open_own_file(path, O_RDWR, true);
         struct stat info {};
         if (::fstat(fd_, &info) != 0) fail("stat");
         size_ = static_cast<std::uint64_t>(info.st_size);
@@ -113,13 +119,16 @@ struct Transfer {
     bool body_to_file = false;
     bool restarted = false;  // the server ignored Range and sent the whole asset
     std::optional<std::uint64_t> content_range_start;
+    std::string location;  // the Location header, for a redirect whose body was cut (libcurl then reports none)
     std::string error_body;
+    bool error_body_cut = false;  // the body passed kErrorBodyLimit and the transfer was stopped
     bool oversize = false;
     bool range_mismatch = false;
     int write_errno = 0;
     bool stalled = false;
-    curl::OffT last_seen = -1;
-    Clock::time_point last_progress = Clock::now();
+    // The current measuring window for the minimum rate: when it began and the bytes seen then.
+    Clock::time_point window_start = Clock::now();
+    curl::OffT window_start_bytes = 0;
 };
 
 bool header_is(const std::string& line, const char* name) {
@@ -135,6 +144,8 @@ std::size_t on_header(char* data, std::size_t size, std::size_t count, void* use
         const std::size_t space = line.find(' ');
         transfer.status = space == std::string::npos ? 0 : std::strtol(line.c_str() + space + 1, nullptr, 10);
         transfer.content_range_start.reset();
+    } else if (header_is(line, "location:")) {
+        transfer.location = trim(line.substr(std::strlen("location:")));
     } else if (header_is(line, "content-range:")) {
         const std::size_t digits = line.find_first_of("0123456789");
         if (digits != std::string::npos) transfer.content_range_start = std::strtoull(line.c_str() + digits, nullptr, 10);
@@ -157,7 +168,12 @@ std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user)
     auto& transfer = *static_cast<Transfer*>(user);
     const std::size_t bytes = size * count;
     if (!transfer.body_to_file) {
-        transfer.error_body.append(data, std::min(bytes, kErrorBodyLimit - std::min(kErrorBodyLimit, transfer.error_body.size())));
+        if (transfer.error_body.size() + bytes > kErrorBodyLimit) {
+            transfer.error_body.append(data, kErrorBodyLimit - transfer.error_body.size());
+            transfer.error_body_cut = true;
+            return 0;
+        }
+        transfer.error_body.append(data, bytes);
         return bytes;
     }
     if (transfer.part.size() + bytes > transfer.expected_size) {
@@ -175,12 +191,13 @@ std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user)
 int on_progress(void* user, curl::OffT, curl::OffT now, curl::OffT, curl::OffT) {
     auto& transfer = *static_cast<Transfer*>(user);
     const Clock::time_point time = Clock::now();
-    if (now != transfer.last_seen) {
-        transfer.last_seen = now;
-        transfer.last_progress = time;
-    } else if (time - transfer.last_progress >= std::chrono::seconds(transfer.timeout_seconds)) {
-        transfer.stalled = true;
-        return 1;
+    if (time - transfer.window_start >= std::chrono::seconds(transfer.timeout_seconds)) {
+        if (now - transfer.window_start_bytes < kMinimumBytesPerSecond * transfer.timeout_seconds) {
+            transfer.stalled = true;
+            return 1;
+        }
+        transfer.window_start = time;
+        transfer.window_start_bytes = now;
     }
     if (transfer.body_to_file) transfer.progress.update(transfer.part.size(), transfer.session_received);
     return 0;
@@ -203,10 +220,19 @@ std::string status_hint(long status) {
     return "";
 }
 
+// A Location made absolute against the URL that sent it: already absolute, or a path on its host.
+// Empty for other relative forms, which are then reported as a redirect without a usable target.
+std::string absolute_location(const std::string& from, const std::string& location) {
+    if (location.find("://") != std::string::npos) return location;
+    if (!starts_with(location, "/") || starts_with(location, "//")) return "";
+    const std::size_t authority_end = from.find_first_of("/?#", from.find("://") + 3);
+    return from.substr(0, authority_end) + location;
+}
+
 std::string body_excerpt(const std::string& body) {
     std::string excerpt;
     for (char c : body.substr(0, 200)) excerpt.push_back(c == '\n' || c == '\r' ? ' ' : c);
-    return excerpt.empty() ? "" : " (server said: " + excerpt + ")";
+    return excerpt.empty() ? "" : " (server said: " + printable(excerpt) + ")";
 }
 
 class Downloader {
@@ -269,15 +295,21 @@ private:
             char error_buffer[curl::ERROR_SIZE] = "";
             const std::string range = std::to_string(part_.size()) + "-";
             configure(easy, url, transfer, error_buffer, part_.size() > 0 ? range.c_str() : nullptr);
-            const int code = curl::library().easy_perform(easy.get());
+            int code = curl::library().easy_perform(easy.get());
+            // Stopping an error or redirect body at its cap is not a transfer failure.
+            if (transfer.error_body_cut && code == curl::WRITE_ERROR) code = curl::OK;
             if (transfer.restarted) say("the server ignored the Range request and sent the whole asset: starting over");
             const long status = easy.response_code();
             if (code == curl::OK && status >= 300 && status < 400) {
-                const std::string next = easy.redirect_url();
-                if (next.empty()) return permanent(FetchError::Kind::network, "HTTP " + std::to_string(status) + " without a Location from " + url);
+                const std::string next = transfer.error_body_cut ? absolute_location(url, transfer.location)
+                                                                 : easy.redirect_url();
+                if (next.empty()) {
+                    return permanent(FetchError::Kind::network,
+                                     "HTTP " + std::to_string(status) + " without a Location from " + redacted_url(url));
+                }
                 if (hop == kMaxRedirects) {
                     return permanent(FetchError::Kind::network, "more than " + std::to_string(kMaxRedirects) +
-                                                                    " redirects starting at " + request_.url);
+                                                                    " redirects starting at " + redacted_url(request_.url));
                 }
                 if (const auto refusal = redirect_refusal(url, next, request_.allow_http)) {
                     return permanent(FetchError::Kind::network, *refusal);
@@ -311,8 +343,9 @@ private:
     static AttemptFailure permanent(FetchError::Kind kind, const std::string& reason) { return {false, kind, reason}; }
     static AttemptFailure transient(const std::string& reason) { return {true, FetchError::Kind::network, reason}; }
 
-    std::optional<AttemptFailure> judge(int code, long status, const std::string& url, Transfer& transfer,
+    std::optional<AttemptFailure> judge(int code, long status, const std::string& requested_url, Transfer& transfer,
                                         const char* error_buffer) {
+        const std::string url = redacted_url(requested_url);
         const std::string size = std::to_string(request_.expected_size);
         if (transfer.oversize && request_.size_is_limit) {
             return permanent(FetchError::Kind::verification,
@@ -336,7 +369,8 @@ private:
         }
         if (transfer.stalled) {
             return transient("no progress for " + std::to_string(request_.timeout_seconds) +
-                             " s (CULINA_TIMEOUT) from " + url);
+                             " s (CULINA_TIMEOUT; under " + format_bytes(kMinimumBytesPerSecond) +
+                             "/s counts as none) from " + url);
         }
         if (code != curl::OK) return curl_failure(code, url, error_buffer);
         if (status == 200 || status == 206) {
@@ -357,7 +391,7 @@ private:
     }
 
     std::optional<AttemptFailure> curl_failure(int code, const std::string& url, const char* error_buffer) {
-        const std::string detail = std::string(*error_buffer ? error_buffer : curl::library().easy_strerror(code));
+        const std::string detail = printable(*error_buffer ? error_buffer : curl::library().easy_strerror(code));
         if (code == curl::PEER_FAILED_VERIFICATION) {
             return permanent(FetchError::Kind::network,
                              "the TLS certificate of " + url + " is not trusted (" + detail +

@@ -14,6 +14,11 @@ struct UrlParts {
 };
 
 std::optional<UrlParts> parse_url(const std::string& url);
+
+// The URL as it may be shown: user, password, query and fragment removed (tokens live there,
+// presigned redirect targets included). Text that is no URL is returned with control characters
+// escaped.
+std::string redacted_url(const std::string& url);
 bool is_loopback_host(const std::string& host);
 
 // nullopt when the URL may be requested; otherwise why not and what to do instead.

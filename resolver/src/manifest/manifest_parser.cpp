@@ -1,6 +1,7 @@
 // Strict reader for release-manifest.json (SCHEMA.md). The hashes and sizes in it are what a
 // downloaded wheel is verified against, so anything unexpected is an error, never a guess.
 #include <algorithm>
+#include <filesystem>
 #include <initializer_list>
 #include <set>
 
@@ -15,6 +16,14 @@
 namespace culina {
 
 using nlohmann::json;
+
+namespace {
+
+// A manifest lists a few dozen wheels in some tens of KiB; the same cap as a fetched one
+// (fetch/fetch_manifest.h), so that a huge --manifest file is refused before it is read.
+constexpr std::uintmax_t kManifestFileSizeLimit = 16u << 20;
+
+}  // namespace
 
 ManifestError::ManifestError(const std::string& field_path, const std::string& what_is_wrong, const std::string& source)
     : std::runtime_error("release manifest" + (source.empty() ? "" : " " + source) + ": " +
@@ -294,6 +303,12 @@ Manifest parse_manifest(const std::string& json_text) {
 }
 
 Manifest load_manifest(const std::string& path) {
+    std::error_code size_error;
+    const std::uintmax_t size = std::filesystem::file_size(path, size_error);
+    if (!size_error && size > kManifestFileSizeLimit) {
+        throw ManifestError("", "is " + std::to_string(size) + " bytes; a release manifest is some KiB and at most " +
+                                    std::to_string(kManifestFileSizeLimit) + ": this is not one", path);
+    }
     const std::optional<std::string> text = read_text_file(path);
     if (!text) throw ManifestError("", "cannot be read (missing or unreadable)", path);
     try {

@@ -1,0 +1,144 @@
+// culina-resolver mirror: fill a release folder that installs read through
+// CULINA_RELEASE_URL=/that/folder (air-gapped and shared sites): every wheel of the manifest, or
+// those of the given variants and platforms, downloaded, verified against the manifest and
+// renamed into place. A run that stopped resumes where it was; wheels already there and verified
+// are kept. Exit 0 when every chosen wheel is there, 1 when some could not be fetched, 2 for bad
+// usage.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+
+#include "cli/commands.h"
+#include "cli/fetch_setup.h"
+#include "common/text.h"
+#include "fetch/fetch_error.h"
+#include "fetch/fetch_wheel.h"
+#include "manifest/manifest.h"
+
+namespace culina::cli {
+namespace {
+
+constexpr const char* kMirrorUsage =
+    "usage: culina-resolver mirror --manifest FILE --dest DIR [--base-url URL] [--variant LIST] [--platform LIST]\n"
+    "                             [--allow-http]\n"
+    "  --manifest FILE   the release's release-manifest.json (a release asset, also inside the sdist)\n"
+    "  --dest DIR        the folder to fill; installs then read it with CULINA_RELEASE_URL=DIR\n"
+    "  --base-url URL    where the release assets are (default: CULINA_RELEASE_URL)\n"
+    "  --variant LIST    only these variant labels, e.g. cu129,cu130,null\n"
+    "  --platform LIST   only wheels with a platform tag containing one of these, e.g. x86_64,manylinux_2_28_aarch64\n"
+    "  --allow-http      permit plain http beyond loopback (the manifest holds the hashes)\n";
+
+struct MirrorArgs {
+    std::string manifest;
+    std::string dest;
+    std::optional<std::string> base_url;
+    std::vector<std::string> variants;
+    std::vector<std::string> platforms;
+    bool allow_http = false;
+};
+
+int mirror_usage_error(const std::string& message) {
+    std::cerr << "culina-resolver mirror: " << message << "\n" << kMirrorUsage;
+    return 2;
+}
+
+bool contains(const std::vector<std::string>& items, const std::string& item) {
+    return std::find(items.begin(), items.end(), item) != items.end();
+}
+
+bool wanted(const MirrorArgs& args, const WheelEntry& wheel) {
+    if (!args.variants.empty() && !contains(args.variants, wheel.variant)) return false;
+    if (args.platforms.empty()) return true;
+    for (const std::string& tag : wheel.tags) {
+        const std::size_t platform_at = tag.rfind('-');
+        const std::string platform = platform_at == std::string::npos ? tag : tag.substr(platform_at + 1);
+        for (const std::string& wanted_platform : args.platforms) {
+            if (platform.find(wanted_platform) != std::string::npos) return true;
+        }
+    }
+    return false;
+}
+
+}  // namespace
+
+int mirror_command(const Args& args) {
+    MirrorArgs parsed;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& flag = args[i];
+        if (flag == "--help" || flag == "-h") {
+            std::cout << kMirrorUsage;
+            return 0;
+        }
+        if (flag == "--allow-http") {
+            parsed.allow_http = true;
+            continue;
+        }
+        if (flag != "--manifest" && flag != "--dest" && flag != "--base-url" && flag != "--variant" &&
+            flag != "--platform") {
+            return mirror_usage_error("unknown option '" + flag + "'");
+        }
+        if (i + 1 == args.size()) return mirror_usage_error(flag + " needs a value");
+        const std::string& value = args[++i];
+        if (flag == "--manifest") parsed.manifest = value;
+        if (flag == "--dest") parsed.dest = value;
+        if (flag == "--base-url") parsed.base_url = value;
+        if (flag == "--variant") parsed.variants = comma_list(value);
+        if (flag == "--platform") parsed.platforms = comma_list(value);
+    }
+    if (parsed.manifest.empty()) return mirror_usage_error("--manifest is required");
+    if (parsed.dest.empty()) return mirror_usage_error("--dest is required");
+    const std::optional<std::string> base = release_base_url(parsed.base_url);
+    if (!base) return mirror_usage_error("no release URL: pass --base-url or set CULINA_RELEASE_URL");
+
+    try {
+        const Manifest manifest = load_manifest(parsed.manifest);
+        std::vector<const WheelEntry*> chosen;
+        for (const WheelEntry& wheel : manifest.wheels) {
+            if (wanted(parsed, wheel)) chosen.push_back(&wheel);
+        }
+        if (chosen.empty()) {
+            std::cerr << "culina-resolver mirror: no wheel of the " << manifest.wheels.size() << " in " << parsed.manifest
+                      << " matches --variant/--platform; nothing to do\n";
+            return 1;
+        }
+        const std::string dest = std::filesystem::absolute(parsed.dest).lexically_normal().string();
+        // Readable by every user of the site; only the administrator writes it.
+        std::filesystem::create_directories(dest);
+        ::chmod(dest.c_str(), 0755);
+        const fetch::FetchOptions options = fetch_options_for("mirror", std::nullopt, parsed.allow_http);
+        int failed = 0;
+        for (const WheelEntry* wheel : chosen) {
+            try {
+                fetch::fetch_into_folder(dest, expectation_for(manifest, *wheel, *base), options);
+                ::chmod((dest + "/" + wheel->file).c_str(), 0644);
+                std::cout << dest << "/" << wheel->file << "\n";
+            } catch (const fetch::FetchError& error) {
+                if (error.kind == fetch::FetchError::Kind::configuration) throw;
+                std::cerr << "culina-resolver mirror: " << wheel->file << ": " << error.what() << "\n";
+                ++failed;
+            }
+        }
+        if (failed > 0) {
+            std::cerr << "culina-resolver mirror: " << failed << " of " << chosen.size()
+                      << " wheels could not be fetched; run the same command again to resume\n";
+            return 1;
+        }
+        std::cerr << "culina-resolver mirror: " << chosen.size() << " wheel" << (chosen.size() == 1 ? "" : "s")
+                  << " verified in " << dest << "; installs use it with CULINA_RELEASE_URL=" << dest << "\n";
+        return 0;
+    } catch (const ManifestError& error) {
+        std::cerr << "culina-resolver mirror: " << printable(error.what()) << "\n";
+        return 2;
+    } catch (const fetch::FetchError& error) {
+        std::cerr << "culina-resolver mirror: " << error.what() << "\n";
+        return error.kind == fetch::FetchError::Kind::configuration ? 2 : 1;
+    } catch (const std::exception& error) {
+        std::cerr << "culina-resolver mirror: " << error.what() << "\n";
+        return 1;
+    }
+}
+
+}  // namespace culina::cli
