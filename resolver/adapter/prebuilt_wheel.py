@@ -1,18 +1,34 @@
 """Hands a verified release wheel to pip: its metadata first when pip asks for it, then the
 wheel under the standard file name (the variant label is dropped, since pip knows no labels),
 with the resolver's decision added to the build record `culina/_build_info.json` and RECORD
-updated to match. Every other member, the extension module included, is copied byte for byte."""
+updated to match. Every other member, the extension module included, is copied byte for byte.
+
+The wheel in the cache is checked again here, where it is used: its sha256 against the decision
+(read through the same open file the members are copied from), its member names (no paths out of
+the wheel, no links, no duplicates) and the METADATA that pip will read."""
 from __future__ import annotations
 
 import base64
+import copy
 import csv
+import email.parser
 import hashlib
 import io
 import json
+import re
+import shutil
+import stat
 import zipfile
 from pathlib import Path
+from typing import BinaryIO
 
 BUILD_RECORD_MEMBER = "culina/_build_info.json"
+COPY_PIECE = 1 << 20          # members and the wheel are read in pieces of this size
+RECORD_SIZE_LIMIT = 16 << 20  # RECORD and _build_info.json are text of some KiB
+
+
+class DeliveryError(RuntimeError):
+    """The wheel cannot be handed to pip; the message starts with "culina:" and names the problem."""
 
 
 def standard_name(asset_name: str) -> str:
@@ -25,36 +41,154 @@ def _record_hash(data: bytes) -> str:
     return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 
 
+def _checked_members(wheel: zipfile.ZipFile, source: str) -> list[zipfile.ZipInfo]:
+    """The members, refused when a name could escape the install folder, is a link or repeats."""
+    seen: set[str] = set()
+    for member in wheel.infolist():
+        name = member.filename
+        parts = name.split("/")
+        if name.startswith("/") or "\\" in name or ".." in parts or (len(name) > 1 and name[1] == ":"):
+            raise DeliveryError(f"culina: {source} holds the member {name!r}, a path outside the wheel; "
+                                "refusing it (reinstall with --no-cache-dir, or CULINA_VARIANT=source)")
+        if stat.S_ISLNK(member.external_attr >> 16):
+            raise DeliveryError(f"culina: {source} holds the symbolic link {name!r}; a wheel holds none, refusing it")
+        if name in seen:
+            raise DeliveryError(f"culina: {source} holds {name!r} twice; refusing it, since pip and culina might "
+                                "read different copies")
+        seen.add(name)
+    return wheel.infolist()
+
+
+def _read_small(wheel: zipfile.ZipFile, member: zipfile.ZipInfo, source: str) -> bytes:
+    if member.file_size > RECORD_SIZE_LIMIT:
+        raise DeliveryError(f"culina: {member.filename} in {source} is {member.file_size} bytes, more than such a "
+                            f"file may be ({RECORD_SIZE_LIMIT}); refusing the wheel")
+    with wheel.open(member) as stream:
+        return stream.read(RECORD_SIZE_LIMIT + 1)[:RECORD_SIZE_LIMIT]
+
+
+def _metadata_fields(text: str) -> tuple[str, str]:
+    """Name and Version from a core-metadata header block."""
+    message = email.parser.HeaderParser().parsestr(text)
+    return message.get("Name", ""), message.get("Version", "")
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _check_metadata(wheel: zipfile.ZipFile, asset_name: str, source: str) -> None:
+    """The METADATA pip reads (the one .dist-info folder's, through zipfile as pip does) names the
+    project and version of the asset."""
+    project, version = asset_name.split("-")[:2]
+    folders = {name.split("/")[0] for name in wheel.namelist() if name.split("/")[0].endswith(".dist-info")}
+    if len(folders) != 1:
+        raise DeliveryError(f"culina: {source} holds {len(folders)} .dist-info folders ({', '.join(sorted(folders))});"
+                            " a wheel holds exactly one, refusing it")
+    folder = folders.pop()
+    try:
+        metadata = wheel.getinfo(f"{folder}/METADATA")
+    except KeyError:
+        raise DeliveryError(f"culina: {source} has no {folder}/METADATA; refusing it") from None
+    name, found_version = _metadata_fields(_read_small(wheel, metadata, source).decode("utf-8", "replace"))
+    if _canonical(name) != _canonical(project) or found_version != version:
+        raise DeliveryError(f"culina: {folder}/METADATA in {source} says {name} {found_version}, the asset "
+                            f"{asset_name} is {project} {version}; refusing it")
+
+
+def _sha256_of(stream: BinaryIO) -> str:
+    digest = hashlib.sha256()
+    stream.seek(0)
+    for piece in iter(lambda: stream.read(COPY_PIECE), b""):
+        digest.update(piece)
+    stream.seek(0)
+    return digest.hexdigest()
+
+
+def _record_rows(text: str, record_name: str, source: str) -> list[list[str]]:
+    try:
+        rows = [row for row in csv.reader(io.StringIO(text)) if row]
+    except csv.Error as error:
+        raise DeliveryError(f"culina: {record_name} in {source} is not CSV ({error}); refusing the wheel") from None
+    if any(len(row) != 3 for row in rows):
+        raise DeliveryError(f"culina: {record_name} in {source} has rows that are not path,hash,size; refusing the wheel")
+    return rows
+
+
+def _build_record(wheel: zipfile.ZipFile, source: str) -> dict:
+    if BUILD_RECORD_MEMBER not in wheel.namelist():
+        return {}
+    text = _read_small(wheel, wheel.getinfo(BUILD_RECORD_MEMBER), source)
+    try:
+        record = json.loads(text)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise DeliveryError(f"culina: {BUILD_RECORD_MEMBER} in {source} is not JSON ({error}); refusing the wheel") from None
+    if not isinstance(record, dict):
+        raise DeliveryError(f"culina: {BUILD_RECORD_MEMBER} in {source} is not a JSON object; refusing the wheel")
+    return record
+
+
 def extract_metadata(wheel_path: Path, metadata_directory: Path) -> str:
     """The wheel's .dist-info (less RECORD, which deliver rewrites) into metadata_directory, for
     PEP 517's prepare_metadata_for_build_wheel; returns the folder's name."""
     with zipfile.ZipFile(wheel_path) as wheel:
-        members = [m for m in wheel.namelist() if m.split("/")[0].endswith(".dist-info") and m.count("/") == 1
-                   and not m.endswith("/RECORD")]
+        infos = _checked_members(wheel, str(wheel_path))
+        members = [m.filename for m in infos if m.filename.split("/")[0].endswith(".dist-info")
+                   and m.filename.count("/") == 1 and not m.filename.endswith("/RECORD")]
         for member in members:
             wheel.extract(member, metadata_directory)
     return members[0].split("/")[0]
 
 
 def deliver(wheel_path: Path, asset_name: str, decision: dict, dist_dir: Path) -> Path:
+    """The wheel at wheel_path, as pip gets it. The expected sha256 is the decision's
+    (decision["wheel"]["sha256"], from the manifest): the file is hashed through the same open
+    descriptor every member is then copied from, so a file swapped after the helper verified it
+    is caught here. Raises DeliveryError ("culina: ..."), never a raw zipfile or csv error."""
+    expected = str((decision.get("wheel") or {}).get("sha256", "")).lower()
+    if len(expected) != 64:
+        raise DeliveryError(f"culina: the decision names no sha256 for {asset_name}; cannot verify it, refusing it")
     dist_dir.mkdir(parents=True, exist_ok=True)
     target = dist_dir / standard_name(asset_name)
-    with zipfile.ZipFile(wheel_path) as source:
-        members = source.infolist()
-        record_name = next(m.filename for m in members if m.filename.endswith(".dist-info/RECORD"))
-        record = json.loads(source.read(BUILD_RECORD_MEMBER)) if BUILD_RECORD_MEMBER in source.namelist() else {}
+    source = str(wheel_path)
+    try:
+        with open(wheel_path, "rb") as opened:
+            digest = _sha256_of(opened)
+            if digest != expected:
+                raise DeliveryError(f"culina: {source} has sha256 {digest} but the manifest says {expected}: it "
+                                    "changed after it was verified; refusing it (reinstall to fetch it again)")
+            _deliver_verified(opened, source, asset_name, decision, target)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, UnicodeDecodeError) as error:
+        target.unlink(missing_ok=True)
+        raise DeliveryError(f"culina: cannot read {source} as a wheel ({error}); refusing it") from None
+    except DeliveryError:
+        target.unlink(missing_ok=True)
+        raise
+    return target
+
+
+def _deliver_verified(opened: BinaryIO, source: str, asset_name: str, decision: dict, target: Path) -> None:
+    with zipfile.ZipFile(opened) as wheel:
+        members = _checked_members(wheel, source)
+        _check_metadata(wheel, asset_name, source)
+        records = [m for m in members if m.filename.endswith(".dist-info/RECORD") and m.filename.count("/") == 1]
+        if len(records) != 1:
+            raise DeliveryError(f"culina: {source} holds {len(records)} .dist-info/RECORD files; a wheel holds one")
+        record_name = records[0].filename
+        record = _build_record(wheel, source)
         record["resolver"] = decision
         new_record = (json.dumps(record, indent=2) + "\n").encode()
-        rows = list(csv.reader(io.StringIO(source.read(record_name).decode())))
-        rows = [row for row in rows if row and row[0] != BUILD_RECORD_MEMBER]
+        rows = _record_rows(_read_small(wheel, records[0], source).decode("utf-8"), record_name, source)
+        rows = [row for row in rows if row[0] != BUILD_RECORD_MEMBER]
         rows.insert(0, [BUILD_RECORD_MEMBER, _record_hash(new_record), str(len(new_record))])
         out = io.StringIO()
         csv.writer(out, lineterminator="\n").writerows(rows)
-        with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED) as wheel:
+        with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED) as delivered:
             for member in members:
                 if member.filename in (BUILD_RECORD_MEMBER, record_name):
                     continue
-                wheel.writestr(member, source.read(member))
-            wheel.writestr(BUILD_RECORD_MEMBER, new_record)
-            wheel.writestr(record_name, out.getvalue())
-    return target
+                # A copy: writing updates the entry's offsets, which the source still reads by.
+                with wheel.open(member) as piece_in, delivered.open(copy.copy(member), "w", force_zip64=True) as piece_out:
+                    shutil.copyfileobj(piece_in, piece_out, COPY_PIECE)
+            delivered.writestr(BUILD_RECORD_MEMBER, new_record)
+            delivered.writestr(record_name, out.getvalue())
