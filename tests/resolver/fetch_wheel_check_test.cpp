@@ -126,6 +126,26 @@ TEST(WheelCheck, RejectsNotAZip) {
     EXPECT_TRUE(wheel_metadata_problem(write_file("tiny.whl", "PK"), "culina", "0.1.0").has_value());
 }
 
+TEST(WheelCheck, RejectsAnEndRecordHiddenInTheComment) {
+    // The real end record's comment covers a second, later signature whose comment does not
+    // reach the end: Python's zipfile (pip) would take the later one, so the reader refuses both.
+    std::string zip = make_zip({stored_metadata("culina", "0.1.0")});
+    ASSERT_EQ(wheel_metadata_problem(write_file("plain.whl", zip), "culina", "0.1.0"), std::nullopt);
+    zip[zip.size() - 2] = 22;
+    zip += std::string("PK\x05\x06", 4) + std::string(16, '\0') + std::string("\x05\x00", 2);
+    const auto problem = wheel_metadata_problem(write_file("hidden.whl", zip), "culina", "0.1.0");
+    ASSERT_TRUE(problem.has_value());
+    EXPECT_NE(problem->find("does not reach the end of the file"), std::string::npos) << *problem;
+}
+
+TEST(WheelCheck, RejectsALocalHeaderNamingAnotherFile) {
+    std::string zip = make_zip({stored_metadata("culina", "0.1.0")});
+    zip[30] ^= 0x20;  // the first letter of the local header's name
+    const auto problem = wheel_metadata_problem(write_file("renamed.whl", zip), "culina", "0.1.0");
+    ASSERT_TRUE(problem.has_value());
+    EXPECT_NE(problem->find("the local header names another file"), std::string::npos) << *problem;
+}
+
 TEST(WheelCheck, RejectsEveryTruncation) {
     const std::string zip = make_zip({Entry{"culina/_C.so", std::string(300, 'x')}, deflated_metadata()});
     ASSERT_EQ(wheel_metadata_problem(write_file("whole.whl", zip), "culina", "0.1.0"), std::nullopt);

@@ -111,16 +111,20 @@ void ZipReader::read_central_directory() {
     const std::uint64_t tail_offset = file_size_ - tail_size;
     const std::string tail = read_at(tail_offset, tail_size);
 
-    // The end record is the last signature whose comment length reaches exactly to the end.
+    // The end record is the last signature, as Python's zipfile (pip) takes it, and its comment
+    // must reach exactly to the end: a signature hidden in a comment could otherwise show this
+    // reader one directory and pip another.
     std::size_t end_at = std::string::npos;
     for (std::size_t at = tail.size() - kEndRecordSize + 1; at-- > 0;) {
         Fields probe(tail, at);
         if (probe.u32() != kEndOfCentralDirectory) continue;
         probe.skip(16);
-        if (at + kEndRecordSize + probe.u16() == tail.size()) {
-            end_at = at;
-            break;
+        if (at + kEndRecordSize + probe.u16() != tail.size()) {
+            throw ZipError("the last end of central directory record does not reach the end of the file "
+                           "(a record hidden in a comment, or trailing bytes)");
         }
+        end_at = at;
+        break;
     }
     if (end_at == std::string::npos) throw ZipError("no end of central directory record (not a zip file, or truncated)");
 
@@ -185,6 +189,10 @@ std::string ZipReader::read(const ZipEntry& entry, std::uint64_t size_limit) con
     fields.skip(22);
     const std::uint16_t name_length = fields.u16();
     const std::uint16_t extra_length = fields.u16();
+    // Python's zipfile refuses a local name that differs from the directory's; so does this reader.
+    if (read_at(entry.local_header_offset + kLocalHeaderSize, name_length) != entry.name) {
+        throw ZipError(entry.name + ": the local header names another file");
+    }
     const std::string data =
         read_at(entry.local_header_offset + kLocalHeaderSize + name_length + extra_length, entry.compressed_size);
     if (entry.method == 0) {
