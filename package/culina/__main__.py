@@ -1,10 +1,13 @@
-"""`python -m culina info [--json]`: what this copy is and which GPUs here it can serve. Unlike
-`import culina`, it asks CUDA itself, which puts a context on every visible GPU while it runs."""
+"""`python -m culina info [--json]` (and the `culina-info` console script, the same command):
+what this copy is and which GPUs here it can serve. Unlike `import culina`, it asks CUDA itself,
+which puts a context on every visible GPU while it runs."""
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from pathlib import Path
 
 from . import __version__, _C, _build
 
@@ -59,7 +62,24 @@ def render(facts: dict) -> str:
     return "\n".join(lines)
 
 
+INFO_SCRIPT = "culina-info"  # pyproject.toml's [project.scripts] entry for `python -m culina info`
+
+
+def write_stdout(text: str) -> None:
+    """Prints `text`; a reader that closed the pipe early (`culina-info | head -1`) is not an
+    error: the rest is dropped quietly instead of ending in a BrokenPipeError traceback."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        # Python flushes stdout again at exit; pointing it at /dev/null keeps that flush quiet.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+        if Path(sys.argv[0]).name == INFO_SCRIPT:
+            argv = ["info", *argv]
     parser = argparse.ArgumentParser(prog="python -m culina")
     sub = parser.add_subparsers(dest="command", required=True)
     about_info = ("version, how this copy was built, and the GPUs it can serve. It initialises CUDA on every "
@@ -68,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     info.add_argument("--json", action="store_true", help="machine-readable output")
     args = parser.parse_args(argv)
     facts = gather()
-    print(json.dumps(facts, indent=2) if args.json else render(facts))
+    write_stdout(json.dumps(facts, indent=2) if args.json else render(facts))
     return 0
 
 
