@@ -25,6 +25,12 @@ HELPER_TIME_LIMIT_S = 3600  # a safety net: the helper bounds its own probe and 
 EXIT_BAD_INPUT = 2
 EXIT_NO_WAY_TO_SERVE = 3
 RELEASE_BUILD_VAR = "CULINA_RELEASE_BUILD"  # set by the release scripts: a fat wheel, no resolution
+# The helper's log restates its decision: its summary line, and an error table's reason line
+# (policy/decision_table.cpp). The adapter states the decision once itself (its "decision:" line,
+# or the install's error message, which pip prints last), so pip's output shows each sentence once.
+HELPER_SUMMARY = "culina-resolver resolve: decided: "
+HELPER_ERROR_TABLE = "decision     error"
+HELPER_TABLE_REASON = "reason       "
 
 
 def is_release_build() -> bool:
@@ -105,8 +111,12 @@ def _run_helper(command: list[str]) -> tuple[int, str, str]:
     log: list[str] = []
 
     def echo():
+        in_error_table = False
         for line in process.stderr:
             log.append(line)
+            in_error_table = in_error_table or line.startswith(HELPER_ERROR_TABLE)
+            if line.startswith(HELPER_SUMMARY) or (in_error_table and line.startswith(HELPER_TABLE_REASON)):
+                continue
             print(f"  | {line}", end="", file=sys.stderr, flush=True)
 
     reader = threading.Thread(target=echo, daemon=True)
@@ -143,9 +153,9 @@ def resolve_install(config: ProjectConfig | None = None) -> Resolution:
         action=decision["action"], reason=decision["reason"],
         wheel_path=Path(decision["wheel_path"]) if decision.get("wheel_path") else None,
         local_build_archs=decision.get("local_build_archs", []), decision=decision)
+    if code == EXIT_NO_WAY_TO_SERVE or resolution.action == "error":
+        raise ResolutionError(resolution.reason)
     say(f"decision: {resolution.action} — {resolution.reason}")
     for warning in decision.get("warnings", []):
         say(f"WARNING: {warning}")
-    if code == EXIT_NO_WAY_TO_SERVE or resolution.action == "error":
-        raise ResolutionError(resolution.reason)
     return resolution
