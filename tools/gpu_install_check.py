@@ -1,13 +1,17 @@
 """On a GPU machine (the H200 through the device tool): the real user path with the real probe.
 
-1. builds the cu130 release wheel for this interpreter (release architecture list);
+1. builds the cu130 release wheel for this interpreter (release architecture list), or takes the
+   release that --release names (built elsewhere: its prebuilt helper then proves it is portable);
 2. serves it on a loopback release server and the sdist plus build requirements (from --wheels,
    carried there since that machine has no network) on a loopback package index;
 3. `pip install culina` in a fresh venv: must choose the prebuilt wheel; then import, `python -m
    culina info`, and compare GPU results (torch, bf16 and fp32) with the CPU reference;
-4. `CULINA_VARIANT=source pip install culina` in another fresh venv: must build for this GPU's
+4. the same as a runtime container would: PATH without any compiler, an empty helper cache, so
+   the sdist's prebuilt helper must serve;
+5. `CULINA_VARIANT=source pip install culina` in another fresh venv: must build for this GPU's
    architecture only, and run.
-Prints the timing of each step. Usage: python3 tools/gpu_install_check.py --wheels DIR --work DIR
+Prints the timing of each step.
+Usage: python3 tools/gpu_install_check.py --wheels DIR --work DIR [--release DIR]
 """
 from __future__ import annotations
 
@@ -73,16 +77,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--wheels", type=Path, required=True, help="build requirements as wheels (no network there)")
     parser.add_argument("--work", type=Path, required=True)
+    parser.add_argument("--release", type=Path, help="a build_release.py output to serve instead of building one")
     args = parser.parse_args()
     shutil.rmtree(args.work, ignore_errors=True)
-    release, index_dir = args.work / "release", args.work / "index"
+    release, index_dir = args.release or args.work / "release", args.work / "index"
     index_dir.mkdir(parents=True)
+    no_compiler = args.work / "bin-without-compiler"
+    no_compiler.mkdir()
 
-    done = timed("release build", [sys.executable, str(REPO / "tools" / "release" / "build_release.py"), "--out",
-                                   str(release), "--no-auditwheel", "--python", sys.executable], cwd=REPO)
-    print(done.stdout[-3000:], done.stderr[-3000:])
-    if done.returncode != 0:
-        return 1
+    if args.release is None:
+        done = timed("release build", [sys.executable, str(REPO / "tools" / "release" / "build_release.py"), "--out",
+                                       str(release), "--no-auditwheel", "--python", sys.executable], cwd=REPO)
+        print(done.stdout[-3000:], done.stderr[-3000:])
+        if done.returncode != 0:
+            return 1
     for wheel in args.wheels.glob("*.whl"):
         shutil.copy2(wheel, index_dir)
     shutil.copy2(next(release.glob("culina-*.tar.gz")), index_dir)
@@ -92,13 +100,19 @@ def main() -> int:
         base_env = {k: v for k, v in os.environ.items() if not k.startswith(("CULINA_", "PIP_"))}
         base_env.update(CULINA_RELEASE_URL=server.base_url, CULINA_CACHE_DIR=str(args.work / "cache"),
                         PIP_DISABLE_PIP_VERSION_CHECK="1")
-        for name, extra, expected_action in (("prebuilt", {}, "install_wheel"),
-                                             ("source", {"CULINA_VARIANT": "source"}, "build_local")):
-            python = fresh_venv(args.work / f"venv-{name}")
+        scenarios = (("prebuilt", {}, "install_wheel"),
+                     ("runtime container", {"PATH": str(no_compiler), "CULINA_CACHE_DIR": str(args.work / "empty")},
+                      "install_wheel"),
+                     ("source", {"CULINA_VARIANT": "source"}, "build_local"))
+        for name, extra, expected_action in scenarios:
+            python = fresh_venv(args.work / f"venv-{name.replace(' ', '-')}")
             done = timed(f"pip install culina ({name})",
                          [str(python), "-m", "pip", "install", "--no-cache-dir", "--index-url", index.url, "-v", "culina"],
                          env={**base_env, **extra})
             show_resolver_lines(done.stdout + done.stderr)
+            if name == "runtime container" and "prebuilt helper from the sdist" not in done.stdout + done.stderr:
+                print("    the sdist's prebuilt helper did not serve")
+                failures += 1
             if done.returncode != 0:
                 print((done.stdout + done.stderr)[-5000:])
                 failures += 1
@@ -115,7 +129,7 @@ def main() -> int:
             print(check.stdout + check.stderr[-3000:])
             failures += check.returncode != 0
         print(f"asset downloads from the release server: {len([r for r in server.requests if r.path.startswith('/objects/')])}")
-    print(f"{2 - failures} passed, {failures} failed")
+    print(f"{len(scenarios) - failures} passed, {failures} failed")
     return 1 if failures else 0
 
 

@@ -40,10 +40,11 @@ HELPER_SETTING = "CULINA_HELPER"
 HELPER_CHOICES = ("auto", "source", "prebuilt")
 HANDSHAKE_TIME_LIMIT_S = 10
 
-# Translation units of the unity build: one per group of folders, compiled in parallel. Folders
-# not named land in the last group. Each group parses nlohmann/json once; two groups of similar
-# cost keep both cores of a small machine busy.
-UNITY_GROUPS = (("cli", "manifest"), ("common", "fetch", "host", "policy", "probe"))
+# Translation units of the unity build, compiled in parallel. Each unit parses nlohmann/json,
+# which dominates, so a machine of few cores gets two units of similar cost (folders not named
+# land in the last); one of four cores or more gets a unit per folder, finishing sooner.
+FEW_CORES_UNITS = (("cli", "manifest"), ("common", "fetch", "host", "policy", "probe"))
+MANY_CORES = 4
 # Compiled apart at -O2: hashing a several-hundred-MiB wheel is the one place where speed shows.
 OPTIMISED_SOURCES = ("common/sha256.cpp",)
 # Release helpers run on hosts with another libstdc++ or none; glibc stays dynamic, since dlopen
@@ -218,16 +219,19 @@ def build_settings(compiler: str, sources: str, portable: bool = False) -> tuple
     return compile_flags, [*cpuinfo_link, *(PORTABLE_LINK_FLAGS if portable else []), "-ldl", "-lpthread"]
 
 
-def unity_units(work: Path) -> list[tuple[Path, str]]:
+def unity_units(work: Path, cores: int) -> list[tuple[Path, str]]:
     """(translation unit, optimisation level): one unit including each group's sources, and the
     speed-critical sources on their own."""
-    groups: list[list[str]] = [[] for _ in UNITY_GROUPS]
-    for path in sorted(SOURCE_DIR.rglob("*.cpp")):
-        relative = path.relative_to(SOURCE_DIR).as_posix()
-        if relative in OPTIMISED_SOURCES:
-            continue
-        index = next((i for i, folders in enumerate(UNITY_GROUPS) if relative.split("/")[0] in folders), -1)
-        groups[index].append(relative)
+    sources = [p.relative_to(SOURCE_DIR).as_posix() for p in sorted(SOURCE_DIR.rglob("*.cpp"))]
+    sources = [source for source in sources if source not in OPTIMISED_SOURCES]
+    if cores >= MANY_CORES:
+        folders = sorted({source.split("/")[0] for source in sources})
+        groups = [[s for s in sources if s.split("/")[0] == folder] for folder in folders]
+    else:
+        groups = [[] for _ in FEW_CORES_UNITS]
+        for source in sources:
+            index = next((i for i, unit in enumerate(FEW_CORES_UNITS) if source.split("/")[0] in unit), -1)
+            groups[index].append(source)
     units = []
     for number, members in enumerate(groups):
         unit = work / f"unity-{number}.cpp"
@@ -244,7 +248,8 @@ def compile_helper(compiler: str, target: Path, sources: str, portable: bool = F
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as tmp:
         work = Path(tmp)
-        units = unity_units(work)
+        cores = os.cpu_count() or 1
+        units = unity_units(work, cores)
 
         def compile_unit(numbered):
             number, (unit, level) = numbered
@@ -254,7 +259,7 @@ def compile_helper(compiler: str, target: Path, sources: str, portable: bool = F
             return unit, obj, done
 
         objects = []
-        with concurrent.futures.ThreadPoolExecutor(max(1, min(len(units), os.cpu_count() or 1))) as pool:
+        with concurrent.futures.ThreadPoolExecutor(min(len(units), cores)) as pool:
             for unit, obj, done in pool.map(compile_unit, enumerate(units)):
                 if done.returncode != 0:
                     raise HelperBuildError(f"compiling {unit.name} of {HELPER_NAME} with {compiler} failed:\n"
@@ -273,7 +278,7 @@ def cache_key(compiler: str, sources: str) -> str:
     of it: a helper built without them stays valid, so a warm install probes nothing."""
     digest = hashlib.sha256()
     identity = subprocess.run([compiler, "--version"], capture_output=True, text=True).stdout
-    for part in (compiler, identity, str(BUNDLED_INCLUDE.is_dir()), sources, repr(UNITY_GROUPS)):
+    for part in (compiler, identity, str(BUNDLED_INCLUDE.is_dir()), sources):
         digest.update(part.encode() + b"\0")
     return digest.hexdigest()[:20]
 
@@ -314,7 +319,7 @@ def compiled_helper(sources: str, why_not_prebuilt: str) -> Path:
         say(f"WARNING: not using the helper cache: {problem}. Building a private copy for this install "
             "(set CULINA_CACHE_DIR to a folder only you can write)")
         target = _uncached_folder() / HELPER_NAME
-    say(f"building the helper with {compiler} ({len(UNITY_GROUPS) + len(OPTIMISED_SOURCES)} units) -> {target}")
+    say(f"building the helper with {compiler} (a unity build) -> {target}")
     started = time.monotonic()
     compile_helper(compiler, target, sources)
     say(f"helper built in {time.monotonic() - started:.1f} s")
