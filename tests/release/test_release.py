@@ -136,10 +136,12 @@ def test_merge_gathers_job_manifests_and_checks_their_hashes(release, tmp_path):
     job.mkdir()
     for name in (only_wheel(release).name, "release-manifest.json"):
         shutil.copy2(release.out / name, job / name)
+    shutil.copytree(release.out / "helper", job / "helper")  # a job's artifact carries its prebuilt helper
     merged = tmp_path / "merged"
     proc = run_release("--out", str(merged), "--merge", str(job / "release-manifest.json"))
     assert proc.returncode == 0, proc.stderr
     assert json.loads((merged / "release-manifest.json").read_text()) == release.manifest
+    assert (merged / "culina-0.1.0-variants.json").read_text() == (release.out / "culina-0.1.0-variants.json").read_text()
     assert (merged / "culina-0.1.0.tar.gz").is_file()
 
     wheel = job / only_wheel(release).name

@@ -1,8 +1,9 @@
 """Builds culina's release assets into one folder: a fat wheel per (Python, CUDA toolkit), each
 checked for the architectures it must carry, repaired by auditwheel and named with its variant
-label; the prebuilt install helper for this platform (helper/, static libstdc++); then
-release-manifest.json (written by that helper's manifest writer) and the sdist with the manifest
-and the prebuilt helpers inside. `make release` and .github/workflows/release.yml call this.
+label, with its PEP 825 variant.json inside; the prebuilt install helper for this platform (helper/,
+static libstdc++); then release-manifest.json (written by that helper's manifest writer), PEP 825's
+index file culina-<version>-variants.json, and the sdist with the manifest and the prebuilt helpers
+inside. `make release` and .github/workflows/release.yml call this.
 
 Usage: python tools/release/build_release.py --out DIR [--archs LIST] [--python PY ...]
                                              [--cuda-home DIR ...] [--no-auditwheel]
@@ -33,6 +34,7 @@ import binary_archs  # noqa: E402
 import cuda_build_ext as adapter  # noqa: E402
 import helper_build  # noqa: E402
 from project_config import ProjectConfig  # noqa: E402
+import variant_metadata  # noqa: E402
 import wheel_label  # noqa: E402
 
 MANIFEST = "release-manifest.json"
@@ -188,6 +190,30 @@ def write_manifest(out: Path, entries: list[Entry], helper: Path) -> Path:
     return manifest
 
 
+def embed_variant_metadata(entries: list[Entry], helper: Path, work: Path) -> None:
+    """variant.json into each wheel, with the properties the manifest writer states for it (a
+    scratch manifest in `work`). It changes the wheels' bytes, so it runs before the real manifest
+    records their hashes."""
+    paths = {entry[0].name: entry[0] for entry in entries}
+    for wheel in json.loads(write_manifest(work, entries, helper).read_text())["wheels"]:
+        variant_metadata.embed(paths[wheel["file"]], wheel["variant"], wheel["variant_properties"])
+    say(f"variant.json embedded in {len(entries)} wheel(s)")
+
+
+def write_variants_index(out: Path, manifest: Path) -> Path:
+    """PEP 825's index file, after checking that every wheel's variant.json says what the manifest says."""
+    listed = json.loads(manifest.read_text())
+    for wheel in listed["wheels"]:
+        inside = variant_metadata.read(out / wheel["file"])
+        expected = variant_metadata.document({wheel["variant"]: wheel["variant_properties"]})
+        if inside != expected:
+            raise ReleaseError(f"{wheel['file']}: its variant.json {inside['variants']} differs from the manifest's "
+                               f"{expected['variants']}; rebuild the wheel with this build_release.py")
+    index = variant_metadata.write_index(listed, out)
+    say(f"wrote {index.name} ({len(json.loads(index.read_text())['variants'])} variants)")
+    return index
+
+
 def build_sdist(out: Path, manifest: Path, work: Path) -> Path:
     """The sdist with the manifest and the prebuilt helpers inside. It is built from a staged copy
     of the tree: a release-manifest.json in the working tree would change what `pip install .`
@@ -280,6 +306,8 @@ def report(entries: list[Entry], sdist: Path, out: Path) -> None:
     for helper in sorted((out / HELPERS).glob(f"*/{helper_build.HELPER_NAME}")):
         print(f"  {helper.stat().st_size / 2**20:8.2f} MiB  {helper.relative_to(out)}  (prebuilt helper, in the sdist)")
     print(f"  {sdist.stat().st_size / 2**20:8.2f} MiB  {sdist.name}  (sdist, {MANIFEST} and helpers inside)")
+    for index in out.glob("*-variants.json"):
+        print(f"  {index.stat().st_size / 2**20:8.2f} MiB  {index.name}  (PEP 825 index file, beside {MANIFEST})")
 
 
 def main() -> int:
@@ -321,10 +349,12 @@ def main() -> int:
             else:
                 helper = helper_build.build_prebuilt(out / HELPERS)
                 entries = built_entries(args, out, work)
+                embed_variant_metadata(entries, helper, work)
             manifest = write_manifest(out, entries, helper)
+            write_variants_index(out, manifest)
             sdist = build_sdist(out, manifest, work)
     except (ReleaseError, binary_archs.ArchError, adapter.BuildError, helper_build.HelperBuildError,
-            ValueError) as error:  # ValueError: wheel_label cannot name a wheel
+            ValueError) as error:  # ValueError: wheel_label or variant_metadata cannot do as asked
         print(f"build_release: {error}", file=sys.stderr)
         return 1
     report(entries, sdist, out)
