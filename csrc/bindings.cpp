@@ -97,11 +97,12 @@ py::object nvml_report() {
   return out;
 }
 
-}  // namespace
-
-PYBIND11_MODULE(_C, m) {
+void define_module(py::module_& m) {
   m.doc() = "culina's compiled core: CPU reference and CUDA kernels for causal linear attention";
-  static py::exception<culina::gpu::UnsupportedDevice> unsupported(m, "UnsupportedDevice", PyExc_RuntimeError);
+  // register_exception installs the C++ -> Python translator too (a bare py::exception only makes
+  // the type, so UnsupportedDevice arrived as a plain RuntimeError), and keeps the type in
+  // pybind11's call-once storage, which is safe without the GIL, not in a static py::object.
+  py::register_exception<culina::gpu::UnsupportedDevice>(m, "UnsupportedDevice", PyExc_RuntimeError);
 
   m.def("dlpack_info", &dlpack_info, py::arg("capsule"));
   m.def(
@@ -150,3 +151,20 @@ PYBIND11_MODULE(_C, m) {
   m.attr("MAX_HEAD_DIM") = culina::kMaxHeadDim;
   m.attr("MAX_HEADS") = culina::kMaxHeads;
 }
+
+}  // namespace
+
+// Free-threaded Python (3.13t, 3.14t) may run this module without the GIL: every entry point
+// is safe to call from many threads at once. The CPU reference and the kernels keep no state
+// between calls (each call's workers and buffers are its own; the caller owns the arrays); the
+// one cache, launch.cu's per-device facts, is filled and read under its mutex; the driver entry
+// points are a C++ function-local static (initialised once, thread-safely); the device switch
+// saves and restores the calling thread's own CUDA context; the NVML query keeps nothing (NVML's
+// init and shutdown are reference-counted and thread-safe). Calls that write one output array at
+// once race on it, as they would with any library.
+// pybind11 before 2.13 lacks mod_gil_not_used; such a build makes 3.13t/3.14t re-enable the GIL.
+#if PYBIND11_VERSION_HEX >= 0x020D0000
+PYBIND11_MODULE(_C, m, py::mod_gil_not_used()) { define_module(m); }
+#else
+PYBIND11_MODULE(_C, m) { define_module(m); }
+#endif
