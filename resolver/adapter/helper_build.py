@@ -70,11 +70,28 @@ def helper_choice() -> str:
 
 
 def cache_root() -> Path:
-    if os.environ.get("CULINA_CACHE_DIR"):
-        return Path(os.environ["CULINA_CACHE_DIR"]).expanduser()
-    if os.environ.get("XDG_CACHE_HOME"):
-        return Path(os.environ["XDG_CACHE_HOME"]) / "culina"
-    return Path.home() / ".cache" / "culina"
+    """The rule the helper applies to its wheel cache (fetch_settings.cpp, resolve_cache_root):
+    CULINA_CACHE_DIR absolute or under ~ (HOME), else $XDG_CACHE_HOME/culina when absolute, else
+    $HOME/.cache/culina; ~user and relative paths are refused, not guessed at."""
+    value, home = os.environ.get("CULINA_CACHE_DIR", ""), os.environ.get("HOME", "")
+    if value == "~" or value.startswith("~/"):
+        if not os.path.isabs(home):
+            raise HelperBuildError(f"CULINA_CACHE_DIR={value!r} starts with ~ but HOME is not an absolute path: "
+                                   "write the folder out in full")
+        return Path(os.path.normpath(os.path.join(home, value[2:])))
+    if value:
+        if not os.path.isabs(value):
+            raise HelperBuildError(f"CULINA_CACHE_DIR={value!r} is not an absolute path: give one like "
+                                   "/var/cache/culina or ~/.cache/culina (~ is your HOME; ~user and relative paths "
+                                   "are not accepted)")
+        return Path(os.path.normpath(value))
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    if os.path.isabs(xdg):
+        return Path(os.path.normpath(xdg)) / "culina"
+    if not home:
+        raise HelperBuildError("no cache directory: CULINA_CACHE_DIR, XDG_CACHE_HOME and HOME are all unset; "
+                               "set CULINA_CACHE_DIR to a writable folder")
+    return Path(os.path.normpath(home)) / ".cache" / "culina"
 
 
 def platform_name() -> str:

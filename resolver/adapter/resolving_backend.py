@@ -115,10 +115,7 @@ def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     resolution = _prebuilt()
     if resolution:
-        wheel = prebuilt_wheel.deliver(resolution.wheel_path, resolution.asset_name, resolution.decision,
-                                       Path(wheel_directory))
-        say(f"installing the prebuilt {resolution.decision['wheel']['variant']} wheel: {wheel.name}")
-        return wheel.name
+        return install_resolution.deliver(resolution, Path(wheel_directory)).name
     return _setuptools_backend().build_wheel(wheel_directory, config_settings, metadata_directory)
 
 

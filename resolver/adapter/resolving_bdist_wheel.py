@@ -1,4 +1,4 @@
-"""setuptools `bdist_wheel` that asks the resolver first (DESIGN.md, install-time flow). Under
+"""setuptools `bdist_wheel` that asks the resolver first (docs/ARCHITECTURE.md, the flow of one install). Under
 pip it runs only for local builds (resolving_backend serves prebuilt wheels itself) and reuses
 the backend's resolution; `python setup.py bdist_wheel` resolves here.
 
@@ -19,10 +19,9 @@ try:
 except ImportError:  # setuptools < 70.1 keeps it in the wheel package
     from wheel.bdist_wheel import bdist_wheel
 
-import prebuilt_wheel
 from cuda_build_ext import ARCHS_VAR
 from helper_build import say
-from install_resolution import RELEASE_BUILD_VAR, ResolutionError, current_resolution, is_release_build
+from install_resolution import RELEASE_BUILD_VAR, ResolutionError, current_resolution, deliver, is_release_build
 
 
 class ResolvingBdistWheel(bdist_wheel):
@@ -37,9 +36,7 @@ class ResolvingBdistWheel(bdist_wheel):
             raise SystemExit(f"culina: cannot install: {error}") from None
         self.distribution.culina_decision = resolution.decision
         if resolution.action == "install_wheel":
-            wheel = prebuilt_wheel.deliver(resolution.wheel_path, resolution.asset_name, resolution.decision,
-                                           Path(self.dist_dir))
-            say(f"installing the prebuilt {resolution.decision['wheel']['variant']} wheel: {wheel.name}")
+            deliver(resolution, Path(self.dist_dir))
             return
         if resolution.action == "build_cpu":
             self.distribution.culina_cpu_only = True

@@ -161,3 +161,25 @@ def test_a_cache_others_can_write_is_not_used(tree, cache):
     built = Path(done.stdout.strip())
     assert cache not in built.parents
     assert "planted" not in done.stderr
+
+
+@pytest.mark.parametrize("env, expected", [
+    ({"CULINA_CACHE_DIR": "/srv/cache/../culina/"}, "/srv/culina"),
+    ({"CULINA_CACHE_DIR": "~/c", "HOME": "/home/u"}, "/home/u/c"),
+    ({"CULINA_CACHE_DIR": "~", "HOME": "/home/u"}, "/home/u"),
+    ({"XDG_CACHE_HOME": "/xdg", "HOME": "/home/u"}, "/xdg/culina"),
+    ({"XDG_CACHE_HOME": "relative", "HOME": "/home/u"}, "/home/u/.cache/culina"),
+    ({"HOME": "/home/u"}, "/home/u/.cache/culina"),
+    ({"CULINA_CACHE_DIR": "cache", "HOME": "/home/u"}, "CULINA_CACHE_DIR='cache' is not an absolute path"),
+    ({"CULINA_CACHE_DIR": "~other/c", "HOME": "/home/u"}, "CULINA_CACHE_DIR='~other/c' is not an absolute path"),
+    ({"CULINA_CACHE_DIR": "~/c", "HOME": ""}, "starts with ~ but HOME is not an absolute path"),
+    ({}, "no cache directory"),
+])
+def test_the_cache_root_follows_the_helpers_rule(tree, env, expected):
+    """The same cases as fetch_settings_test.cpp's resolve_cache_root tests: both languages must
+    put the cache in one place."""
+    clean = {k: v for k, v in os.environ.items() if k not in ("CULINA_CACHE_DIR", "XDG_CACHE_HOME", "HOME")}
+    done = subprocess.run([sys.executable, "-c", "import helper_build; print(helper_build.cache_root())"],
+                          cwd=tree / "resolver" / "adapter", env={**clean, **env}, capture_output=True, text=True)
+    assert expected in (done.stdout.strip() if done.returncode == 0 else done.stderr)
+    assert (done.returncode == 0) == expected.startswith("/")

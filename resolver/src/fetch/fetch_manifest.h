@@ -3,15 +3,12 @@
 // size cap, and a private temporary file that nobody else can plant or read.
 #pragma once
 
-#include <cstdint>
 #include <string>
 
 #include "fetch/fetch_wheel.h"
+#include "manifest/manifest.h"
 
 namespace culina::fetch {
-
-// A release manifest lists a few dozen wheels in some tens of KiB; anything this large is not one.
-inline constexpr std::uint64_t kManifestSizeLimit = 16u << 20;
 
 // The body at `url`. Throws FetchError: configuration (URL refused), network, verification
 // (larger than kManifestSizeLimit), local (no temporary folder).

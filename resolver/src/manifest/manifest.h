@@ -13,6 +13,9 @@
 namespace culina {
 
 inline constexpr int kManifestSchemaVersion = 1;
+// A release manifest lists a few dozen wheels in some tens of KiB; anything this large is not one,
+// whether read from a file or fetched.
+inline constexpr std::uint64_t kManifestSizeLimit = 16u << 20;
 
 struct WheelEntry {
     std::string file;                  // culina-0.1.0-cp312-cp312-manylinux_2_28_x86_64-cu130.whl

@@ -17,14 +17,6 @@ namespace culina {
 
 using nlohmann::json;
 
-namespace {
-
-// A manifest lists a few dozen wheels in some tens of KiB; the same cap as a fetched one
-// (fetch/fetch_manifest.h), so that a huge --manifest file is refused before it is read.
-constexpr std::uintmax_t kManifestFileSizeLimit = 16u << 20;
-
-}  // namespace
-
 ManifestError::ManifestError(const std::string& field_path, const std::string& what_is_wrong, const std::string& source)
     : std::runtime_error("release manifest" + (source.empty() ? "" : " " + source) + ": " +
                          (field_path.empty() ? "" : field_path + ": ") + what_is_wrong),
@@ -308,9 +300,9 @@ Manifest parse_manifest(const std::string& json_text) {
 Manifest load_manifest(const std::string& path) {
     std::error_code size_error;
     const std::uintmax_t size = std::filesystem::file_size(path, size_error);
-    if (!size_error && size > kManifestFileSizeLimit) {
+    if (!size_error && size > kManifestSizeLimit) {
         throw ManifestError("", "is " + std::to_string(size) + " bytes; a release manifest is some KiB and at most " +
-                                    std::to_string(kManifestFileSizeLimit) + ": this is not one", path);
+                                    std::to_string(kManifestSizeLimit) + ": this is not one", path);
     }
     const std::optional<std::string> text = read_text_file(path);
     if (!text) throw ManifestError("", "cannot be read (missing or unreadable)", path);
