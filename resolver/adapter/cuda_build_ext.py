@@ -120,7 +120,10 @@ def parse_archs(value: str, toolkit: Toolkit) -> tuple[list[Arch], list[Arch]]:
     """(SASS targets, PTX targets) from a CULINA_CUDA_ARCHS value."""
     spec = value.strip()
     if spec == "all":
-        spec = ProjectConfig.load().release_archs
+        try:
+            spec = ProjectConfig.load().release_archs_for(toolkit.version)
+        except ValueError as error:
+            raise BuildError(f"{ARCHS_VAR}=all: {error}") from None
     elif spec == "native":
         spec = native_archs()
     known = supported_digits(toolkit)

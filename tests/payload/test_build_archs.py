@@ -1,4 +1,5 @@
 """CULINA_CUDA_ARCHS parsing in the build adapter (needs the nvcc it validates against)."""
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -21,10 +22,27 @@ def labels(value):
     ("80;90", (["8.0", "9.0"], [])),
     ("9.0a", (["9.0a"], [])),
     ("8.6, 8.6", (["8.6"], [])),
-    ("all", (["7.5", "8.0", "9.0", "10.0", "12.0"], ["12.0"])),
 ])
 def test_accepted_forms(value, expected):
     assert labels(value) == expected
+
+
+@pytest.mark.parametrize("version,expected", [
+    ("12.9", (["7.5", "8.0", "9.0", "10.0", "12.0"], ["12.0"])),
+    ("13.0", (["7.5", "8.0", "9.0", "10.0", "11.0", "12.0"], ["12.0"])),
+])
+def test_all_is_the_release_list_of_the_toolkits_cuda_major(version, expected):
+    toolkit = dataclasses.replace(TOOLKIT, version=version)  # this nvcc, taken for that CUDA version
+    if version == "13.0" and "110" not in adapter.supported_digits(TOOLKIT):
+        pytest.skip(f"nvcc {TOOLKIT.version} cannot target 11.0")
+    sass, ptx = adapter.parse_archs("all", toolkit)
+    assert ([a.label for a in sass], [a.label for a in ptx]) == expected
+
+
+def test_all_names_the_missing_cuda_major():
+    with pytest.raises(adapter.BuildError, match=r"^CULINA_CUDA_ARCHS=all: pyproject.toml \[tool.culina.release_archs\] "
+                                                 r"has no list for CUDA 11 .*add a \"11\" entry"):
+        adapter.parse_archs("all", dataclasses.replace(TOOLKIT, version="11.8"))
 
 
 def test_gencode_flags():

@@ -279,12 +279,13 @@ def built_entries(args, out: Path, work: Path) -> list[Entry]:
     pythons = [(python, python_tag(python)) for python in (args.python or [sys.executable])]
     plan = [(p, t, k) for p, t in pythons for k in toolkits]
     say(f"{len(plan)} wheel(s): Pythons {[t for _, t in pythons]} x CUDA {[k.version for k in toolkits]}, "
-        f"archs {args.archs!r}")
+        f"archs {args.archs or 'pyproject release_archs for each toolkit'!r}")
     entries = []
     for number, (python, tag, toolkit) in enumerate(plan, 1):
         say(f"[{number}/{len(plan)}] {tag} with CUDA {toolkit.version}")
-        requested = requested_archs(args.archs, toolkit)
-        wheel = build_wheel(python, tag, toolkit, args.archs, work)
+        archs = args.archs or ProjectConfig.load(ROOT).release_archs_for(toolkit.version)
+        requested = requested_archs(archs, toolkit)
+        wheel = build_wheel(python, tag, toolkit, archs, work)
         read = binary_archs.wheel_archs(wheel, binary_archs.find_cuobjdump(toolkit.root))
         binary_archs.check_requested(read, requested, wheel.name)
         say(f"architectures read from the module: SASS {read[0]}, PTX {read[1]} (as requested)")
@@ -314,7 +315,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("--out", type=Path, required=True, help="folder for the wheels, manifest and sdist")
-    parser.add_argument("--archs", help="CULINA_CUDA_ARCHS for every wheel (default: pyproject's release_archs, "
+    parser.add_argument("--archs", help="CULINA_CUDA_ARCHS for every wheel (default: pyproject's release_archs "
+                                        "for the toolkit's CUDA major, "
                                         f"{ProjectConfig.load(ROOT).release_archs})")
     parser.add_argument("--python", nargs="+", help="interpreters to build for (default: this one)")
     parser.add_argument("--cuda-home", nargs="+", help="CUDA toolkit roots to build with (default: the nvcc found)")
@@ -327,7 +329,6 @@ def main() -> int:
     if args.merge and any(building.values()):
         parser.error(f"--merge builds nothing, so {', '.join(k for k, v in building.items() if v)} would be "
                      "ignored: drop them, or drop --merge to build")
-    args.archs = args.archs or ProjectConfig.load(ROOT).release_archs
     out = args.out.resolve()
     started = time.monotonic()
     try:

@@ -1,0 +1,30 @@
+"""pyproject.toml's release architecture lists, one per CUDA major, through project_config (their one
+reader): what each release wheel carries and what CULINA_CUDA_ARCHS=all means for a toolkit."""
+from __future__ import annotations
+
+import pytest
+
+from release_build import ROOT
+
+from project_config import ProjectConfig  # noqa: E402 - found through the path release_build sets
+
+
+def test_cuda13_adds_thor_and_both_keep_ptx_for_the_newest():
+    config = ProjectConfig.load(ROOT)
+    assert config.release_archs_for("12.9") == "7.5;8.0;9.0;10.0;12.0+PTX"
+    assert config.release_archs_for("13.0") == config.release_archs_for("13.5") == "7.5;8.0;9.0;10.0;11.0;12.0+PTX"
+    assert config.newest_release_archs == config.release_archs_for("13.0")
+
+
+def test_a_cuda_major_without_a_list_is_named_with_the_fix():
+    with pytest.raises(ValueError, match=r'no list for CUDA 14 \(toolkit 14.0; listed: 12, 13\): add a "14" entry'):
+        ProjectConfig.load(ROOT).release_archs_for("14.0")
+
+
+def test_the_old_single_string_form_is_refused_with_the_table_form(tmp_path):
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    start = pyproject.index("[tool.culina.release_archs]")
+    (tmp_path / "pyproject.toml").write_text(pyproject[:start].replace(
+        "[tool.culina]\n", '[tool.culina]\nrelease_archs = "7.5;12.0+PTX"\n'))
+    with pytest.raises(ValueError, match=r"release_archs = '7.5;12.0\+PTX' must be a table of CUDA major to list"):
+        ProjectConfig.load(tmp_path)
