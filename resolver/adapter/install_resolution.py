@@ -11,12 +11,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import threading
 from pathlib import Path
 
+import prebuilt_wheel
 from helper_build import HelperBuildError, helper_binary, say
 from project_config import PROJECT_ROOT, ProjectConfig
 
@@ -162,3 +164,19 @@ def resolve_install(config: ProjectConfig | None = None) -> Resolution:
     for warning in decision.get("warnings", []):
         say(f"WARNING: {warning}")
     return resolution
+
+
+def deliver(resolution: Resolution, directory: Path) -> Path:
+    """Hands the resolution's verified wheel to pip in `directory`, checked again as it is copied.
+    A wheel the helper had to fetch into a private folder (the cache could not be trusted) is
+    removed with that folder afterwards."""
+    try:
+        wheel = prebuilt_wheel.deliver(resolution.wheel_path, resolution.asset_name, resolution.decision, directory)
+    except prebuilt_wheel.DeliveryError as error:
+        raise SystemExit(str(error)) from None
+    finally:
+        private = resolution.wheel_path.parent.parent  # <TMPDIR>/culina-wheel-XXXXXX/wheels/<file>
+        if resolution.decision.get("wheel_in_private_folder") and private.name.startswith("culina-wheel-"):
+            shutil.rmtree(private, ignore_errors=True)
+    say(f"installing the prebuilt {resolution.decision['wheel']['variant']} wheel: {wheel.name}")
+    return wheel
