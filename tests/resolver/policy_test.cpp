@@ -1,6 +1,9 @@
 // The selection policy, case by case: one row per host/release/request situation.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <map>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -283,6 +286,111 @@ TEST(PolicyDecision, TableShowsActionReasonAndEveryCandidate) {
     EXPECT_NE(table.find("chosen    cu129"), std::string::npos) << table;
     EXPECT_NE(table.find("rejected  null"), std::string::npos) << table;
     EXPECT_NE(table.find("local build  7.0"), std::string::npos) << table;
+}
+
+// --- The release's own lists: pyproject.toml's [tool.culina.release_archs] (their owner), read here
+// so that a change there is checked against the GPUs each wheel must serve. ---
+
+// CUDA major -> the list, e.g. "13" -> "7.5;8.0;9.0;10.0;11.0;12.0+PTX".
+std::map<std::string, std::string> release_arch_lists() {
+    const std::string path = std::string(CULINA_TEST_DATA_DIR) + "/../../pyproject.toml";
+    std::ifstream in(path);
+    EXPECT_TRUE(in) << "cannot read " << path;
+    const std::regex entry(R"re(^"(\d+)"\s*=\s*"([^"]*)"\s*$)re");
+    std::map<std::string, std::string> lists;
+    bool in_table = false;
+    for (std::string line; std::getline(in, line);) {
+        if (!line.empty() && line[0] == '[') in_table = line == "[tool.culina.release_archs]";
+        std::smatch match;
+        if (in_table && std::regex_match(line, match, entry)) lists[match[1]] = match[2];
+    }
+    return lists;
+}
+
+// The manifest entry a release build writes for a wheel built with `list` (what build_release
+// reads back out of the .so: SASS for every item, PTX for the +PTX ones).
+WheelEntry release_wheel(const std::string& label, const std::string& cuda) {
+    const std::map<std::string, std::string> lists = release_arch_lists();
+    const std::string major = cuda.substr(0, cuda.find('.'));
+    EXPECT_EQ(lists.count(major), 1u) << "pyproject.toml [tool.culina.release_archs] has no \"" << major << "\" list";
+    std::vector<std::string> sass, ptx;
+    for (std::string item : parse_arch_list(lists.count(major) ? lists.at(major) : "", "release_archs")) {
+        const bool with_ptx = item.size() > 4 && item.compare(item.size() - 4, 4, "+PTX") == 0;
+        if (with_ptx) item.resize(item.size() - 4);
+        item.erase(item.find('.'), 1);  // "12.0" -> "120", "9.0a" -> "90a"
+        sass.push_back("sm_" + item);
+        if (with_ptx) ptx.push_back("compute_" + item);
+    }
+    return wheel(label, cuda, sass, ptx);
+}
+
+struct ReleaseCase {
+    const char* name;
+    const char* gpu;          // compute capability of the host's one GPU
+    const char* driver_cuda;
+    std::vector<std::string> cudas;  // one release wheel per CUDA version, labelled cu<digits>
+    Action action;
+    const char* chosen;
+    std::vector<std::string> mentions;
+};
+
+const ReleaseCase kReleaseCases[] = {
+    {"b300_10_3_takes_cu130_via_sm100", "10.3", "13.0", {"12.9", "13.0"}, Action::install_wheel, "cu130",
+     {"GPU 0 (10.3) via sm_100 SASS"}},
+    {"b300_10_3_on_a_cuda12_driver_takes_cu129_via_sm100", "10.3", "12.9", {"12.9", "13.0"}, Action::install_wheel, "cu129",
+     {"GPU 0 (10.3) via sm_100 SASS"}},
+    {"thor_11_0_takes_cu130_via_sm110", "11.0", "13.0", {"12.9", "13.0"}, Action::install_wheel, "cu130",
+     {"GPU 0 (11.0) via sm_110 SASS", "cu129: GPU 0 (11.0) not covered"}},
+    // No 11.0 SASS in a CUDA 12.9 wheel (that toolkit names Thor 10.1), and its PTX 12.0 cannot JIT down to 11.0.
+    {"thor_11_0_is_not_covered_by_cu129", "11.0", "13.0", {"12.9"}, Action::error, "",
+     {"cu129: GPU 0 (11.0) not covered: binary has sm_75,sm_80,sm_90,sm_100,sm_120 + compute_120"}},
+    {"dgx_spark_12_1_takes_cu130_via_sm120", "12.1", "13.0", {"12.9", "13.0"}, Action::install_wheel, "cu130",
+     {"GPU 0 (12.1) via sm_120 SASS"}},
+    {"dgx_spark_12_1_on_a_cuda12_driver_takes_cu129_via_sm120", "12.1", "12.9", {"12.9", "13.0"}, Action::install_wheel, "cu129",
+     {"GPU 0 (12.1) via sm_120 SASS"}},
+    {"orin_8_7_on_jetpack6_takes_cu129_via_sm80", "8.7", "12.6", {"12.9", "13.0"}, Action::install_wheel, "cu129",
+     {"GPU 0 (8.7) via sm_80 SASS"}},
+    {"orin_8_7_on_a_cuda13_driver_takes_cu130_via_sm80", "8.7", "13.0", {"12.9", "13.0"}, Action::install_wheel, "cu130",
+     {"GPU 0 (8.7) via sm_80 SASS"}},
+    {"a_future_major_13_gpu_runs_the_newest_ptx", "13.0", "13.0", {"12.9", "13.0"}, Action::install_wheel, "cu130",
+     {"GPU 0 (13.0) via compute_120 PTX"}},
+};
+
+void PrintTo(const ReleaseCase& row, std::ostream* out) { *out << row.name; }
+
+class ReleaseLists : public testing::TestWithParam<ReleaseCase> {};
+
+// Release wheels are aarch64 for Thor and Orin; the policy does not look at the platform, so the
+// tests' x86_64 tag stands in for it.
+TEST_P(ReleaseLists, CoverTheirGpus) {
+    const ReleaseCase& row = GetParam();
+    std::vector<WheelEntry> wheels;
+    for (const std::string& cuda : row.cudas) {
+        std::string label = "cu" + cuda;
+        label.erase(label.find('.'), 1);
+        wheels.push_back(release_wheel(label, cuda));
+    }
+    const Decision decision = decide({row.name, {row.gpu}, row.driver_cuda, "", wheels, "auto", row.action, row.chosen, {}, {}});
+    const std::string text = all_text(decision);
+    EXPECT_EQ(action_name(decision.action), std::string(action_name(row.action))) << text;
+    if (*row.chosen) {
+        ASSERT_TRUE(decision.wheel.has_value()) << text;
+        EXPECT_EQ(decision.wheel->variant, row.chosen) << text;
+    } else {
+        EXPECT_FALSE(decision.wheel.has_value()) << text;
+    }
+    for (const std::string& mention : row.mentions) EXPECT_NE(text.find(mention), std::string::npos) << mention << "\n---\n" << text;
+}
+
+INSTANTIATE_TEST_SUITE_P(Release, ReleaseLists, testing::ValuesIn(kReleaseCases),
+                         [](const testing::TestParamInfo<ReleaseCase>& info) { return std::string(info.param.name); });
+
+TEST(ReleaseLists, Cuda13AddsThorAndBothKeepPtxForTheNewest) {
+    const WheelEntry cu129 = release_wheel("cu129", "12.9"), cu130 = release_wheel("cu130", "13.0");
+    EXPECT_EQ(cu129.sass, (std::vector<std::string>{"sm_75", "sm_80", "sm_90", "sm_100", "sm_120"}));
+    EXPECT_EQ(cu130.sass, (std::vector<std::string>{"sm_75", "sm_80", "sm_90", "sm_100", "sm_110", "sm_120"}));
+    EXPECT_EQ(cu129.ptx, (std::vector<std::string>{"compute_120"}));
+    EXPECT_EQ(cu130.ptx, (std::vector<std::string>{"compute_120"}));
 }
 
 }  // namespace
