@@ -1,4 +1,7 @@
-"""Makes the in-place build (`make extension`) importable and shares the NumPy reference."""
+"""Makes the in-place build (`make extension`) importable and shares the NumPy reference.
+CULINA_TEST_INSTALLED=1 tests the culina installed in this interpreter instead (the release jobs'
+wheel test, tools/release/wheel_smoke.py)."""
+import os
 import sys
 from pathlib import Path
 
@@ -6,7 +9,8 @@ import numpy as np
 import pytest
 
 PACKAGE_DIR = Path(__file__).resolve().parents[2] / "package"
-sys.path.insert(0, str(PACKAGE_DIR))
+if os.environ.get("CULINA_TEST_INSTALLED") != "1":
+    sys.path.insert(0, str(PACKAGE_DIR))
 
 
 def reference(q, k, v, decay=None, scale=None, initial_state=None):

@@ -21,6 +21,7 @@ import binary_archs
 import no_toolkit
 import wheel_label
 
+WHEEL_SMOKE = ROOT / "tools" / "release" / "wheel_smoke.py"
 LABELLED = re.compile(r"culina-0\.1\.0-cp3\d+-cp3\d+-manylinux_2_\d+_x86_64-cu(\d+)\.whl")
 
 
@@ -131,12 +132,50 @@ def test_cpu_only_build_with_the_toolkit_hidden(release, tmp_path, clean_env):
     assert (record["sass_archs"], record["cuda_version"]) == ([], None)
 
 
-def test_merge_gathers_job_manifests_and_checks_their_hashes(release, tmp_path):
-    job = tmp_path / "job"
-    job.mkdir()
+def job_artifact(release, where: Path) -> Path:
+    """What one matrix job uploads before its wheel test: the wheel, its manifest and its prebuilt helper."""
+    where.mkdir()
     for name in (only_wheel(release).name, "release-manifest.json"):
-        shutil.copy2(release.out / name, job / name)
-    shutil.copytree(release.out / "helper", job / "helper")  # a job's artifact carries its prebuilt helper
+        shutil.copy2(release.out / name, where / name)
+    shutil.copytree(release.out / "helper", where / "helper")
+    return where
+
+
+def test_wheel(manifest: Path, python: str = sys.executable) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(WHEEL_SMOKE), "--python", python, "--manifest", str(manifest),
+                           "--test-deps", "inherit"], capture_output=True, text=True, timeout=600)
+
+
+test_wheel.__test__ = False  # a helper, not a test
+
+
+@pytest.fixture(scope="module")
+def tested_job(release, tmp_path_factory) -> Path:
+    """A job's artifact after its wheel passed the test where it was built (wheel_smoke.py, offline)."""
+    job = job_artifact(release, tmp_path_factory.mktemp("tested") / "job")
+    proc = test_wheel(job / "release-manifest.json")
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    assert re.search(r"CPU tests: \d+ passed", proc.stdout), proc.stdout
+    assert "python -m culina info: cu" in proc.stdout, proc.stdout
+    return job
+
+
+def test_the_wheel_test_records_the_wheel_it_passed(release, tested_job):
+    wheel, = release.manifest["wheels"]
+    assert json.loads((tested_job / "tested.json").read_text()) == {
+        "wheels": [{"file": wheel["file"], "sha256": wheel["sha256"]}]}
+
+
+def test_a_failing_wheel_test_records_nothing(release, tmp_path):
+    job = job_artifact(release, tmp_path / "job")
+    proc = test_wheel(job / "release-manifest.json", python="/bin/false")
+    assert proc.returncode == 1 and "creating the venv failed" in proc.stderr, proc.stderr
+    assert not (job / "tested.json").exists()
+
+
+def test_merge_gathers_tested_job_manifests_and_checks_their_hashes(release, tested_job, tmp_path):
+    job = tmp_path / "job"
+    shutil.copytree(tested_job, job)
     merged = tmp_path / "merged"
     proc = run_release("--out", str(merged), "--merge", str(job / "release-manifest.json"))
     assert proc.returncode == 0, proc.stderr
@@ -150,10 +189,28 @@ def test_merge_gathers_job_manifests_and_checks_their_hashes(release, tmp_path):
     assert proc.returncode == 1 and "sha256 differs" in proc.stderr
 
 
+@pytest.mark.parametrize("record,message", [
+    (None, "was not tested where it was built (no tested.json beside"),
+    ({"wheels": []}, "tested.json gives sha256 None, not "),
+    ({"wheels": [{"file": "WHEEL", "sha256": "0" * 64}]}, "tested.json gives sha256 " + "0" * 64),
+], ids=["no-record", "wheel-not-listed", "other-sha256"])
+def test_merge_refuses_a_wheel_its_job_did_not_pass(release, tested_job, tmp_path, record, message):
+    job = tmp_path / "job"
+    shutil.copytree(tested_job, job)
+    if record is None:
+        (job / "tested.json").unlink()
+    else:
+        (job / "tested.json").write_text(json.dumps(record).replace("WHEEL", only_wheel(release).name))
+    proc = run_release("--out", str(tmp_path / "merged"), "--merge", str(job / "release-manifest.json"))
+    assert proc.returncode == 1 and message in proc.stderr and "rerun that job" in proc.stderr, proc.stderr
+    assert not (tmp_path / "merged" / "release-manifest.json").exists()
+
+
 @pytest.mark.parametrize("args,message", [
     (["--archs", "9.5"], "--archs: CULINA_CUDA_ARCHS='9.5'"),
     (["--archs", "hopper"], "'hopper' is not an architecture"),
-    (["--cuda-home", "/nonexistent"], "--cuda-home /nonexistent: CUDA_HOME=/nonexistent has no bin/nvcc"),
+    (["--cuda-home", "/nonexistent"], "--cuda-home /nonexistent: /nonexistent has no bin/nvcc"),
+    (["--cuda", "12.9"], "--cuda 12.9: NVIDIA's PyPI packages carry no nvcc for CUDA 12"),
     (["--python", "/bin/false"], "--python /bin/false cannot build culina"),
 ])
 def test_bad_settings_stop_before_building_and_say_why(args, message, tmp_path, toolkit):

@@ -36,6 +36,7 @@ import helper_build  # noqa: E402
 from project_config import ProjectConfig  # noqa: E402
 import variant_metadata  # noqa: E402
 import wheel_label  # noqa: E402
+import wheel_smoke  # noqa: E402
 
 MANIFEST = "release-manifest.json"
 HELPERS = "helper"  # the prebuilt helpers and their record, in the output folder and each job's artifact
@@ -244,12 +245,14 @@ def build_sdist(out: Path, manifest: Path, work: Path) -> Path:
 def merged_entries(manifests: list[Path], out: Path) -> list[Entry]:
     """The wheels listed in the matrix jobs' manifests, copied into `out`. Their architectures were
     read from the binary by the job that built them; the sha256 is checked again here, so a wheel
-    changed on its way between jobs is caught before it is published."""
+    changed on its way between jobs is caught before it is published. Each job must also have
+    tested its wheel where it built it (wheel_smoke.py's record beside the manifest, same sha256)."""
     entries = []
     for manifest in manifests:
         if not manifest.is_file():
             raise ReleaseError(f"--merge {manifest}: no such file; pass the release-manifest.json of each matrix "
                                "job's downloaded artifact")
+        tested = wheel_smoke.tested_wheels(manifest.parent)
         for wheel in json.loads(manifest.read_text())["wheels"]:
             source = manifest.parent / wheel["file"]
             if not source.is_file():
@@ -258,6 +261,11 @@ def merged_entries(manifests: list[Path], out: Path) -> list[Entry]:
             if hashlib.sha256(source.read_bytes()).hexdigest() != wheel["sha256"]:
                 raise ReleaseError(f"{source}: sha256 differs from {manifest}; the artifact was altered or mixed "
                                    "up between jobs: rebuild it")
+            if tested is None or tested.get(wheel["file"]) != wheel["sha256"]:
+                found = ("no " + wheel_smoke.TESTED if tested is None else
+                         f"{wheel_smoke.TESTED} gives sha256 {tested.get(wheel['file'])}, not {wheel['sha256']}")
+                raise ReleaseError(f"{wheel['file']} was not tested where it was built ({found} beside {manifest}): "
+                                   "its job must pass tools/release/wheel_smoke.py on this very wheel; rerun that job")
             target = out / wheel["file"]
             if target.exists():
                 raise ReleaseError(f"{wheel['file']} is listed by two job manifests (second: {manifest}): "
@@ -334,7 +342,8 @@ def main() -> int:
     try:
         out.mkdir(parents=True, exist_ok=True)
         name, _ = project_version()
-        stale = [p for p in out.iterdir() if p.is_file() and (p.name == MANIFEST or p.name.startswith(f"{name}-"))]
+        stale = [p for p in out.iterdir()
+                 if p.is_file() and (p.name in (MANIFEST, wheel_smoke.TESTED) or p.name.startswith(f"{name}-"))]
         if stale:
             say(f"removing {len(stale)} asset(s) of an earlier run from {out}: {[p.name for p in stale]}")
             for path in stale:
