@@ -82,7 +82,7 @@ def test_release_runs_the_make_release_script_over_the_whole_matrix():
     wheel = release["jobs"]["wheel"]
     matrix = wheel["strategy"]["matrix"]
     assert (matrix["cuda"], matrix["python"], matrix["arch"]) == (
-        ["12.9", "13.0"], ["3.10", "3.11", "3.12", "3.13"], ["x86_64", "aarch64"])
+        ["12.9", "13.0"], ["3.10", "3.11", "3.12", "3.13", "3.14", "3.14t"], ["x86_64", "aarch64"])
     assert "manylinux_2_28" in wheel["container"]
     assert "ubuntu-24.04-arm" in wheel["runs-on"]
     assert "cuda-rhel8.repo" in flat_text(wheel["steps"])
@@ -100,3 +100,37 @@ def test_only_the_sdist_reaches_pypi_and_only_through_trusted_publishing():
     assert step["with"] == {"packages-dir": "pypi/"}  # no password or token: trusted publishing
     writers = [name for name, job in jobs.items() if (job.get("permissions") or {}).get("contents") == "write"]
     assert writers == ["release"]
+
+
+def test_every_wheel_is_tested_in_its_job_before_upload_and_the_merge_needs_the_record():
+    jobs = load(ROOT / ".github" / "workflows" / "release.yml")["jobs"]
+    steps = jobs["wheel"]["steps"]
+    runs = [s.get("run", "") for s in steps]
+    build = next(i for i, r in enumerate(runs) if "tools/release/build_release.py --out out" in r)
+    test = next(i for i, r in enumerate(runs) if "tools/release/wheel_smoke.py" in r)
+    upload = next(i for i, s in enumerate(steps) if s.get("uses", "").startswith("actions/upload-artifact"))
+    assert build < test < upload
+    assert '--python "$TARGET_PYTHON" --manifest out/release-manifest.json' in runs[test]
+    assert "out/tested.json" in steps[upload]["with"]["path"].split()
+    release_runs = flat_text(jobs["release"]["steps"])
+    assert "--merge artifacts/*/release-manifest.json" in release_runs  # beside each: that job's tested.json
+
+
+def test_free_threaded_python_comes_from_its_own_manylinux_folder(tmp_path):
+    build_tools = next(s["run"] for s in load(ROOT / ".github" / "workflows" / "release.yml")["jobs"]["wheel"]["steps"]
+                       if s.get("name") == "Build tools")
+    # What the step computes for each matrix Python, with the expression GitHub evaluates stubbed.
+    for python, folder in [("3.12", "cp312-cp312"), ("3.14t", "cp314-cp314t")]:
+        script = build_tools.replace("${{ matrix.python }}", python).replace(
+            "${{ endsWith(matrix.python, 't') && 't' || '' }}", "t" if python.endswith("t") else "")
+        script = script.split('"/opt/python/')[0]  # stop before installing anything
+        env_file = tmp_path / f"env-{python}"
+        subprocess.run(["bash", "-euc", script], env={"GITHUB_ENV": str(env_file), "PATH": "/usr/bin:/bin"}, check=True)
+        assert env_file.read_text() == f"TARGET_PYTHON=/opt/python/{folder}/bin/python\n"
+
+
+def test_the_release_uploads_the_variants_index():
+    step = next(s for s in load(ROOT / ".github" / "workflows" / "release.yml")["jobs"]["release"]["steps"]
+                if "gh release create" in s.get("run", ""))
+    assert step["run"].split()[-3:] == ["dist/release/*.whl", "dist/release/release-manifest.json",
+                                        "dist/release/culina-*-variants.json"]
