@@ -4,11 +4,13 @@ VENV   := .venv
 BUILD  := build
 JOBS   ?= $(shell nproc)
 DEMO_ARCHS ?= 9.0
+# The CUDA toolkit `make deps` installs from PyPI where the machine has none.
+PYPI_CUDA ?= 13.0
 
 .PHONY: deps build extension test test-cpp test-python demo bench-probe clean
 
 deps:
-	@tools/install-deps.sh $(VENV) $(PYTHON)
+	@tools/install-deps.sh $(VENV) $(PYTHON) $(PYPI_CUDA)
 
 build: deps
 	@echo "[build] resolver and C++ tests -> $(BUILD)/tests"
@@ -40,14 +42,16 @@ demo: build
 bench-probe: build
 	@$(VENV)/bin/python benchmarks/probe_bench.py --resolver $(BUILD)/tests/resolver/culina-resolver
 
-# Release assets into dist/release: a fat wheel per interpreter in PYTHONS and toolkit in CUDA_HOMES
-# (defaults: the venv's Python, the nvcc found), the manifest and the sdist with it inside.
+# Release assets into dist/release: a fat wheel per interpreter in PYTHONS and CUDA version in CUDA
+# (this machine's toolkit where its version matches, else NVIDIA's PyPI packages) or toolkit root in
+# CUDA_HOMES (defaults: the venv's Python, the nvcc found), the manifest and the sdist with it inside.
 PYTHONS    ?= $(VENV)/bin/python
+CUDA       ?=
 CUDA_HOMES ?=
 .PHONY: release
 release: deps
 	@$(VENV)/bin/python tools/release/build_release.py --out dist/release --python $(PYTHONS) \
-		$(if $(strip $(CUDA_HOMES)),--cuda-home $(CUDA_HOMES))
+		$(if $(strip $(CUDA)),--cuda $(CUDA)) $(if $(strip $(CUDA_HOMES)),--cuda-home $(CUDA_HOMES))
 
 clean:
 	rm -rf $(BUILD)

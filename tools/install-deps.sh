@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs what building and testing culina needs on a Debian/Ubuntu machine:
-# apt packages (when missing, as root) and a venv with the Python packages.
-# Usage: tools/install-deps.sh VENV_DIR PYTHON
+# apt packages (when missing, as root), a venv with the Python packages, and, where no CUDA
+# toolkit is installed, CUDA PYPI_CUDA from NVIDIA's PyPI packages into that venv.
+# Usage: tools/install-deps.sh VENV_DIR PYTHON PYPI_CUDA
 set -euo pipefail
 venv=${1:-.venv}
 python=${2:-python3}
+pypi_cuda=${3:-13.0}
 
 say() { printf '[deps] %s\n' "$*"; }
 
@@ -53,3 +55,15 @@ if [[ ! -f $stamp || $(cat "$stamp") != "$want" ]]; then
 else
   say "venv $venv: up to date"
 fi
+
+# The build's own toolkit search (cuda_build_ext.find_toolkit) decides whether one is needed.
+toolkit=$("$venv/bin/python" -c 'import sys; sys.path.insert(0, "resolver/adapter"); import cuda_build_ext as b
+t = b.find_toolkit(); print(f"{t.full_version} from {t.source}" if t else "")')
+if [[ -n $toolkit ]]; then
+  say "CUDA toolkit: nvcc $toolkit"
+else
+  say "no CUDA toolkit found: installing CUDA $pypi_cuda from NVIDIA's PyPI packages into $venv"
+  mapfile -t requirements < <("$venv/bin/python" resolver/adapter/pypi_toolkit.py --requirements "$pypi_cuda")
+  "$venv/bin/python" -m pip install -q "${requirements[@]}"
+fi
+

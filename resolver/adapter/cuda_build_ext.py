@@ -24,6 +24,7 @@ from setuptools import Extension
 from setuptools.command.build_ext import build_ext
 
 import compile_pool
+import pypi_toolkit
 from compile_pool import say
 from install_resolution import is_release_build
 from project_config import ProjectConfig
@@ -55,6 +56,7 @@ class Toolkit:
     nvcc: Path
     version: str  # release, "13.0"
     full_version: str  # "13.0.88"
+    source: str  # where it was found: "CUDA_HOME", "PATH", "PyPI packages", ...
 
     @property
     def major(self) -> int:
@@ -69,8 +71,25 @@ class Toolkit:
                          "is incomplete; install the toolkit's cudart development files")
 
 
+# The helper's probe looks in the same order (probe/toolkit_probe.cpp), so the toolkit the
+# decision was made for is the one that compiles.
+TOOLKIT_SEARCH = "CUDA_HOME, CUDA_PATH, PATH, the PyPI toolkit in this Python's site-packages, /usr/local/cuda"
+
+
+def toolkit_at(nvcc: Path, source: str) -> Toolkit:
+    nvcc = nvcc.resolve()
+    out = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, check=True).stdout
+    match = re.search(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)", out)
+    if not match:
+        raise BuildError(f"cannot read the version from `{nvcc} --version`:\n{out}")
+    root = nvcc.parent.parent
+    if source != "PyPI packages" and pypi_toolkit.is_pypi_root(root):
+        source = f"PyPI packages, through {source}"
+    return Toolkit(root, nvcc, match.group(1), match.group(2), source)
+
+
 def find_toolkit() -> Toolkit | None:
-    """nvcc from CUDA_HOME, CUDA_PATH, PATH, then /usr/local/cuda; None when there is none."""
+    """The first nvcc in TOOLKIT_SEARCH's order; None when there is none."""
     candidates = []
     for var in ("CUDA_HOME", "CUDA_PATH"):
         if os.environ.get(var):
@@ -78,20 +97,17 @@ def find_toolkit() -> Toolkit | None:
             if not nvcc.exists():
                 raise BuildError(f"{var}={os.environ[var]} has no bin/nvcc: point {var} at a CUDA "
                                  f"toolkit root (the folder holding bin/nvcc), or unset it")
-            candidates.append(nvcc)
+            candidates.append((nvcc, var))
     on_path = shutil.which("nvcc")
     if on_path:
-        candidates.append(Path(on_path))
-    candidates.append(Path("/usr/local/cuda/bin/nvcc"))
-    for nvcc in candidates:
+        candidates.append((Path(on_path), "PATH"))
+    pypi = pypi_toolkit.installed_root()
+    if pypi:
+        candidates.append((pypi / "bin" / "nvcc", "PyPI packages"))
+    candidates.append((Path("/usr/local/cuda/bin/nvcc"), "/usr/local/cuda"))
+    for nvcc, source in candidates:
         if nvcc.exists():
-            nvcc = nvcc.resolve()
-            out = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True,
-                                 check=True).stdout
-            match = re.search(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)", out)
-            if not match:
-                raise BuildError(f"cannot read the version from `{nvcc} --version`:\n{out}")
-            return Toolkit(nvcc.parent.parent, nvcc, match.group(1), match.group(2))
+            return toolkit_at(nvcc, source)
     return None
 
 
@@ -191,7 +207,7 @@ class CudaBuildExt(build_ext):
         cu_sources = [s for s in ext.sources if s.endswith(".cu")]
         cpp_sources = [s for s in ext.sources if not s.endswith(".cu")]
         record = {"kind": "release" if is_release_build() else "local", "variant": "null", "cpu_only": True,
-                  "cuda_version": None, "nvcc_version": None, "sass_archs": [], "ptx_archs": [],
+                  "cuda_version": None, "nvcc_version": None, "toolkit_source": None, "sass_archs": [], "ptx_archs": [],
                   "compiler": compiler_version(self.compiler.compiler_so[0]),
                   "resolver": getattr(self.distribution, "culina_decision", None)}
         nvcc_flags: list[str] = []
@@ -200,18 +216,19 @@ class CudaBuildExt(build_ext):
             ext.define_macros.append(("CULINA_CPU_ONLY", "1"))
         elif toolkit is None:
             say("=" * 72)
-            say("no nvcc found (CUDA_HOME, CUDA_PATH, PATH, /usr/local/cuda): building the CPU-ONLY")
+            say(f"no nvcc found ({TOOLKIT_SEARCH}): building the CPU-ONLY")
             say("module. GPU arrays will be refused; install a CUDA toolkit and rebuild for GPUs.")
             say("=" * 72)
             ext.define_macros.append(("CULINA_CPU_ONLY", "1"))
         else:
             sass, ptx = parse_archs(os.environ.get(ARCHS_VAR, "all"), toolkit)
-            say(f"nvcc {toolkit.full_version} at {toolkit.nvcc}; SASS {[a.label for a in sass]}, "
+            say(f"nvcc {toolkit.full_version} at {toolkit.nvcc} (from {toolkit.source}); SASS {[a.label for a in sass]}, "
                 f"PTX {[a.label for a in ptx]}")
             nvcc_flags = cuda_flags(ext, sass, ptx)
             ext.extra_link_args += [str(toolkit.cudart_static()), "-lrt", "-lpthread", "-ldl"]
             record.update(variant=f"cu{toolkit.version.replace('.', '')}", cpu_only=False,
                           cuda_version=toolkit.version, nvcc_version=toolkit.full_version,
+                          toolkit_source=toolkit.source,
                           sass_archs=[a.label for a in sass], ptx_archs=[a.label for a in ptx])
         objects = self._compile(ext, cpp_sources, cu_sources if toolkit else [], toolkit, nvcc_flags)
         # Every object is built above; setuptools only links them.

@@ -19,6 +19,7 @@ import threading
 from pathlib import Path
 
 import prebuilt_wheel
+import pypi_toolkit
 from helper_build import HelperBuildError, helper_binary, say
 from project_config import PROJECT_ROOT, ProjectConfig
 
@@ -149,6 +150,9 @@ def resolve_install(config: ProjectConfig | None = None) -> Resolution:
         # (11.0 for CUDA 12, which leaves the CUDA 12 list).
         command = [str(helper), "resolve", *_manifest_arguments(config), "--tags", str(tags_file),
                    "--base-url", config.release_url, "--default-archs", config.newest_release_archs, "--json"]
+        pypi = pypi_toolkit.installed_root()
+        if pypi is not None:
+            command += ["--pypi-toolkit", str(pypi)]  # the build would find it too (cuda_build_ext.find_toolkit)
         code, stdout, log = _run_helper(command)
     if code == EXIT_BAD_INPUT or not stdout.strip():
         last = log.strip().splitlines()[-1] if log.strip() else f"exit status {code}"

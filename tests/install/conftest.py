@@ -3,8 +3,10 @@ sdist and the build requirements on a local package index, and `pip install culi
 fresh venvs, with the host described by the fake libcuda.so.1 or hidden toolkits.
 
 One release build serves the whole session (CUDA for sm_90 only, to keep CI fast). The release
-has one real wheel, cu130; the cu129 asset is that wheel relabelled and listed as a CUDA 12.9
-build — it stands in for a real cu129 build in the selection scenarios and is named as such.
+has two real CUDA 13 wheels: cu130 (this machine's toolkit when it is 13.0, else NVIDIA's PyPI
+packages) and NEWEST, built with CUDA SECOND_CUDA from PyPI. CUDA 12 has no nvcc on PyPI, so the
+cu129 asset is the cu130 wheel relabelled and listed as a CUDA 12.9 build: it stands in for a real
+cu129 build in the CUDA 12 scenarios only, and is named as such.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ sys.path.insert(0, str(REPO / "tools" / "release"))
 
 import no_toolkit  # noqa: E402 - needs the path above
 BUILD = Path(os.environ.get("CULINA_BUILD_DIR", REPO / "build"))
+SECOND_CUDA = "13.5"
+NEWEST = "cu135"  # what a CUDA 13 driver gets: the newest CUDA 13 build it runs
 
 
 @dataclasses.dataclass
@@ -71,14 +75,14 @@ def _replace_manifest_in_sdist(sdist: Path, manifest_path: Path) -> None:
 
 
 def _build_release(folder: Path) -> None:
-    """`make release` for this interpreter and sm_90; CULINA_TEST_RELEASE_DIR reuses the output of
+    """`make release CUDA="13.0 13.5"` for this interpreter and sm_90; CULINA_TEST_RELEASE_DIR reuses the output of
     an earlier run (iterating on these tests need not rebuild it)."""
     reuse = os.environ.get("CULINA_TEST_RELEASE_DIR")
     if reuse:
         shutil.copytree(reuse, folder, dirs_exist_ok=True)
         return
     done = subprocess.run([sys.executable, str(REPO / "tools" / "release" / "build_release.py"), "--out", str(folder),
-                           "--archs", "9.0", "--python", sys.executable],
+                           "--archs", "9.0", "--python", sys.executable, "--cuda", "13.0", SECOND_CUDA],
                           cwd=REPO, capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, f"build_release.py failed:\n{done.stdout}\n{done.stderr}"
 

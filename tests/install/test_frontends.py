@@ -13,7 +13,7 @@ import tarfile
 import zipfile
 
 import release_server
-from conftest import REPO, Host
+from conftest import NEWEST, REPO, Host
 
 
 def _checkout(tmp_path):
@@ -42,12 +42,12 @@ def test_pip_wheel_on_a_source_tree_takes_the_manifest_from_the_release_url(rele
     assert "this sdist carries none" in output
     assert "decision: install_wheel" in output
     (wheel,) = (tmp_path / "out").glob("*.whl")
-    assert wheel.name == release.asset("cu130").replace("-cu130.whl", ".whl")
+    assert wheel.name == release.asset(NEWEST).replace(f"-{NEWEST}.whl", ".whl")
     with zipfile.ZipFile(wheel) as built:
         module = next(n for n in built.namelist() if n.startswith("culina/_C") and n.endswith(".so"))
-        assert built.read(module) == release.module_bytes("cu130")
+        assert built.read(module) == release.module_bytes(NEWEST)
         record = json.loads(built.read("culina/_build_info.json"))
-    assert record["kind"] == "release" and record["resolver"]["wheel"]["variant"] == "cu130"
+    assert record["kind"] == "release" and record["resolver"]["wheel"]["variant"] == NEWEST
 
 
 def test_pip_install_of_a_source_checkout_asks_for_the_resolver_imports_then_takes_the_wheel(release, installer,
@@ -60,7 +60,7 @@ def test_pip_install_of_a_source_checkout_asks_for_the_resolver_imports_then_tak
     assert install.returncode == 0, install.output[-4000:]
     assert "a source checkout (no bundled packaging): asking for it and the compile toolchain" in install.output
     assert "decision: install_wheel" in install.output
-    assert install.module_bytes() == release.module_bytes("cu130")
+    assert install.module_bytes() == release.module_bytes(NEWEST)
 
 
 def test_python_m_build_on_the_sdist_hands_back_the_release_wheel(release, installer, server, tmp_path):
@@ -77,7 +77,7 @@ def test_python_m_build_on_the_sdist_hands_back_the_release_wheel(release, insta
     (wheel,) = (tmp_path / "out").glob("*.whl")
     with zipfile.ZipFile(wheel) as built:
         module = next(n for n in built.namelist() if n.startswith("culina/_C") and n.endswith(".so"))
-        assert built.read(module) == release.module_bytes("cu130")
+        assert built.read(module) == release.module_bytes(NEWEST)
 
 
 def test_editable_install_builds_locally(installer, server, tmp_path):

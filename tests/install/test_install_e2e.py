@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import io
+import json
+import zipfile
+
 import release_server
-from conftest import Host, cached_wheels
+from conftest import NEWEST, SECOND_CUDA, Host, cached_wheels
 
 H200_CUDA13 = Host(driver_cuda="13.0", gpus="NVIDIA H200=9.0")
 H200_CUDA12_8 = Host(driver_cuda="12.8", gpus="NVIDIA H200=9.0")
@@ -31,9 +35,23 @@ def assert_built_locally(install, archs, reason):
     install.computes_like_the_reference()
 
 
-def test_1_cuda13_driver_with_sm90_gets_the_cu130_wheel(installer, server, release):
+def test_0_the_release_has_two_real_cuda13_builds(release):
+    """cu130 and the newer one are each compiled by their own nvcc, not relabelled copies."""
+    built = {}
+    for variant, cuda in (("cu130", "13.0"), (NEWEST, SECOND_CUDA)):
+        entry = next(w for w in release.manifest["wheels"] if w["variant"] == variant)
+        assert entry["cuda"] == cuda and entry["sass"] == ["sm_90"]
+        with zipfile.ZipFile(io.BytesIO(release.assets[entry["file"]])) as wheel:
+            record = json.loads(wheel.read("culina/_build_info.json"))
+        assert record["cuda_version"] == cuda and record["nvcc_version"].startswith(cuda + ".")
+        built[variant] = (record["toolkit_source"], release.module_bytes(variant))
+    assert built[NEWEST][0].startswith("PyPI packages")
+    assert built["cu130"][1] != built[NEWEST][1]
+
+
+def test_1_cuda13_driver_with_sm90_gets_the_newest_cuda13_wheel(installer, server, release):
     install = installer.install(H200_CUDA13, server.base_url)
-    assert_installed_release(install, release, "cu130")
+    assert_installed_release(install, release, NEWEST)
     assert "decision: install_wheel" in install.output
     # The build backend asked for no compile toolchain, and pip's later steps reused the decision.
     assert "no compile toolchain is installed" in install.output
@@ -65,14 +83,14 @@ def test_4b_offline_with_an_empty_cache_builds_locally_without_a_request(install
 
 
 def test_5_corrupted_asset_is_rejected_and_never_cached(installer, server, release):
-    server.faults[release.asset("cu130")] = release_server.Fault("wrong-bytes")
+    server.faults[release.asset(NEWEST)] = release_server.Fault("wrong-bytes")
     install = installer.install(H200_CUDA13, server.base_url)
     assert_built_locally(install, ["9.0"], "sha256")
     assert cached_wheels(installer.cache) == []
 
 
 def test_6_stalled_server_falls_back_within_the_timeouts(installer, server, release):
-    server.faults[release.asset("cu130")] = release_server.Fault("stall", times=10)
+    server.faults[release.asset(NEWEST)] = release_server.Fault("stall", times=10)
     install = installer.install(H200_CUDA13, server.base_url, CULINA_TIMEOUT="2", CULINA_RETRIES="1")
     assert_built_locally(install, ["9.0"], "could not be fetched")
     assert "no progress" in install.output or "stall" in install.output.lower()
@@ -99,11 +117,11 @@ def test_8_pascal_gpu_with_cuda13_only_fails_with_what_is_missing(installer, ser
 
 
 def test_9_second_install_in_a_new_venv_is_served_by_the_cache(installer, server, release):
-    assert_installed_release(installer.install(H200_CUDA13, server.base_url), release, "cu130")
-    asset_gets = len(server.object_gets(release.asset("cu130")))
+    assert_installed_release(installer.install(H200_CUDA13, server.base_url), release, NEWEST)
+    asset_gets = len(server.object_gets(release.asset(NEWEST)))
     second = installer.install(H200_CUDA13, server.base_url)
-    assert_installed_release(second, release, "cu130")
-    assert len(server.object_gets(release.asset("cu130"))) == asset_gets == 1
+    assert_installed_release(second, release, NEWEST)
+    assert len(server.object_gets(release.asset(NEWEST))) == asset_gets == 1
 
 
 def test_10_bogus_variant_fails_naming_the_variable(installer, server):
@@ -115,13 +133,13 @@ def test_10_bogus_variant_fails_naming_the_variable(installer, server):
 
 def test_11_uv_takes_the_same_path(installer, server, release):
     install = installer.install(H200_CUDA13, server.base_url, tool="uv")
-    assert_installed_release(install, release, "cu130")
+    assert_installed_release(install, release, NEWEST)
 
 
 def test_12_four_installs_at_once_share_one_download(installer, server, release):
     started = [installer.start(H200_CUDA13, server.base_url) for _ in range(4)]
     installs = [installer.finish(*process) for process in started]
     for install in installs:
-        assert_installed_release(install, release, "cu130")
-    assert len(server.object_gets(release.asset("cu130"))) == 1
-    assert cached_wheels(installer.cache) == [release.asset("cu130")]
+        assert_installed_release(install, release, NEWEST)
+    assert len(server.object_gets(release.asset(NEWEST))) == 1
+    assert cached_wheels(installer.cache) == [release.asset(NEWEST)]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Host, Installer
+from conftest import NEWEST, Host, Installer
 from test_install_e2e import assert_installed_release
 
 COMPILERS = ("c++", "g++", "gcc", "cc", "clang", "clang++", "ld", "CC", "CXX")
@@ -37,7 +37,7 @@ def test_runtime_container_installs_the_prebuilt_wheel_with_the_prebuilt_helper(
     installer = Installer(tmp_path, index, fake_libcuda_dir, empty_cache)
     install = installer.install(Host(driver_cuda="13.0", gpus="NVIDIA H200=9.0", toolkit=False), server.base_url,
                                 PATH=runtime_container_path(tmp_path / "bin"))
-    assert_installed_release(install, release, "cu130")
+    assert_installed_release(install, release, NEWEST)
     assert "prebuilt helper from the sdist" in install.output
     assert "building the helper" not in install.output
     assert not (empty_cache / "helper").exists()
@@ -46,7 +46,7 @@ def test_runtime_container_installs_the_prebuilt_wheel_with_the_prebuilt_helper(
 def test_source_choice_compiles_the_helper_and_installs_the_same_wheel(installer, server, release):
     install = installer.install(Host(driver_cuda="13.0", gpus="NVIDIA H200=9.0"), server.base_url,
                                 CULINA_HELPER="source")
-    assert_installed_release(install, release, "cu130")
+    assert_installed_release(install, release, NEWEST)
     assert "helper from the cache" in install.output
     assert "prebuilt helper from the sdist" not in install.output
 

@@ -61,7 +61,8 @@ def resolve(resolver, tmp_path, pki):
 
     def run(base_url: str, project: str = "culina", version: str = "0.1.0", **env: str):
         clean = {k: v for k, v in os.environ.items()
-                 if not k.startswith("CULINA_") and k not in ("SSL_CERT_FILE", "CURL_CA_BUNDLE", "https_proxy")}
+                 if not k.startswith("CULINA_")
+                 and k not in ("SSL_CERT_FILE", "CURL_CA_BUNDLE", "https_proxy", "CUDA_HOME", "CUDA_PATH")}
         clean.update(CULINA_OVERRIDE_CUDA="13.0", CULINA_OVERRIDE_SM="9.0", CULINA_CA_BUNDLE=str(pki.ca),
                      CULINA_TIMEOUT="2", CULINA_RETRIES="1", PATH=f"{toolkit}:{clean['PATH']}")
         clean.update(env)

@@ -69,7 +69,8 @@ def fake_toolkit(tmp_path) -> Path:
 
 def resolve(resolver, release, tmp_path, fake_toolkit, cuda="13.0", sm="9.0", **env):
     clean = {k: v for k, v in os.environ.items()
-             if not k.startswith("CULINA_") and k not in ("SSL_CERT_FILE", "CURL_CA_BUNDLE", "https_proxy", "HTTPS_PROXY")}
+             if not k.startswith("CULINA_")
+             and k not in ("SSL_CERT_FILE", "CURL_CA_BUNDLE", "https_proxy", "HTTPS_PROXY", "CUDA_HOME", "CUDA_PATH")}
     clean.update(CULINA_OVERRIDE_CUDA=cuda, CULINA_OVERRIDE_SM=sm, CULINA_CA_BUNDLE=env.pop("ca"),
                  CULINA_TIMEOUT="2", CULINA_RETRIES="1", PATH=f"{fake_toolkit}:{clean['PATH']}")
     clean.update(env)

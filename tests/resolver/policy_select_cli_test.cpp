@@ -37,7 +37,7 @@ protected:
 
     // `environment` is a list of NAME=value words for env(1).
     CliRun select(const std::string& environment, const std::string& manifest, const std::string& extra = "--json") const {
-        const std::string command = "env PATH='" + dir_ + "bin':\"$PATH\" " + environment + " '" + CULINA_RESOLVER_EXE +
+        const std::string command = "env -u CUDA_HOME -u CUDA_PATH PATH='" + dir_ + "bin':\"$PATH\" " + environment + " '" + CULINA_RESOLVER_EXE +
                                     "' select --manifest '" + manifest + "' --tags '" + dir_ + "tags.txt' " + extra + " >'" + dir_ +
                                     "out' 2>'" + dir_ + "err'";
         const int status = std::system(command.c_str());

@@ -6,7 +6,7 @@ index file culina-<version>-variants.json, and the sdist with the manifest and t
 inside. `make release` and .github/workflows/release.yml call this.
 
 Usage: python tools/release/build_release.py --out DIR [--archs LIST] [--python PY ...]
-                                             [--cuda-home DIR ...] [--no-auditwheel]
+                                             [--cuda X.Y ... | --cuda-home DIR ...] [--no-auditwheel]
        python tools/release/build_release.py --out DIR --merge JOB_DIR/release-manifest.json ...
            (the workflow's last job: gathers the wheels the matrix jobs built, each listed in its
            job's manifest, and the prebuilt helpers in helper/ beside it, into one manifest and the sdist)
@@ -24,7 +24,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from unittest import mock
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "resolver" / "adapter"))
@@ -33,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import binary_archs  # noqa: E402
 import cuda_build_ext as adapter  # noqa: E402
 import helper_build  # noqa: E402
+import pypi_toolkit  # noqa: E402
 from project_config import ProjectConfig  # noqa: E402
 import variant_metadata  # noqa: E402
 import wheel_label  # noqa: E402
@@ -62,14 +62,35 @@ def project_version() -> tuple[str, str]:
     return config.name, config.version
 
 
-def toolkit_at(home: Path) -> adapter.Toolkit:
-    # The build adapter's own lookup, so the release and the build agree on the toolkit; it reads
-    # CUDA_HOME from the environment.
-    with mock.patch.dict(os.environ, {"CUDA_HOME": str(home), "CUDA_PATH": ""}):
-        try:
-            return adapter.find_toolkit()
-        except adapter.BuildError as error:
-            raise ReleaseError(f"--cuda-home {home}: {error}") from None
+def toolkit_at_home(home: Path) -> adapter.Toolkit:
+    nvcc = home / "bin" / "nvcc"
+    if not nvcc.is_file():
+        raise ReleaseError(f"--cuda-home {home}: {home} has no bin/nvcc; pass a CUDA toolkit root (the folder "
+                           "holding bin/nvcc)")
+    try:
+        return adapter.toolkit_at(nvcc, f"--cuda-home {home}")
+    except adapter.BuildError as error:
+        raise ReleaseError(f"--cuda-home {home}: {error}") from None
+
+
+def toolkit_of_version(cuda: str) -> adapter.Toolkit:
+    """CUDA `cuda` (X.Y): the toolkit this machine has when it is that version, else the newest
+    patch release of X.Y from NVIDIA's PyPI packages, installed once into build/toolkits/."""
+    found = adapter.find_toolkit()
+    if found is not None and found.version == cuda:
+        say(f"CUDA {cuda}: nvcc {found.full_version} from {found.source}")
+        return found
+    target = ROOT / "build" / "toolkits" / f"cuda-{cuda}"
+    root = pypi_toolkit.root_in(target)
+    try:
+        if root is None or adapter.toolkit_at(root / "bin" / "nvcc", "PyPI packages").version != cuda:
+            say(f"CUDA {cuda}: installing it from PyPI into {target} ({', '.join(pypi_toolkit.requirements(cuda))})")
+            root = pypi_toolkit.install(cuda, target)
+    except pypi_toolkit.ToolkitError as error:
+        raise ReleaseError(f"--cuda {cuda}: {error}") from None
+    toolkit = adapter.toolkit_at(root / "bin" / "nvcc", "PyPI packages")
+    say(f"CUDA {cuda}: nvcc {toolkit.full_version} from PyPI packages at {toolkit.root}")
+    return toolkit
 
 
 def python_tag(python: str) -> str:
@@ -276,14 +297,16 @@ def merged_entries(manifests: list[Path], out: Path) -> list[Entry]:
 
 
 def built_entries(args, out: Path, work: Path) -> list[Entry]:
-    homes = args.cuda_home or []
-    if not homes:
+    if args.cuda:
+        toolkits = [toolkit_of_version(cuda) for cuda in args.cuda]
+    elif args.cuda_home:
+        toolkits = [toolkit_at_home(Path(home)) for home in args.cuda_home]
+    else:
         found = adapter.find_toolkit()
         if found is None:
-            raise ReleaseError("no CUDA toolkit found (CUDA_HOME, CUDA_PATH, PATH, /usr/local/cuda): pass "
-                               "--cuda-home DIR, or install one")
-        homes = [found.root]
-    toolkits = [toolkit_at(Path(home)) for home in homes]
+            raise ReleaseError(f"no CUDA toolkit found ({adapter.TOOLKIT_SEARCH}): pass --cuda X.Y (a toolkit "
+                               "from PyPI for CUDA 13) or --cuda-home DIR, or install one")
+        toolkits = [found]
     pythons = [(python, python_tag(python)) for python in (args.python or [sys.executable])]
     plan = [(p, t, k) for p, t in pythons for k in toolkits]
     say(f"{len(plan)} wheel(s): Pythons {[t for _, t in pythons]} x CUDA {[k.version for k in toolkits]}, "
@@ -328,11 +351,16 @@ def main() -> int:
                                         f"{ProjectConfig.load(ROOT).release_archs})")
     parser.add_argument("--python", nargs="+", help="interpreters to build for (default: this one)")
     parser.add_argument("--cuda-home", nargs="+", help="CUDA toolkit roots to build with (default: the nvcc found)")
+    parser.add_argument("--cuda", nargs="+", metavar="X.Y",
+                        help="CUDA versions to build with: this machine's toolkit where its version matches, "
+                             "else one from NVIDIA's PyPI packages (CUDA 13 and newer)")
     parser.add_argument("--no-auditwheel", action="store_true", help="skip auditwheel (local platform tag)")
     parser.add_argument("--merge", nargs="+", type=Path, metavar="MANIFEST",
                         help="build nothing: gather the wheels listed in these job manifests")
     args = parser.parse_args()
-    building = {"--archs": args.archs, "--python": args.python, "--cuda-home": args.cuda_home,
+    if args.cuda and args.cuda_home:
+        parser.error("--cuda and --cuda-home both name the toolkits: give one of them")
+    building = {"--archs": args.archs, "--python": args.python, "--cuda-home": args.cuda_home, "--cuda": args.cuda,
                 "--no-auditwheel": args.no_auditwheel}
     if args.merge and any(building.values()):
         parser.error(f"--merge builds nothing, so {', '.join(k for k, v in building.items() if v)} would be "
@@ -357,8 +385,8 @@ def main() -> int:
                 say(f"prebuilt helpers gathered for {', '.join(platforms)}")
                 helper = helper_build.helper_binary()
             else:
-                helper = helper_build.build_prebuilt(out / HELPERS)
                 entries = built_entries(args, out, work)
+                helper = helper_build.build_prebuilt(out / HELPERS)
                 embed_variant_metadata(entries, helper, work)
             manifest = write_manifest(out, entries, helper)
             write_variants_index(out, manifest)

@@ -19,7 +19,7 @@ namespace {
 void print_resolve_usage(std::ostream& out) {
     out << "usage: culina-resolver resolve (--manifest FILE | --manifest-url URL --project NAME --project-version V)\n"
            "                              --tags FILE [--base-url URL] [--cache-dir DIR]\n"
-           "                              [--allow-http] [--json] [--default-archs LIST]\n"
+           "                              [--allow-http] [--json] [--default-archs LIST] [--pypi-toolkit ROOT]\n"
            "  probe this host, choose a wheel (as `select`), then download and verify it (as `fetch`).\n"
            "  When the chosen wheel cannot be fetched, the decision falls back to a local build, and\n"
            "  fetch_error says why.\n"
@@ -32,6 +32,8 @@ void print_resolve_usage(std::ostream& out) {
            "  --default-archs LIST  local build targets when no GPU is visible (default "
         << kDefaultLocalBuildArchs
         << ")\n"
+           "  --pypi-toolkit ROOT   a CUDA toolkit from NVIDIA's PyPI packages that the installing Python has,\n"
+           "                        searched after PATH (CUDA_HOME, CUDA_PATH, PATH, ROOT, /usr/local/cuda)\n"
            "environment: CULINA_VARIANT, CULINA_OFFLINE, CULINA_TIMEOUT, CULINA_RETRIES, CULINA_CA_BUNDLE,\n"
            "CULINA_OVERRIDE_CUDA, CULINA_OVERRIDE_SM\n"
            "exit status: 0 act on the decision, 2 bad input, 3 nothing can serve this host (reason printed)\n";

@@ -13,12 +13,15 @@ namespace {
 
 void print_select_usage(std::ostream& out) {
     out << "usage: culina-resolver select --manifest FILE --tags FILE [--json] [--default-archs LIST]\n"
+           "                             [--pypi-toolkit ROOT]\n"
            "  --manifest FILE       release-manifest.json\n"
            "  --tags FILE           the interpreter's supported wheel tags, one per line, best first\n"
            "  --json                print one JSON object instead of a table\n"
            "  --default-archs LIST  local build targets when no GPU is visible (default "
         << kDefaultLocalBuildArchs
         << ")\n"
+           "  --pypi-toolkit ROOT   a CUDA toolkit from NVIDIA's PyPI packages that the installing Python has,\n"
+           "                        searched after PATH (CUDA_HOME, CUDA_PATH, PATH, ROOT, /usr/local/cuda)\n"
            "environment: CULINA_VARIANT (auto | a release label | null/cpu | source), and the probe's\n"
            "CULINA_OVERRIDE_CUDA / CULINA_OVERRIDE_SM\n"
            "exit status: 0 a decision, 2 bad input, 3 nothing can serve this host (reason printed)\n";

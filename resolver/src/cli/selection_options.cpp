@@ -42,6 +42,7 @@ SelectionOptions parse_selection_options(const Args& args, bool with_fetch) {
         if (arg == "--default-archs") value_slot = &options.default_archs;
         if (with_fetch && arg == "--base-url") optional_slot = &options.base_url;
         if (with_fetch && arg == "--cache-dir") optional_slot = &options.cache_dir;
+        if (arg == "--pypi-toolkit") optional_slot = &options.pypi_toolkit_root;
         if (with_fetch && arg == "--manifest-url") optional_slot = &options.manifest_url;
         if (with_fetch && arg == "--project") value_slot = &options.project_name;
         if (with_fetch && arg == "--project-version") value_slot = &options.project_version;
@@ -113,7 +114,9 @@ SelectionInput load_selection_input(const SelectionOptions& options) {
     const std::optional<std::string> tags_text = read_text_file(options.tags_path);
     if (!tags_text) throw UsageError("tags file " + options.tags_path + " cannot be read (missing or unreadable)");
     input.supported_tags = parse_supported_tags(*tags_text, options.tags_path);
-    input.host = probe_host();
+    ProbeSettings probe_settings = probe_settings_from_env();
+    probe_settings.pypi_toolkit_root = options.pypi_toolkit_root;
+    input.host = probe_host(probe_settings);
     return input;
 }
 

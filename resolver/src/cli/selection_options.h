@@ -19,6 +19,7 @@ struct SelectionOptions {
     std::string manifest_path;
     std::string tags_path;
     std::string default_archs;
+    std::optional<std::string> pypi_toolkit_root;  // --pypi-toolkit: the installing Python's toolkit from PyPI
     bool json = false;
     bool help = false;
     // resolve only

@@ -57,7 +57,7 @@ HostInfo probe_host(const ProbeSettings& settings) {
     host.os = probe_os();
     host.cpu = probe_cpu();
     probe_driver(settings, host);
-    host.toolkit = probe_toolkit(host.errors);
+    host.toolkit = probe_toolkit(settings.pypi_toolkit_root, host.errors);
     return host;
 }
 

@@ -17,6 +17,8 @@ struct ProbeSettings {
     std::optional<std::optional<CudaVersion>> override_cuda;
     std::optional<std::vector<ComputeCapability>> override_gpus;
     std::chrono::milliseconds cuda_timeout{15000};
+    // A CUDA toolkit from NVIDIA's PyPI packages that the installing Python has (--pypi-toolkit).
+    std::optional<std::string> pypi_toolkit_root;
 };
 
 // CULINA_OVERRIDE_CUDA: "12.9" or "13"; "" means no driver.

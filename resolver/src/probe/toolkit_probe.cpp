@@ -21,17 +21,20 @@ std::string canonical(const std::string& path) {
     return realpath(path.c_str(), resolved) ? std::string(resolved) : path;
 }
 
-std::vector<std::string> nvcc_candidates() {
+// The build adapter searches in the same order (cuda_build_ext.TOOLKIT_SEARCH), so the decision
+// is made for the toolkit that will compile.
+std::vector<std::string> nvcc_candidates(const std::optional<std::string>& pypi_root) {
     std::vector<std::string> candidates;
+    for (const char* root_variable : {"CUDA_HOME", "CUDA_PATH"}) {
+        const std::optional<std::string> root = get_env(root_variable);
+        if (root && !root->empty()) candidates.push_back(*root + "/bin/nvcc");
+    }
     if (const std::optional<std::string> path = get_env("PATH")) {
         for (const std::string& dir : split(*path, ':')) {
             if (!dir.empty()) candidates.push_back(dir + "/nvcc");
         }
     }
-    for (const char* root_variable : {"CUDA_HOME", "CUDA_PATH"}) {
-        const std::optional<std::string> root = get_env(root_variable);
-        if (root && !root->empty()) candidates.push_back(*root + "/bin/nvcc");
-    }
+    if (pypi_root) candidates.push_back(*pypi_root + "/bin/nvcc");
     candidates.push_back("/usr/local/cuda/bin/nvcc");
     return candidates;
 }
@@ -47,8 +50,8 @@ std::optional<CudaVersion> parse_nvcc_version(const std::string& text) {
     return parse_cuda_version(text.substr(begin, end == std::string::npos ? std::string::npos : end - begin));
 }
 
-std::optional<ToolkitInfo> probe_toolkit(std::vector<std::string>& errors) {
-    for (const std::string& candidate : nvcc_candidates()) {
+std::optional<ToolkitInfo> probe_toolkit(const std::optional<std::string>& pypi_root, std::vector<std::string>& errors) {
+    for (const std::string& candidate : nvcc_candidates(pypi_root)) {
         if (!is_executable(candidate)) continue;
         const ChildOutcome outcome = run_command({candidate, "--version"}, kNvccLimit);
         if (outcome.status != ChildOutcome::Status::exited || outcome.exit_code != 0) {
