@@ -209,7 +209,8 @@ def test_merge_refuses_a_wheel_its_job_did_not_pass(release, tested_job, tmp_pat
 @pytest.mark.parametrize("args,message", [
     (["--archs", "9.5"], "--archs: CULINA_CUDA_ARCHS='9.5'"),
     (["--archs", "hopper"], "'hopper' is not an architecture"),
-    (["--cuda-home", "/nonexistent"], "--cuda-home /nonexistent: CUDA_HOME=/nonexistent has no bin/nvcc"),
+    (["--cuda-home", "/nonexistent"], "--cuda-home /nonexistent: /nonexistent has no bin/nvcc"),
+    (["--cuda", "12.9"], "--cuda 12.9: NVIDIA's PyPI packages carry no nvcc for CUDA 12"),
     (["--python", "/bin/false"], "--python /bin/false cannot build culina"),
 ])
 def test_bad_settings_stop_before_building_and_say_why(args, message, tmp_path, toolkit):
