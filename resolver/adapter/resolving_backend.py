@@ -30,7 +30,7 @@ from install_resolution import Resolution, ResolutionError, is_release_build  # 
 from project_config import PROJECT_ROOT  # noqa: E402
 
 # What compiling culina needs (local wheel builds, sdists, editable installs).
-LOCAL_BUILD_REQUIRES = ["setuptools>=68", "wheel", "pybind11>=2.11"]
+LOCAL_BUILD_REQUIRES = ["setuptools>=68", "wheel", "pybind11>=2.13"]
 STATE = PROJECT_ROOT / "build" / "culina-resolution.json"
 STATE_MAX_AGE_S = 3600
 

@@ -8,7 +8,9 @@
 
 namespace culina {
 
-// Used when no GPU is visible and pyproject's [tool.culina] gives no list.
+// Used when no GPU is visible and no --default-archs is given: the command line alone. Installs
+// pass pyproject's list for the newest CUDA major ([tool.culina.release_archs] owns the lists);
+// this one is what every CUDA 12 and 13 toolkit can build.
 inline constexpr const char* kDefaultLocalBuildArchs = "7.5;8.0;9.0;10.0;12.0+PTX";
 
 // "7.5;8.0;12.0+PTX" (also "75;80", "9.0a", "12.0f") -> {"7.5", "8.0", "12.0+PTX"} in dotted form.
