@@ -197,11 +197,18 @@ class CudaExtension(Extension):
 class CudaBuildExt(build_ext):
     """build_ext for extensions whose sources mix .cpp and .cu files."""
 
+    def run(self):
+        try:
+            super().run()
+        except BuildError as error:  # a setting or tool the user can fix: the message, not a traceback
+            raise SystemExit(f"culina: cannot build: {error}") from None
+
     def build_extension(self, ext):
         # The resolver's build_cpu decision (see resolving_bdist_wheel) builds without CUDA even
         # where a toolkit is installed.
         cpu_only = getattr(self.distribution, "culina_cpu_only", False)
         toolkit = None if cpu_only else find_toolkit()
+        decision = getattr(self.distribution, "culina_decision", None)
         ext = copy.copy(ext)  # what this build adds stays off the distribution's Extension
         ext.define_macros, ext.extra_link_args = list(ext.define_macros), list(ext.extra_link_args)
         cu_sources = [s for s in ext.sources if s.endswith(".cu")]
@@ -209,11 +216,17 @@ class CudaBuildExt(build_ext):
         record = {"kind": "release" if is_release_build() else "local", "variant": "null", "cpu_only": True,
                   "cuda_version": None, "nvcc_version": None, "toolkit_source": None, "sass_archs": [], "ptx_archs": [],
                   "compiler": compiler_version(self.compiler.compiler_so[0]),
-                  "resolver": getattr(self.distribution, "culina_decision", None)}
+                  "resolver": decision}
         nvcc_flags: list[str] = []
         if cpu_only:
             say("building the CPU-only module, as the resolver decided")
             ext.define_macros.append(("CULINA_CPU_ONLY", "1"))
+        elif toolkit is None and (decision or {}).get("action") == "build_local":
+            needs = pypi_toolkit.requirements_up_to(decision["pypi_toolkit"]) if decision.get("pypi_toolkit") else []
+            raise BuildError(f"the resolver decided a CUDA build for {';'.join(decision['local_build_archs'])}, but no "
+                             f"nvcc is found here ({TOOLKIT_SEARCH}). "
+                             + (f"With --no-build-isolation install the toolkit first: pip install {' '.join(needs)}"
+                                if needs else "Install a CUDA toolkit and set CUDA_HOME"))
         elif toolkit is None:
             say("=" * 72)
             say(f"no nvcc found ({TOOLKIT_SEARCH}): building the CPU-ONLY")

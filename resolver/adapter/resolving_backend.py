@@ -25,6 +25,7 @@ RESOLVER_IMPORTS_OK = bundled_python.make_importable()  # before the modules tha
 
 import install_resolution  # noqa: E402
 import prebuilt_wheel  # noqa: E402
+import pypi_toolkit  # noqa: E402
 from helper_build import say  # noqa: E402
 from install_resolution import Resolution, ResolutionError, is_release_build  # noqa: E402
 from project_config import PROJECT_ROOT  # noqa: E402
@@ -99,9 +100,16 @@ def get_requires_for_build_wheel(config_settings=None):
         STATE.unlink(missing_ok=True)
         say("a source checkout (no bundled packaging): asking for it and the compile toolchain")
         return [*bundled_python.REQUIRES, *LOCAL_BUILD_REQUIRES]
-    if _prebuilt(fresh=True):
+    resolution = None if is_release_build() else _resolve(fresh=True)
+    if resolution and resolution.action == "install_wheel":
         say("a prebuilt wheel serves this host: no compile toolchain is installed")
         return []
+    cuda = resolution.decision.get("pypi_toolkit") if resolution else None
+    if cuda:
+        toolkit = pypi_toolkit.requirements_up_to(cuda)
+        say(f"no CUDA toolkit is installed: asking pip for the newest CUDA toolkit from PyPI up to {cuda} "
+            f"({', '.join(toolkit)}) with the compile toolchain")
+        return [*LOCAL_BUILD_REQUIRES, *toolkit]
     return LOCAL_BUILD_REQUIRES
 
 

@@ -32,6 +32,8 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools" / "release"))
 
 import no_toolkit  # noqa: E402 - needs the path above
+sys.path.insert(0, str(REPO / "resolver" / "adapter"))
+import pypi_toolkit  # noqa: E402
 BUILD = Path(os.environ.get("CULINA_BUILD_DIR", REPO / "build"))
 SECOND_CUDA = "13.5"
 NEWEST = "cu135"  # what a CUDA 13 driver gets: the newest CUDA 13 build it runs
@@ -103,7 +105,9 @@ def release(tmp_path_factory, resolver) -> Release:
 @pytest.fixture(scope="session")
 def index(release, tmp_path_factory):
     folder = tmp_path_factory.mktemp("index")
-    fill_index(folder, install_requirements(REPO / "pyproject.toml"), BUILD / "pip-index-cache")
+    # The CUDA 13.0 toolkit from PyPI too: what the backend asks for on a host with no toolkit.
+    toolkit = pypi_toolkit.requirements_up_to("13.0")
+    fill_index(folder, [*install_requirements(REPO / "pyproject.toml"), *toolkit], BUILD / "pip-index-cache")
     shutil.copy2(release.sdist, folder / release.sdist.name)
     with PackageIndex(folder) as served:
         yield served

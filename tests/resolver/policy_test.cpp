@@ -5,6 +5,7 @@
 #include <map>
 #include <regex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "manifest/variant_properties.h"
@@ -239,6 +240,42 @@ TEST(PolicyDecision, GpuHostHasNoAssumption) {
     EXPECT_EQ(decision.variant_request, "auto");
     EXPECT_EQ(decision.host.gpus, (std::vector<std::string>{"9.0"}));
     EXPECT_EQ(decision.host.driver_cuda, (CudaVersion{13, 0}));
+}
+
+// With no toolkit installed, a local build may take one from NVIDIA's PyPI packages: only for a
+// CUDA 13 driver (no nvcc for CUDA 12 on PyPI), GPUs that toolkit can build, and not offline.
+Decision decide_without_toolkit(const std::vector<std::string>& gpus, const char* driver, bool pypi_allowed) {
+    SelectionInput input;
+    input.host = make_host({"", gpus, driver, "", {}, "source", Action::error, "", {}, {}});
+    input.supported_tags = kSupportedTags;
+    input.manifest.name = "culina";
+    input.manifest.version = "0.1.0";
+    input.request = parse_variant_request(std::string("source"));
+    input.default_archs = parse_arch_list(kDefaultLocalBuildArchs, "default");
+    input.pypi_toolkit_allowed = pypi_allowed;
+    return select_wheel(input);
+}
+
+TEST(PolicyPypiToolkit, ACuda13DriverBuildsWithTheNewestToolkitItRuns) {
+    const Decision decision = decide_without_toolkit({"9.0", "12.0"}, "13.2", true);
+    EXPECT_EQ(decision.action, Action::build_local);
+    EXPECT_EQ(decision.pypi_toolkit, (CudaVersion{13, 2}));
+    EXPECT_EQ(decision.local_build_archs, (std::vector<std::string>{"9.0", "12.0"}));
+    EXPECT_NE(decision.reason.find("from NVIDIA's PyPI packages up to 13.2"), std::string::npos) << decision.reason;
+    EXPECT_EQ(decision_to_json(decision)["pypi_toolkit"], "13.2");
+}
+
+TEST(PolicyPypiToolkit, NotForACuda12DriverNorOfflineNorAGpuCuda13CannotBuild) {
+    for (const auto& [gpus, driver, allowed, missing] :
+         std::vector<std::tuple<std::vector<std::string>, const char*, bool, const char*>>{
+             {{"9.0"}, "12.8", true, "install a CUDA 11.x or 12.x toolkit"},
+             {{"9.0"}, "13.0", false, "CULINA_OFFLINE=1 forbids fetching one from PyPI"},
+             {{"6.1"}, "13.0", true, "install a CUDA 11.x or 12.x toolkit"}}) {
+        const Decision decision = decide_without_toolkit(gpus, driver, allowed);
+        EXPECT_EQ(decision.action, Action::error) << driver;
+        EXPECT_FALSE(decision.pypi_toolkit.has_value());
+        EXPECT_NE(all_text(decision).find(missing), std::string::npos) << all_text(decision);
+    }
 }
 
 // The issue this guards: on Python 3.13 the hint said CULINA_VARIANT=cu130, which then failed

@@ -52,6 +52,9 @@ struct Decision {
     // when none is visible. Set for every action, so a failed download can fall back.
     std::vector<std::string> local_build_archs;
     std::string variant_request;  // CULINA_VARIANT as understood: "auto", "cu130", "null", "source"
+    // build_local with no toolkit installed: the newest CUDA toolkit from PyPI up to this version
+    // (the driver's), which the build asks pip for.
+    std::optional<CudaVersion> pypi_toolkit;
     PolicyHostFacts host;
 };
 

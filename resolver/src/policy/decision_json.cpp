@@ -40,6 +40,7 @@ nlohmann::json decision_to_json(const Decision& decision) {
     out["override_hint"] = text_or_null(decision.override_hint);
     out["warnings"] = decision.warnings;
     out["local_build_archs"] = decision.local_build_archs;
+    out["pypi_toolkit"] = version_or_null(decision.pypi_toolkit);
     out["host"] = {{"driver_cuda", version_or_null(decision.host.driver_cuda)},
                    {"gpus", decision.host.gpus},
                    {"toolkit_cuda", version_or_null(decision.host.toolkit_cuda)}};

@@ -405,11 +405,33 @@ private:
                 return decision_;
             }
         }
+        if (!toolkit) {
+            if (const std::optional<CudaVersion> pypi = pypi_toolkit_for_gpus()) {
+                decision_.action = Action::build_local;
+                decision_.pypi_toolkit = pypi;
+                decision_.reason = why + "; no CUDA toolkit is installed, so building locally for " +
+                                   join(decision_.local_build_archs, ";") + " with the newest CUDA " +
+                                   std::to_string(pypi->major) + " toolkit from NVIDIA's PyPI packages up to " +
+                                   pypi->str() + " (what this driver runs)";
+                return decision_;
+            }
+        }
         const std::string what_is_missing =
             toolkit ? "the CUDA " + toolkit->cuda.str() + " toolkit cannot build for it (" + join(problems, "; ") + ")"
-                    : "no CUDA toolkit (nvcc on PATH, or under CUDA_HOME or CUDA_PATH) was found to build locally";
+                    : "no CUDA toolkit (nvcc under CUDA_HOME or CUDA_PATH, or on PATH) was found to build locally" +
+                          std::string(input_.pypi_toolkit_allowed ? "" : ", and CULINA_OFFLINE=1 forbids fetching one from PyPI");
         return fail(why + " (" + gpu_list() + ", driver " + driver_text() + "), and " + what_is_missing + ". Fix: " +
                     join(fixes_for_gpus(wheels_allowed), "; or ") + ".");
+    }
+
+    // The driver's CUDA version, when a toolkit of it from PyPI can build for every GPU here.
+    std::optional<CudaVersion> pypi_toolkit_for_gpus() const {
+        const std::optional<CudaVersion>& driver = input_.host.driver.cuda;
+        if (!input_.pypi_toolkit_allowed || !driver || driver->major < kFirstMajorWithPypiNvcc) return std::nullopt;
+        const bool builds_all = std::all_of(gpus_.begin(), gpus_.end(), [&](const GpuGroup& g) {
+            return !toolkit_arch_problem(*driver, sass_for(g.cc));
+        });
+        return builds_all ? driver : std::nullopt;
     }
 
     std::vector<std::string> fixes_for_gpus(bool wheels_allowed) const {

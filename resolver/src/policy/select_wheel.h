@@ -18,7 +18,12 @@ struct SelectionInput {
     VariantRequest request;
     // For a local build when no GPU is visible (parse_arch_list form).
     std::vector<std::string> default_archs;
+    // A local build may ask pip for a CUDA toolkit from NVIDIA's PyPI packages (not offline).
+    bool pypi_toolkit_allowed = false;
 };
+
+// The first CUDA major whose nvcc NVIDIA publishes on PyPI.
+inline constexpr int kFirstMajorWithPypiNvcc = 13;
 
 // Never throws for a host it cannot serve: that is Action::error with the reason.
 Decision select_wheel(const SelectionInput& input);
