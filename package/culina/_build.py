@@ -67,7 +67,7 @@ def _cuda_int(version: str) -> int:
 
 def _arch_runs_on(label: str, capability: tuple[int, int], ptx: bool) -> bool:
     """Whether code for a build-record target ("8.0", "9.0a", "10.0f") may run on a GPU of
-    `capability`, driver aside: DESIGN.md's rule, which the resolver applies at install time."""
+    `capability`, driver aside: the selection policy's rule (docs/ARCHITECTURE.md), which the resolver applies at install time."""
     match = re.fullmatch(r"(\d+)\.(\d+)([af]?)", label)
     if not match:  # not a target this build writes; the warning then shows it among the archs
         return False

@@ -1,4 +1,4 @@
-"""DESIGN.md's install-time flow, as a user meets it: `pip install culina` from an index."""
+"""The install flow of docs/ARCHITECTURE.md, as a user meets it: `pip install culina` from an index."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Names a release wheel in the wheel-variant style (DESIGN.md, "Release assets"):
+"""Names a release wheel in the wheel-variant style (README.md, "Installing a release asset by hand"):
 culina-0.1.0-cp312-cp312-manylinux_2_28_x86_64.whl -> culina-0.1.0-cp312-cp312-manylinux_2_28_x86_64-cu130.whl.
 The metadata inside is unchanged; the resolver drops the label when it hands the wheel to pip."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-// Which GPUs the code in a fat binary runs on (DESIGN.md, selection policy):
+// Which GPUs the code in a fat binary runs on (docs/ARCHITECTURE.md, the selection policy):
 //   SASS sm_XZ covers X.Y when Z <= Y (same major); sm_XYa covers exactly X.Y;
 //   sm_XYf covers X.Z for Z >= Y; PTX compute_P covers any GPU >= P when the driver can JIT it.
 #pragma once

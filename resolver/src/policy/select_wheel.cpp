@@ -1,4 +1,4 @@
-// DESIGN.md "Selection policy", rule by rule. Every wheel becomes a Candidate with a verdict
+// docs/ARCHITECTURE.md "The selection policy", rule by rule. Every wheel becomes a Candidate with a verdict
 // first; the action is then chosen from the verdicts, so the record always shows why.
 #include "policy/select_wheel.h"
 

@@ -1,4 +1,4 @@
-// The selection policy of DESIGN.md: which prebuilt wheel this host gets, or how to build.
+// The selection policy (docs/ARCHITECTURE.md): which prebuilt wheel this host gets, or how to build.
 #pragma once
 
 #include <string>
