@@ -30,15 +30,8 @@ sys.path.insert(0, str(REPO / "tools" / "release"))
 
 import no_toolkit  # noqa: E402
 import pypi_toolkit  # noqa: E402
+from install_bench import seconds  # noqa: E402 - one timer for the install benchmarks
 from package_index import PackageIndex, fill_index, install_requirements  # noqa: E402
-
-
-def seconds(command: list[str], env: dict, cwd: Path) -> float:
-    started = time.monotonic()
-    done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise SystemExit(f"failed: {' '.join(command)}\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
-    return time.monotonic() - started
 
 
 def main() -> int:
