@@ -3,7 +3,8 @@
 The bindings (a C++ file) are the longest single job of a one-architecture build, so they run
 beside nvcc rather than after it. The pool is bounded by CULINA_MAX_JOBS or MAX_JOBS, else by
 the cores and the free memory (an nvcc job can take over a GiB); ccache fronts the compilers
-when it is installed (CULINA_CCACHE=0 turns it off); each finished file prints one line.
+when it is installed (CULINA_CCACHE=0 turns it off); each finished file prints one line. The
+settings are parsed in adapter_settings.
 """
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ import sys
 import time
 from typing import Callable
 
+import adapter_settings
+
 JOB_MEMORY_BYTES = 3 << 29  # 1.5 GiB: the largest nvcc job here peaks near 1 GiB
-CCACHE_VAR = "CULINA_CCACHE"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,13 +44,9 @@ def available_memory() -> int | None:
 
 def max_jobs() -> tuple[int, str]:
     """(parallel jobs, why that many)."""
-    for var in ("CULINA_MAX_JOBS", "MAX_JOBS"):
-        value = os.environ.get(var)
-        if value:
-            if not value.isdigit() or int(value) < 1:
-                raise ValueError(f"{var}={value!r}: expected a positive whole number of "
-                                 f"parallel compile jobs, e.g. {var}=4")
-            return int(value), f"{var}={value}"
+    limit = adapter_settings.current().max_jobs
+    if limit is not None:
+        return limit
     cores = max(1, os.cpu_count() or 1)
     memory = available_memory()
     if memory is not None and memory // JOB_MEMORY_BYTES < cores:
@@ -59,11 +57,8 @@ def max_jobs() -> tuple[int, str]:
 
 def ccache_prefix() -> list[str]:
     """["ccache"] when ccache is installed and not turned off, else []."""
-    setting = os.environ.get(CCACHE_VAR, "")
-    if setting not in ("", "0", "1"):
-        raise ValueError(f"{CCACHE_VAR}={setting!r}: expected 0 (never use ccache) or 1 (use it when installed)")
     found = shutil.which("ccache")
-    return [found] if found and setting != "0" else []
+    return [found] if found and adapter_settings.current().ccache else []
 
 
 def run_all(jobs: list[CompileJob]) -> None:

@@ -5,8 +5,11 @@ link the CUDA runtime statically (so the module loads with no driver installed),
 the build record `_build_info.json` next to the built module. With no nvcc it builds the
 C++ sources alone, defines CULINA_CPU_ONLY, and says so loudly.
 
-Environment: CULINA_CUDA_ARCHS (`native`, `all`, or a list such as `8.0;9.0;10.0+PTX`,
-`80;90`, `9.0a`), CUDA_HOME / CUDA_PATH; the job pool's settings are in compile_pool.
+What to build comes as a BuildPlan from resolving_bdist_wheel (the resolver's decision); without
+one (`setup.py build_ext`, editable installs, release builds) CULINA_CUDA_ARCHS, parsed in
+adapter_settings (`native`, `all`, or a list such as `8.0;9.0;10.0+PTX`, `80;90`, `9.0a`), or
+`all`. The toolkit comes from CUDA_HOME / CUDA_PATH and TOOLKIT_SEARCH; the job pool's settings
+are in compile_pool.
 """
 from __future__ import annotations
 
@@ -23,14 +26,13 @@ from pathlib import Path
 from setuptools import Extension
 from setuptools.command.build_ext import build_ext
 
+import adapter_settings
 import compile_pool
 import pypi_toolkit
+from adapter_settings import ACCEPTED_ARCHS, ARCHS_VAR, Arch, ArchSyntaxError
 from compile_pool import say
-from install_resolution import is_release_build
 from project_config import ProjectConfig
 
-ARCHS_VAR = "CULINA_CUDA_ARCHS"
-ACCEPTED_ARCHS = "'native', 'all', or a list such as '8.0;9.0;10.0+PTX', '80;90' or '9.0a'"
 BUILD_RECORD = "_build_info.json"
 
 
@@ -39,15 +41,12 @@ class BuildError(RuntimeError):
 
 
 @dataclasses.dataclass(frozen=True)
-class Arch:
-    """One target: compute capability digits ("90"), suffix ("", "a", "f"), PTX or SASS."""
+class BuildPlan:
+    """What resolving_bdist_wheel hands this build from the resolver's decision."""
 
-    digits: str
-    suffix: str = ""
-
-    @property
-    def label(self) -> str:
-        return f"{self.digits[:-1]}.{self.digits[-1]}{self.suffix}"
+    cpu_only: bool
+    archs: str                # CULINA_CUDA_ARCHS syntax; unused when cpu_only
+    decision: dict | None     # the helper's whole decision, for the build record; None: no resolution
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,33 +147,23 @@ def parse_archs(value: str, toolkit: Toolkit) -> tuple[list[Arch], list[Arch]]:
         return BuildError(f"{ARCHS_VAR}={value!r}: {why}. Accepted: {ACCEPTED_ARCHS}; nvcc "
                           f"{toolkit.version} targets {', '.join(d[:-1] + '.' + d[-1] for d in known)}")
 
+    try:
+        targets = adapter_settings.arch_list(spec)
+    except ArchSyntaxError as error:
+        raise fail(str(error)) from None
     sass: list[Arch] = []
     ptx: list[Arch] = []
-    entries = [e for e in re.split(r"[;,\s]+", spec) if e]
-    if not entries:
-        raise fail("the list is empty")
-    for entry in entries:
-        match = re.fullmatch(r"(\d+)(?:\.(\d))?([af]?)(\+PTX)?", entry, re.IGNORECASE)
-        if not match:
-            raise fail(f"{entry!r} is not an architecture")
-        major, minor, suffix, want_ptx = match.groups()
-        digits = major + minor if minor is not None else major
-        if len(digits) < 2:
-            raise fail(f"{entry!r} is not an architecture (write 8.0 or 80)")
-        suffix = suffix.lower()
+    for target in targets:
+        digits = target.arch.digits
         if digits not in known and toolkit.major >= 13 and int(digits) < 75:
-            raise fail(f"{entry!r}: CUDA {toolkit.major} targets 7.5 and newer only; build older "
+            raise fail(f"{target.entry!r}: CUDA {toolkit.major} targets 7.5 and newer only; build older "
                        "GPUs with a CUDA 12 toolkit")
         if digits not in known:
-            raise fail(f"{entry!r} is not an architecture nvcc {toolkit.version} can target")
-        if suffix == "a" and int(digits) < 90 or suffix == "f" and int(digits) < 100:
-            raise fail(f"{entry!r}: the '{suffix}' variants exist from "
-                       f"{'9.0' if suffix == 'a' else '10.0'} on")
-        arch = Arch(digits, suffix)
-        if arch not in sass:
-            sass.append(arch)
-        if want_ptx and arch not in ptx:
-            ptx.append(arch)
+            raise fail(f"{target.entry!r} is not an architecture nvcc {toolkit.version} can target")
+        if target.arch not in sass:
+            sass.append(target.arch)
+        if target.ptx and target.arch not in ptx:
+            ptx.append(target.arch)
     return sass, ptx
 
 
@@ -197,23 +186,28 @@ class CudaExtension(Extension):
 class CudaBuildExt(build_ext):
     """build_ext for extensions whose sources mix .cpp and .cu files."""
 
+    def initialize_options(self):
+        super().initialize_options()
+        self.build_plan: BuildPlan | None = None  # set by resolving_bdist_wheel before the build runs
+
     def run(self):
+        adapter_settings.settings_or_exit()  # `setup.py build_ext` and editable builds start here
         try:
             super().run()
         except BuildError as error:  # a setting or tool the user can fix: the message, not a traceback
             raise SystemExit(f"culina: cannot build: {error}") from None
 
     def build_extension(self, ext):
-        # The resolver's build_cpu decision (see resolving_bdist_wheel) builds without CUDA even
-        # where a toolkit is installed.
-        cpu_only = getattr(self.distribution, "culina_cpu_only", False)
+        settings = adapter_settings.current()
+        plan = self.build_plan or BuildPlan(cpu_only=False, archs=settings.cuda_archs or "all", decision=None)
+        # The resolver's build_cpu decision builds without CUDA even where a toolkit is installed.
+        cpu_only, decision = plan.cpu_only, plan.decision
         toolkit = None if cpu_only else find_toolkit()
-        decision = getattr(self.distribution, "culina_decision", None)
         ext = copy.copy(ext)  # what this build adds stays off the distribution's Extension
         ext.define_macros, ext.extra_link_args = list(ext.define_macros), list(ext.extra_link_args)
         cu_sources = [s for s in ext.sources if s.endswith(".cu")]
         cpp_sources = [s for s in ext.sources if not s.endswith(".cu")]
-        record = {"kind": "release" if is_release_build() else "local", "variant": "null", "cpu_only": True,
+        record = {"kind": "release" if settings.release_build else "local", "variant": "null", "cpu_only": True,
                   "cuda_version": None, "nvcc_version": None, "toolkit_source": None, "sass_archs": [], "ptx_archs": [],
                   "compiler": compiler_version(self.compiler.compiler_so[0]),
                   "resolver": decision}
@@ -234,7 +228,7 @@ class CudaBuildExt(build_ext):
             say("=" * 72)
             ext.define_macros.append(("CULINA_CPU_ONLY", "1"))
         else:
-            sass, ptx = parse_archs(os.environ.get(ARCHS_VAR, "all"), toolkit)
+            sass, ptx = parse_archs(plan.archs, toolkit)
             say(f"nvcc {toolkit.full_version} at {toolkit.nvcc} (from {toolkit.source}); SASS {[a.label for a in sass]}, "
                 f"PTX {[a.label for a in ptx]}")
             nvcc_flags = cuda_flags(ext, sass, ptx)
@@ -271,7 +265,7 @@ class CudaBuildExt(build_ext):
         newest_header = max((os.path.getmtime(p) for p in headers), default=0.0)
         ccache = compile_pool.ccache_prefix()
         if ccache:
-            say(f"ccache in front of the compilers ({ccache[0]}; {compile_pool.CCACHE_VAR}=0 turns it off)")
+            say(f"ccache in front of the compilers ({ccache[0]}; {adapter_settings.CCACHE_VAR}=0 turns it off)")
         # Python's CFLAGS carry -g; debug info doubles the objects and slows the bindings'
         # compile. `build_ext --debug` still adds it.
         compiler = copy.copy(self.compiler)

@@ -29,6 +29,9 @@ import tempfile
 import time
 from pathlib import Path
 
+import adapter_settings
+from adapter_settings import HELPER_VAR
+
 RESOLVER_DIR = Path(__file__).resolve().parents[1]
 SOURCE_DIR = RESOLVER_DIR / "src"
 BUNDLED_INCLUDE = RESOLVER_DIR / "bundled"  # nlohmann/json.hpp, added to the sdist when it is built
@@ -36,8 +39,6 @@ PREBUILT_DIR = RESOLVER_DIR / "prebuilt"    # helpers built by the release jobs,
 PREBUILT_RECORD = "helpers.json"
 PREBUILT_SCHEMA_VERSION = 1
 HELPER_NAME = "culina-resolver"
-HELPER_SETTING = "CULINA_HELPER"
-HELPER_CHOICES = ("auto", "source", "prebuilt")
 HANDSHAKE_TIME_LIMIT_S = 10
 
 # Translation units of the unity build, compiled in parallel. Each unit parses nlohmann/json,
@@ -60,32 +61,14 @@ def say(message: str) -> None:
     print(f"[culina resolver] {message}", file=sys.stderr, flush=True)
 
 
-def helper_choice() -> str:
-    value = os.environ.get(HELPER_SETTING, "").strip().lower() or "auto"
-    if value not in HELPER_CHOICES:
-        raise HelperBuildError(f"{HELPER_SETTING}={os.environ[HELPER_SETTING]!r} is not understood: use auto "
-                               "(default: the sdist's prebuilt helper when it runs here, else compile), source "
-                               "(always compile) or prebuilt (never compile)")
-    return value
-
-
 def cache_root() -> Path:
     """The rule the helper applies to its wheel cache (fetch_settings.cpp, resolve_cache_root):
-    CULINA_CACHE_DIR absolute or under ~ (HOME), else $XDG_CACHE_HOME/culina when absolute, else
-    $HOME/.cache/culina; ~user and relative paths are refused, not guessed at."""
-    value, home = os.environ.get("CULINA_CACHE_DIR", ""), os.environ.get("HOME", "")
-    if value == "~" or value.startswith("~/"):
-        if not os.path.isabs(home):
-            raise HelperBuildError(f"CULINA_CACHE_DIR={value!r} starts with ~ but HOME is not an absolute path: "
-                                   "write the folder out in full")
-        return Path(os.path.normpath(os.path.join(home, value[2:])))
-    if value:
-        if not os.path.isabs(value):
-            raise HelperBuildError(f"CULINA_CACHE_DIR={value!r} is not an absolute path: give one like "
-                                   "/var/cache/culina or ~/.cache/culina (~ is your HOME; ~user and relative paths "
-                                   "are not accepted)")
-        return Path(os.path.normpath(value))
-    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    CULINA_CACHE_DIR (parsed by adapter_settings), else $XDG_CACHE_HOME/culina when absolute, else
+    $HOME/.cache/culina."""
+    configured = adapter_settings.current().cache_dir
+    if configured is not None:
+        return configured
+    home, xdg = os.environ.get("HOME", ""), os.environ.get("XDG_CACHE_HOME", "")
     if os.path.isabs(xdg):
         return Path(os.path.normpath(xdg)) / "culina"
     if not home:
@@ -345,17 +328,17 @@ def compiled_helper(sources: str, why_not_prebuilt: str) -> Path:
 
 def helper_binary() -> Path:
     """The helper for these sources, as CULINA_HELPER allows; logs which one and why."""
-    choice = helper_choice()
+    choice = adapter_settings.current().helper
     sources = source_hash()
     if choice == "source":
-        return compiled_helper(sources, f"{HELPER_SETTING}=source asks to compile it")
+        return compiled_helper(sources, f"{HELPER_VAR}=source asks to compile it")
     binary, checked = prebuilt_helper(sources)
     if binary is not None:
         say(f"prebuilt helper from the sdist: {checked}")
         return binary
     if choice == "prebuilt":
-        raise HelperBuildError(f"{HELPER_SETTING}=prebuilt, but the sdist's prebuilt helper cannot serve: {checked}. "
-                               f"Fix: unset {HELPER_SETTING} (or set it to source) to compile the helper here")
+        raise HelperBuildError(f"{HELPER_VAR}=prebuilt, but the sdist's prebuilt helper cannot serve: {checked}. "
+                               f"Fix: unset {HELPER_VAR} (or set it to source) to compile the helper here")
     say(f"prebuilt helper not used: {checked}")
     return compiled_helper(sources, checked)
 

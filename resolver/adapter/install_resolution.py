@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -27,17 +26,12 @@ MANIFEST_NAME = "release-manifest.json"
 HELPER_TIME_LIMIT_S = 3600  # a safety net: the helper bounds its own probe and each download attempt
 EXIT_BAD_INPUT = 2
 EXIT_NO_WAY_TO_SERVE = 3
-RELEASE_BUILD_VAR = "CULINA_RELEASE_BUILD"  # set by the release scripts: a fat wheel, no resolution
 # The helper's log restates its decision: its summary line, and an error table's reason line
 # (policy/decision_table.cpp). The adapter states the decision once itself (its "decision:" line,
 # or the install's error message, which pip prints last), so pip's output shows each sentence once.
 HELPER_SUMMARY = "culina-resolver resolve: decided: "
 HELPER_ERROR_TABLE = "decision     error"
 HELPER_TABLE_REASON = "reason       "
-
-
-def is_release_build() -> bool:
-    return os.environ.get(RELEASE_BUILD_VAR) == "1"
 
 
 class ResolutionError(RuntimeError):

@@ -2,8 +2,10 @@
 
 A frontend installs the static build requirements before any hook runs. culina has none: most
 installs only need the verified wheel the resolver fetches, and what the resolver imports is
-bundled into the sdist (bundled_python). get_requires_for_build_wheel asks the resolver and
-names the compile toolchain (LOCAL_BUILD_REQUIRES) only when this host builds locally. When a
+bundled into the sdist (bundled_python). Every hook parses the adapter's settings first
+(adapter_settings), so a bad value stops before anything is decided. get_requires_for_build_wheel
+asks the resolver and names the compile toolchain (LOCAL_BUILD_REQUIRES) only when this host
+builds locally. When a
 prebuilt wheel serves, its own metadata and the wheel are the answers to the next two hooks and
 setuptools never runs. Sdists, editable installs and release builds always compile.
 
@@ -26,8 +28,9 @@ RESOLVER_IMPORTS_OK = bundled_python.make_importable()  # before the modules tha
 import install_resolution  # noqa: E402
 import prebuilt_wheel  # noqa: E402
 import pypi_toolkit  # noqa: E402
+from adapter_settings import settings_or_exit  # noqa: E402
 from helper_build import say  # noqa: E402
-from install_resolution import Resolution, ResolutionError, is_release_build  # noqa: E402
+from install_resolution import Resolution, ResolutionError  # noqa: E402
 from project_config import PROJECT_ROOT  # noqa: E402
 
 # What compiling culina needs (local wheel builds, sdists, editable installs).
@@ -87,20 +90,21 @@ def _earlier_resolution() -> Resolution | None:
 
 def _prebuilt(fresh: bool = False) -> Resolution | None:
     """The resolution when a prebuilt wheel serves this build, else None."""
-    if is_release_build():
+    if settings_or_exit().release_build:
         return None
     resolution = _resolve(fresh)
     return resolution if resolution.action == "install_wheel" else None
 
 
 def get_requires_for_build_wheel(config_settings=None):
+    settings = settings_or_exit()  # a bad setting stops before the resolver runs
     if not RESOLVER_IMPORTS_OK:
         # A source checkout: no bundle, so the resolver runs in the later hooks, after the
         # frontend installed what it imports; the toolchain comes too, whatever it decides.
         STATE.unlink(missing_ok=True)
         say("a source checkout (no bundled packaging): asking for it and the compile toolchain")
         return [*bundled_python.REQUIRES, *LOCAL_BUILD_REQUIRES]
-    resolution = None if is_release_build() else _resolve(fresh=True)
+    resolution = None if settings.release_build else _resolve(fresh=True)
     if resolution and resolution.action == "install_wheel":
         say("a prebuilt wheel serves this host: no compile toolchain is installed")
         return []
@@ -128,20 +132,25 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
 
 
 def get_requires_for_build_sdist(config_settings=None):
+    settings_or_exit()
     return [*bundled_python.REQUIRES, *LOCAL_BUILD_REQUIRES]
 
 
 def build_sdist(sdist_directory, config_settings=None):
+    settings_or_exit()
     return _setuptools_backend().build_sdist(sdist_directory, config_settings)
 
 
 def get_requires_for_build_editable(config_settings=None):
+    settings_or_exit()
     return [*bundled_python.REQUIRES, *LOCAL_BUILD_REQUIRES]
 
 
 def prepare_metadata_for_build_editable(metadata_directory, config_settings=None):
+    settings_or_exit()
     return _setuptools_backend().prepare_metadata_for_build_editable(metadata_directory, config_settings)
 
 
 def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
+    settings_or_exit()
     return _setuptools_backend().build_editable(wheel_directory, config_settings, metadata_directory)

@@ -11,7 +11,6 @@ The release scripts set CULINA_RELEASE_BUILD=1: a fat wheel for CULINA_CUDA_ARCH
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 try:
@@ -19,31 +18,35 @@ try:
 except ImportError:  # setuptools < 70.1 keeps it in the wheel package
     from wheel.bdist_wheel import bdist_wheel
 
-from cuda_build_ext import ARCHS_VAR
+from adapter_settings import ARCHS_VAR, RELEASE_BUILD_VAR, settings_or_exit
+from cuda_build_ext import BuildPlan
 from helper_build import say
-from install_resolution import RELEASE_BUILD_VAR, ResolutionError, current_resolution, deliver, is_release_build
+from install_resolution import ResolutionError, current_resolution, deliver
 
 
 class ResolvingBdistWheel(bdist_wheel):
     def run(self):
-        if is_release_build():
-            say(f"{RELEASE_BUILD_VAR}=1: release build for {ARCHS_VAR}={os.environ.get(ARCHS_VAR, 'all')}, no resolution")
+        settings = settings_or_exit()  # a bad setting stops before the resolver runs
+        if settings.release_build:
+            say(f"{RELEASE_BUILD_VAR}=1: release build for {ARCHS_VAR}={settings.cuda_archs or 'all'}, no resolution")
             super().run()
             return
         try:
             resolution = current_resolution()
         except ResolutionError as error:
             raise SystemExit(f"culina: cannot install: {error}") from None
-        self.distribution.culina_decision = resolution.decision
         if resolution.action == "install_wheel":
             deliver(resolution, Path(self.dist_dir))
             return
         if resolution.action == "build_cpu":
-            self.distribution.culina_cpu_only = True
+            plan = BuildPlan(cpu_only=True, archs="", decision=resolution.decision)
             say(f"building the CPU-only module locally: {resolution.reason}")
-        elif os.environ.get(ARCHS_VAR):
-            say(f"building locally for {ARCHS_VAR}={os.environ[ARCHS_VAR]} (set by you): {resolution.reason}")
+        elif settings.cuda_archs:
+            plan = BuildPlan(cpu_only=False, archs=settings.cuda_archs, decision=resolution.decision)
+            say(f"building locally for {ARCHS_VAR}={settings.cuda_archs} (set by you): {resolution.reason}")
         else:
-            os.environ[ARCHS_VAR] = ";".join(resolution.local_build_archs)
-            say(f"building locally for {os.environ[ARCHS_VAR]}: {resolution.reason}")
+            plan = BuildPlan(cpu_only=False, archs=";".join(resolution.local_build_archs), decision=resolution.decision)
+            say(f"building locally for {plan.archs}: {resolution.reason}")
+        # The build_ext that bdist_wheel's build runs next is this object: the plan reaches it as a value.
+        self.distribution.get_command_obj("build_ext").build_plan = plan
         super().run()

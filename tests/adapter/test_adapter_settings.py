@@ -1,0 +1,123 @@
+"""The adapter's own settings (resolver/adapter/adapter_settings.py): each variable refuses a bad
+value naming the variable, the value and the accepted form; pip's first hook refuses it before
+the helper runs; the resolver's architectures reach the build as a value, not an environment
+variable."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "resolver" / "adapter"))
+import adapter_settings  # noqa: E402
+
+BAD_VALUES = [
+    ("CULINA_CUDA_ARCHS", "8.0;foo"),
+    ("CULINA_CUDA_ARCHS", "9"),
+    ("CULINA_CUDA_ARCHS", "8.0a"),
+    ("CULINA_MAX_JOBS", "two"),
+    ("CULINA_MAX_JOBS", "0"),
+    ("MAX_JOBS", "-1"),
+    ("CULINA_CCACHE", "yes"),
+    ("CULINA_HELPER", "sometimes"),
+    ("CULINA_RELEASE_BUILD", "true"),
+    ("CULINA_CACHE_DIR", "relative/cache"),
+    ("CULINA_CACHE_DIR", "~other/cache"),
+]
+
+
+def test_every_adapter_variable_has_a_bad_value_here():
+    owned = {variable.name for variables in adapter_settings.VARIABLES.values() for variable in variables}
+    assert owned == {name for name, _ in BAD_VALUES}
+
+
+@pytest.mark.parametrize("name, value", BAD_VALUES)
+def test_a_bad_value_is_refused_naming_variable_value_and_accepted_form(name, value):
+    accepted = next(v.accepted for vs in adapter_settings.VARIABLES.values() for v in vs if v.name == name)
+    with pytest.raises(adapter_settings.SettingError) as refused:
+        adapter_settings.parse({"HOME": "/home/u", name: value})
+    assert str(refused.value).startswith(f"{name}={value!r} ")
+    assert str(refused.value).endswith(f"Accepted: {accepted}")
+
+
+def test_good_values_become_typed_fields():
+    settings = adapter_settings.parse({"HOME": "/home/u", "CULINA_CUDA_ARCHS": " 9.0a,10.0f+PTX ", "MAX_JOBS": "3",
+                                       "CULINA_CCACHE": "0", "CULINA_HELPER": "Source", "CULINA_RELEASE_BUILD": "1",
+                                       "CULINA_CACHE_DIR": "~/c/../cache"})
+    assert settings == adapter_settings.AdapterSettings(
+        cuda_archs="9.0a,10.0f+PTX", max_jobs=(3, "MAX_JOBS=3"), ccache=False, helper="source",
+        release_build=True, cache_dir=Path("/home/u/cache"))
+    defaults = adapter_settings.parse({})
+    assert defaults == adapter_settings.AdapterSettings(
+        cuda_archs=None, max_jobs=None, ccache=True, helper="auto", release_build=False, cache_dir=None)
+    assert adapter_settings.parse({"CULINA_MAX_JOBS": "2", "MAX_JOBS": "8"}).max_jobs == (2, "CULINA_MAX_JOBS=2")
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory) -> Path:
+    """An sdist-like tree with no prebuilt helper, so CULINA_HELPER=prebuilt stops at the helper's
+    choice: the first thing resolving does."""
+    root = tmp_path_factory.mktemp("sdist")
+    for part in ("adapter", "src"):
+        shutil.copytree(REPO / "resolver" / part, root / "resolver" / part, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(REPO / "pyproject.toml", root)
+    return root
+
+
+def first_hook(tree: Path, **env: str) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("CULINA_") and k != "MAX_JOBS"}
+    return subprocess.run(
+        [sys.executable, "-c", "import resolving_backend; print(resolving_backend.get_requires_for_build_wheel())"],
+        cwd=tree / "resolver" / "adapter", env={**clean, "CULINA_HELPER": "prebuilt", **env},
+        capture_output=True, text=True, timeout=120)
+
+
+def test_the_first_hook_reaches_the_helper_with_good_settings(tree):
+    """The control for the next test: with nothing wrong, this tree's hook goes on to choose the
+    helper (and stops there, having none)."""
+    done = first_hook(tree, CULINA_MAX_JOBS="2", CULINA_CUDA_ARCHS="8.0;9.0")
+    assert done.returncode != 0
+    assert done.stderr.strip().splitlines()[-1].startswith("culina: cannot install: ")
+    assert "CULINA_HELPER=prebuilt, but the sdist's prebuilt helper cannot serve" in done.stderr
+
+
+@pytest.mark.parametrize("name, value", [("CULINA_CUDA_ARCHS", "8.0;foo"), ("CULINA_MAX_JOBS", "two"),
+                                         ("CULINA_HELPER", "sometimes"), ("CULINA_CACHE_DIR", "cache")])
+def test_the_first_hook_refuses_a_bad_setting_before_the_helper_runs(tree, name, value):
+    done = first_hook(tree, **{name: value})
+    assert done.returncode != 0
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"culina: {name}={value!r} "), done.stderr
+    assert "decision" not in done.stderr and done.stdout == ""
+
+
+def test_the_decided_architectures_reach_the_build_as_a_plan(monkeypatch):
+    """resolving_bdist_wheel hands the decision to build_ext as a BuildPlan; the environment is
+    left as it was."""
+    import install_resolution
+    import resolving_bdist_wheel
+    from cuda_build_ext import BuildPlan, CudaBuildExt
+    from setuptools import Distribution
+
+    monkeypatch.delenv("CULINA_CUDA_ARCHS", raising=False)
+    monkeypatch.delenv("CULINA_RELEASE_BUILD", raising=False)
+    decision = {"action": "build_local", "local_build_archs": ["8.6", "9.0"]}
+    resolution = install_resolution.Resolution("build_local", "no wheel fits", None, ["8.6", "9.0"], decision)
+    monkeypatch.setattr(resolving_bdist_wheel, "current_resolution", lambda: resolution)
+    seen = {}
+
+    def build(command):
+        seen["plan"] = command.distribution.get_command_obj("build_ext").build_plan
+        seen["environment"] = dict(os.environ)
+    monkeypatch.setattr(resolving_bdist_wheel.bdist_wheel, "run", build)
+    environment = dict(os.environ)
+    distribution = Distribution({"name": "tiny", "cmdclass": {"build_ext": CudaBuildExt}})
+    resolving_bdist_wheel.ResolvingBdistWheel(distribution).run()
+    assert seen["plan"] == BuildPlan(cpu_only=False, archs="8.6;9.0", decision=decision)
+    assert seen["environment"] == environment
