@@ -114,7 +114,7 @@ SelectionInput load_selection_input(const SelectionOptions& options) {
     const std::optional<std::string> tags_text = read_text_file(options.tags_path);
     if (!tags_text) throw UsageError("tags file " + options.tags_path + " cannot be read (missing or unreadable)");
     input.supported_tags = parse_supported_tags(*tags_text, options.tags_path);
-    input.pypi_toolkit_allowed = !fetch::fetch_settings_from_environment().offline;
+    input.pypi_toolkit_allowed = !fetch::parse_offline(get_env("CULINA_OFFLINE"));
     ProbeSettings probe_settings = probe_settings_from_env();
     probe_settings.pypi_toolkit_root = options.pypi_toolkit_root;
     input.host = probe_host(probe_settings);

@@ -11,11 +11,6 @@ namespace {
 
 bool non_empty(const std::optional<std::string>& value) { return value.has_value() && !value->empty(); }
 
-bool parse_offline(const std::optional<std::string>& value) {
-    if (!value.has_value() || value->empty() || *value == "0") return false;
-    if (*value == "1") return true;
-    throw configuration_error("CULINA_OFFLINE='" + *value + "' is not understood: use 1 (no network, cache only) or 0");
-}
 
 // The first CA variable that is set wins; a set variable that names no readable file is an error,
 // not a silent fall-back to the system store.
@@ -37,6 +32,12 @@ void resolve_ca_bundle(const EnvLookup& env, FetchSettings& settings) {
 }
 
 }  // namespace
+
+bool parse_offline(const std::optional<std::string>& value) {
+    if (!value.has_value() || value->empty() || *value == "0") return false;
+    if (*value == "1") return true;
+    throw configuration_error("CULINA_OFFLINE='" + *value + "' is not understood: use 1 (no network, cache only) or 0");
+}
 
 int parse_count_setting(const char* name, const std::optional<std::string>& value, int minimum, int maximum,
                         int fallback, const char* meaning, std::vector<std::string>& notes) {

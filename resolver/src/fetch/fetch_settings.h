@@ -30,6 +30,9 @@ FetchSettings fetch_settings_from_environment();
 int parse_count_setting(const char* name, const std::optional<std::string>& value, int minimum, int maximum,
                         int fallback, const char* meaning, std::vector<std::string>& notes);
 
+// CULINA_OFFLINE: unset, empty or "0" is false, "1" true. Throws FetchError(configuration) otherwise.
+bool parse_offline(const std::optional<std::string>& value);
+
 // CULINA_CACHE_DIR, else $XDG_CACHE_HOME/culina (when absolute), else $HOME/.cache/culina; the
 // result is normalised ("a/../b" is "b", no trailing slash). CULINA_CACHE_DIR must be absolute,
 // or "~" or "~/..." for $HOME and below; anything else ("x", "./x", "~user/x") throws
