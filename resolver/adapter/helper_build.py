@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 import adapter_settings
+import prebuilt_wheel
 from adapter_settings import HELPER_VAR
 
 RESOLVER_DIR = Path(__file__).resolve().parents[1]
@@ -106,11 +107,8 @@ def source_hash(source_dir: Path = SOURCE_DIR) -> str:
 
 
 def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return prebuilt_wheel.sha256_of(fh)
 
 
 def private_problem(path: Path) -> str | None:

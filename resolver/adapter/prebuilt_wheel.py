@@ -37,7 +37,8 @@ def standard_name(asset_name: str) -> str:
     return stem.rsplit("-", 1)[0] + ".whl"
 
 
-def _record_hash(data: bytes) -> str:
+def record_hash(data: bytes) -> str:
+    """A RECORD row's hash field for `data` (PEP 376: urlsafe base64 of the sha256, unpadded)."""
     return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 
 
@@ -96,7 +97,8 @@ def _check_metadata(wheel: zipfile.ZipFile, asset_name: str, source: str) -> Non
                             f"{asset_name} is {project} {version}; refusing it")
 
 
-def _sha256_of(stream: BinaryIO) -> str:
+def sha256_of(stream: BinaryIO) -> str:
+    """Hex sha256 of a seekable stream, read in pieces; the stream is left at its start."""
     digest = hashlib.sha256()
     stream.seek(0)
     for piece in iter(lambda: stream.read(COPY_PIECE), b""):
@@ -153,7 +155,7 @@ def deliver(wheel_path: Path, asset_name: str, decision: dict, dist_dir: Path) -
     source = str(wheel_path)
     try:
         with open(wheel_path, "rb") as opened:
-            digest = _sha256_of(opened)
+            digest = sha256_of(opened)
             if digest != expected:
                 raise DeliveryError(f"culina: {source} has sha256 {digest} but the manifest says {expected}: it "
                                     "changed after it was verified; refusing it (reinstall to fetch it again)")
@@ -180,7 +182,7 @@ def _deliver_verified(opened: BinaryIO, source: str, asset_name: str, decision: 
         new_record = (json.dumps(record, indent=2) + "\n").encode()
         rows = _record_rows(_read_small(wheel, records[0], source).decode("utf-8"), record_name, source)
         rows = [row for row in rows if row[0] != BUILD_RECORD_MEMBER]
-        rows.insert(0, [BUILD_RECORD_MEMBER, _record_hash(new_record), str(len(new_record))])
+        rows.insert(0, [BUILD_RECORD_MEMBER, record_hash(new_record), str(len(new_record))])
         out = io.StringIO()
         csv.writer(out, lineterminator="\n").writerows(rows)
         with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED) as delivered:

@@ -15,7 +15,6 @@ The install is what the asset is: no resolver runs, so pick the variant for the 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import shutil
 import subprocess
@@ -25,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "resolver" / "adapter"))
 
-from prebuilt_wheel import standard_name  # noqa: E402 - the resolver's own renaming, so both agree
+from prebuilt_wheel import sha256_of, standard_name  # noqa: E402 - the resolver's own renaming, so both agree
 
 MANIFEST = "release-manifest.json"
 
@@ -54,7 +53,8 @@ def checked_entry(wheel: Path, manifest_path: Path) -> dict:
     if size != entry["size"]:
         raise AssetError(f"{wheel.name} is {size} bytes; {manifest_path} says {entry['size']}: the download is "
                          "incomplete or not this release's file; download it again")
-    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    with open(wheel, "rb") as fh:
+        digest = sha256_of(fh)
     if digest != entry["sha256"]:
         raise AssetError(f"{wheel.name} has sha256 {digest}; {manifest_path} says {entry['sha256']}: the file is "
                          "damaged or not this release's; download it again")

@@ -7,13 +7,15 @@ manifest.
 """
 from __future__ import annotations
 
-import base64
 import csv
-import hashlib
 import io
 import json
+import sys
 import zipfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "resolver" / "adapter"))
+from prebuilt_wheel import record_hash  # noqa: E402 - one RECORD hash for the release and delivery
 
 # PEP 825's draft schema: "$schema" must name it, and tools refuse versions they do not know.
 SCHEMA_URL = "https://variants-schema.wheelnext.dev/peps/825/v0.1.1.json"
@@ -76,10 +78,6 @@ def write_index(manifest: dict, folder: Path) -> Path:
     return target
 
 
-def _record_hash(data: bytes) -> str:
-    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-
-
 def embed(wheel: Path, label: str, properties: list[str]) -> None:
     """Adds `<dist-info>/variant.json` to `wheel` in place, listed in RECORD with its hash and
     size. Every other member is copied byte for byte, RECORD last as the wheel spec asks."""
@@ -95,7 +93,7 @@ def embed(wheel: Path, label: str, properties: list[str]) -> None:
             raise VariantMetadataError(f"{wheel.name} already carries {member_name}: embed it once, after auditwheel")
         rows = [row for row in csv.reader(io.StringIO(source.read(record_name).decode())) if row]
         own_row = next((i for i, row in enumerate(rows) if row[0] == record_name), len(rows))
-        rows.insert(own_row, [member_name, _record_hash(data), str(len(data))])
+        rows.insert(own_row, [member_name, record_hash(data), str(len(data))])
         record = io.StringIO()
         csv.writer(record, lineterminator="\n").writerows(rows)
         partial = wheel.with_name(wheel.name + ".part")
