@@ -18,8 +18,8 @@ namespace culina {
 using nlohmann::json;
 
 ManifestError::ManifestError(const std::string& field_path, const std::string& what_is_wrong, const std::string& source)
-    : std::runtime_error("release manifest" + (source.empty() ? "" : " " + source) + ": " +
-                         (field_path.empty() ? "" : field_path + ": ") + what_is_wrong),
+    : Error(ExitStatus::bad_input, "release manifest" + (source.empty() ? "" : " " + source) + ": " +
+                                       (field_path.empty() ? "" : field_path + ": ") + what_is_wrong),
       field(field_path),
       problem(what_is_wrong) {}
 
