@@ -42,9 +42,6 @@ struct Manifest {
     std::vector<std::string> variant_labels() const;
 };
 
-// The label of the CPU-only variant (wheel-variant convention); "cpu" is accepted as an alias.
-inline constexpr const char* kCpuVariantLabel = "null";
-
 // A manifest that does not follow the schema. what() reads
 // "release manifest[ <source>]: <field>: <problem>", e.g. "release manifest: wheels[1].sha256: ...".
 // Bad input to the commands that read a manifest; `manifest add` reports a refused write as failed.

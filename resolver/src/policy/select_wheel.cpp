@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "facts/cuda_facts.h"
 #include "manifest/cuda_arch.h"
 #include "policy/arch_coverage.h"
 #include "policy/build_archs.h"
@@ -22,9 +23,6 @@ enum class HostKind {
     driver_only,  // no GPU, no toolkit, a driver: GPUs are assumed to appear at run time
     cpu_only,     // no GPU, no driver, no toolkit
 };
-
-// The newest CUDA 11, 12 and 13 toolkits this table knows; used to say which toolkit to install.
-const CudaVersion kToolkitsToSuggest[] = {{11, 8}, {12, 9}, {13, 0}};
 
 // GPUs of one compute capability; a host of eight H200s is one group.
 struct GpuGroup {
@@ -460,7 +458,7 @@ private:
         }
         std::vector<std::string> usable_toolkits;
         const std::optional<CudaVersion>& driver = input_.host.driver.cuda;
-        for (const CudaVersion& toolkit : kToolkitsToSuggest) {
+        for (const CudaVersion& toolkit : cuda_facts().toolkits_to_suggest) {
             const bool builds_all = std::all_of(gpus_.begin(), gpus_.end(), [&](const GpuGroup& g) {
                 return !toolkit_arch_problem(toolkit, sass_for(g.cc));
             });
