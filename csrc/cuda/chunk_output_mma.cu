@@ -139,6 +139,22 @@ __global__ void __launch_bounds__(threads<SLICE>()) chunk_output_kernel(KernelPa
   wait_async_copies<0>();
   __syncthreads();
 
+  // A chunk past its state pass's first segment holds the state from the segment's start:
+  // add the state entering the segment, decayed to this chunk (kernels.h: segments).
+  const int segment = chunk / p.segment_chunks;
+  if (p.segments > 1 && segment > 0) {
+    const float decay = exp2f(float((chunk - segment * p.segment_chunks) * kChunk) * log2g);
+    const float* entering = p.segment_states + (rows.state_index * p.segments + segment) * DK * dv + v0;
+    for (int e = tid; e < DK * SLICE / 2; e += kThreads) {
+      const int d = e / (SLICE / 2), c = (e % (SLICE / 2)) * 2;
+      const float2 add = *reinterpret_cast<const float2*>(entering + int64_t(d) * dv + c);
+      T* pair_h = s_h + d * L::ld_v + c;
+      *reinterpret_cast<uint32_t*>(pair_h) =
+          pack2<T>(as_float(pair_h[0]) + decay * add.x, as_float(pair_h[1]) + decay * add.y);
+    }
+    __syncthreads();
+  }
+
   // O = w g^i (Q h) + P V over this warp's 16 rows and its group's 64 columns.
   float o[kColTiles][4];
 #pragma unroll

@@ -69,15 +69,20 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
   const int group = lane / 4, pair = (lane % 4) * 2;  // accumulator row and column within a tile
   const int dk = p.dk, dv = p.dv;
   const int v0 = blockIdx.x * kBlockV, d0 = blockIdx.y * kBlockD;
-  const int head = blockIdx.z % p.heads;
-  const SequenceRows rows = sequence_rows(p, blockIdx.z / p.heads, head);
-  const int t_len = rows.length, chunks = (t_len + kChunk - 1) / kChunk;
+  const int segment = blockIdx.z % p.segments, item = blockIdx.z / p.segments;
+  const int head = item % p.heads;
+  const SequenceRows rows = sequence_rows(p, item / p.heads, head);
+  // This block's run of chunks: segment 0 starts from the initial state, the others from zero.
+  const int t_len = rows.length, first_chunk = segment * p.segment_chunks, row_base = first_chunk * kChunk;
+  const int chunks = max(0, min((t_len + kChunk - 1) / kChunk - first_chunk, p.segment_chunks));
+  const float* initial_state = segment == 0 ? p.initial_state : nullptr;
   const uint16_t* k = static_cast<const uint16_t*>(p.k) + d0;
   const uint16_t* v = static_cast<const uint16_t*>(p.v) + v0;
   // This lane's first state element: row d0 + warp_row + group, column v0 + warp_col + pair.
   const int state_row = d0 + warp_row + group, state_col = v0 + warp_col + pair;
   const int64_t state_offset = rows.state_index * dk * dv + int64_t(state_row) * dv + state_col;
-  T* h = static_cast<T*>(p.states) + rows.chunk_base * dk * dv + (int64_t(d0 + warp_row) * dv + v0 + warp_col);
+  T* h = static_cast<T*>(p.states) + (rows.chunk_base + first_chunk) * dk * dv +
+         (int64_t(d0 + warp_row) * dv + v0 + warp_col);
   T* stage = reinterpret_cast<T*>(smem + Layout::stage) + warp * kTile * kLdStage;
 
   const float log2g = p.log2_decay[head];
@@ -87,12 +92,12 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
   float acc[kColTiles][4];
 #pragma unroll
   for (int c = 0; c < kColTiles; ++c) {
-    if (p.initial_state && p.initial_transposed) {
+    if (initial_state && p.initial_transposed) {
       // Stored [dv][dk]: element (row, col) at col * dk + row.
-      const float* init = p.initial_state + rows.state_index * dk * dv + int64_t(state_col + c * 8) * dk + state_row;
+      const float* init = initial_state + rows.state_index * dk * dv + int64_t(state_col + c * 8) * dk + state_row;
       acc[c][0] = init[0], acc[c][1] = init[dk], acc[c][2] = init[8], acc[c][3] = init[dk + 8];
-    } else if (p.initial_state) {
-      const float* init = p.initial_state + state_offset + c * 8;
+    } else if (initial_state) {
+      const float* init = initial_state + state_offset + c * 8;
       const float2 top = *reinterpret_cast<const float2*>(init);
       const float2 bottom = *reinterpret_cast<const float2*>(init + 8 * dv);
       acc[c][0] = top.x, acc[c][1] = top.y, acc[c][2] = bottom.x, acc[c][3] = bottom.y;
@@ -106,7 +111,7 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
   const int steps = (chunks + kPerStep - 1) / kPerStep;
   auto issue = [&](int step) {
     if (step < steps) {
-      const int t0 = step * kRows, slot = step % kStages;
+      const int t0 = row_base + step * kRows, slot = step % kStages;
 #pragma unroll
       for (int x = 0; x < kWordsK; ++x) {
         const int e = tid + x * kThreads, i = e / (kBlockD / 8), c8 = (e % (kBlockD / 8)) * 8;
@@ -154,7 +159,7 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
   };
 
   for (int step = 0; step < steps; ++step) {
-    const int t0 = step * kRows;
+    const int t0 = row_base + step * kRows;
     const T* buf_k = s_k + (step % kStages) * kRows * kLd;
     T* buf_v = s_v + (step % kStages) * kRows * kLd;
     wait_async_copies<kStages - 2>();  // this step's group is done; later ones may fly
@@ -176,7 +181,7 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
       const int chunk = step * kPerStep + sub;
       if (chunk >= chunks) break;
       if (sub > 0) publish(chunk);
-      const float chunk_decay = s_pow[min(kChunk, t_len - chunk * kChunk)];
+      const float chunk_decay = s_pow[min(kChunk, t_len - (first_chunk + chunk) * kChunk)];
 #pragma unroll
       for (int c = 0; c < kColTiles; ++c)
 #pragma unroll
@@ -196,10 +201,15 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
       }
     }
   }
-  if (p.final_state) {
+  // One segment: the final state; several: this segment's end state, for the scan.
+  // (state_offset below counts from this (sequence, head)'s state: rows.state_index * dk * dv.)
+  float* end_state = p.segments > 1
+                         ? p.segment_states + (int64_t(blockIdx.z) - rows.state_index) * dk * dv  // slot [item][segment]
+                         : p.final_state;
+  if (end_state) {
 #pragma unroll
     for (int c = 0; c < kColTiles; ++c) {
-      float* fin = p.final_state + state_offset + c * 8;
+      float* fin = end_state + state_offset + c * 8;
       *reinterpret_cast<float2*>(fin) = make_float2(acc[c][0], acc[c][1]);
       *reinterpret_cast<float2*>(fin + 8 * dv) = make_float2(acc[c][2], acc[c][3]);
     }
@@ -218,8 +228,37 @@ cudaError_t launch_chunk_states(const KernelParams& params, int sequences, cudaS
   cudaError_t err = cudaFuncSetAttribute(chunk_states_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          int(Layout::bytes));
   if (err != cudaSuccess) return err;
-  const dim3 grid(params.dv / kBlockV, params.dk / kBlockD, sequences * params.heads);
+  const dim3 grid(params.dv / kBlockV, params.dk / kBlockD, sequences * params.heads * params.segments);
   chunk_states_kernel<T><<<grid, kThreads, Layout::bytes, stream>>>(params);
+  return cudaGetLastError();
+}
+
+// One thread per state element of one (sequence, head): walks the segments in order, leaving
+// in each segment's slot the state entering it, and writes the final state.
+__global__ void segment_scan_kernel(KernelParams p) {
+  const int64_t size = int64_t(p.dk) * p.dv, e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e >= size) return;
+  const int item = blockIdx.y, head = item % p.heads;
+  const SequenceRows rows = sequence_rows(p, item / p.heads, head);
+  const float log2g = p.log2_decay[head];
+  float* slot = p.segment_states + int64_t(item) * p.segments * size + e;
+  float carry = slot[0];
+  for (int s = 1; s < p.segments; ++s) {
+    const int first = s * p.segment_chunks * kChunk;
+    if (first >= rows.length) break;
+    const int length = min(rows.length, first + p.segment_chunks * kChunk) - first;
+    const float local = slot[s * size];
+    slot[s * size] = carry;
+    carry = exp2f(float(length) * log2g) * carry + local;
+  }
+  if (p.final_state) p.final_state[rows.state_index * size + e] = carry;
+}
+
+cudaError_t launch_segment_scan(const KernelParams& params, int sequences, cudaStream_t stream) {
+  constexpr int kScanThreads = 256;
+  const dim3 grid(unsigned((int64_t(params.dk) * params.dv + kScanThreads - 1) / kScanThreads),
+                  sequences * params.heads);
+  segment_scan_kernel<<<grid, kScanThreads, 0, stream>>>(params);
   return cudaGetLastError();
 }
 

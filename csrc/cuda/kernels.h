@@ -30,6 +30,13 @@ struct KernelParams {
   // row per (batch, head) when padded, per head when packed (chunk_slots says how).
   void* states;
   int64_t chunk_slots;
+  // Tensor-core path, padded batches: each (sequence, head)'s chunks split into `segments`
+  // runs of segment_chunks, whose states pass 1 computes side by side from zero; a scan then
+  // turns each run's end state into the state entering the next (segment_states, fp32
+  // [rows][segments][dk][dv]), which pass 2 adds to the chunk states it reads.
+  int segments;
+  int segment_chunks;
+  float* segment_states;
   float log2_decay[kMaxHeads];
 };
 
@@ -47,7 +54,12 @@ cudaError_t launch_generic(const KernelParams& params, int sequences, DType dtyp
 // grants (mma_shared_bytes). Two passes: chunk states into a workspace, then all outputs.
 bool mma_handles(DType dtype, const Pass& pass);
 size_t mma_shared_bytes(int dk, int dv);
-size_t mma_workspace_bytes(const Problem& problem);
+// Segments of the state pass (KernelParams::segments) on a device of `multiprocessors`: enough
+// blocks to fill it when few (sequence, head) pairs would leave it idle, each of 8 chunks or more.
+int state_segments(const Problem& problem, int multiprocessors);
+size_t mma_workspace_bytes(const Problem& problem, int segments);
+// Where the segment states start in the workspace (after the chunk states, 16-byte aligned).
+size_t segment_states_offset(const Problem& problem);
 cudaError_t launch_mma(const KernelParams& params, int sequences, DType dtype, cudaStream_t stream);
 // The two passes, for mma_path.cu (T is __half or __nv_bfloat16).
 size_t states_shared_bytes();
@@ -57,6 +69,8 @@ template <typename T>
 cudaError_t launch_chunk_states(const KernelParams& params, int sequences, cudaStream_t stream);
 template <typename T>
 cudaError_t launch_chunk_output(const KernelParams& params, int sequences, cudaStream_t stream);
+// Between the two when segments > 1: the state entering each segment, and the final state.
+cudaError_t launch_segment_scan(const KernelParams& params, int sequences, cudaStream_t stream);
 // Attributes of the generic kernel for the current device: binaryVersion says which of the
 // binary's architectures the device runs (cudaErrorNoKernelImageForDevice when none).
 cudaError_t generic_kernel_attributes(cudaFuncAttributes* attributes);

@@ -2,6 +2,7 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <map>
@@ -97,6 +98,7 @@ DeviceInfo describe(int ordinal) {
 struct DeviceFacts {
   DeviceInfo info;
   int shared_per_block_optin = 0;  // bytes of shared memory one block may opt in to
+  int multiprocessors = 0;
 };
 
 const DeviceFacts& facts_of(int device) {
@@ -107,6 +109,8 @@ const DeviceFacts& facts_of(int device) {
   if (found != known.end()) return found->second;
   DeviceFacts facts;
   facts.info = describe(device);
+  check(cudaDeviceGetAttribute(&facts.multiprocessors, cudaDevAttrMultiProcessorCount, device),
+        "cudaDeviceGetAttribute");
   check(cudaDeviceGetAttribute(&facts.shared_per_block_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
         "cudaDeviceGetAttribute");
   return known.emplace(device, std::move(facts)).first->second;
@@ -151,10 +155,14 @@ void run_pass(const Problem& problem, const Pass& pass, const DeviceFacts& facts
   params.num_seqs = int(problem.num_seqs);
   params.states = problem.workspace;
   params.chunk_slots = chunk_slots(problem);
+  params.segments = state_segments(problem, facts.multiprocessors);
+  params.segment_chunks = int(std::max<int64_t>(1, (params.chunk_slots + params.segments - 1) / params.segments));
+  params.segment_states = reinterpret_cast<float*>(static_cast<char*>(problem.workspace) +
+                                                   segment_states_offset(problem));
   for (int64_t h = 0; h < problem.heads; ++h) params.log2_decay[h] = std::log2(problem.decay_of(h));
 
   const bool mma = use_mma(problem.dtype, pass, facts) && problem.workspace &&
-                   problem.workspace_bytes >= mma_workspace_bytes(problem);
+                   problem.workspace_bytes >= mma_workspace_bytes(problem, params.segments);
   const int sequences = int(problem.sequences());
   const cudaError_t err = mma ? launch_mma(params, sequences, problem.dtype, stream)
                               : launch_generic(params, sequences, problem.dtype, stream);
@@ -174,7 +182,8 @@ template <typename Passes>
 size_t workspace_for(const Problem& problem, const Passes& passes, int device) {
   const DeviceFacts& facts = runnable_facts_of(device);
   for (const Pass& pass : passes)
-    if (use_mma(problem.dtype, pass, facts)) return mma_workspace_bytes(problem);
+    if (use_mma(problem.dtype, pass, facts))
+      return mma_workspace_bytes(problem, state_segments(problem, facts.multiprocessors));
   return 0;
 }
 

@@ -149,3 +149,17 @@ def test_backward_workspace_covers_every_pass():
     assert _C.gpu_backward_workspace_bytes([2, 4, 1000, 128, 64], 0, 0) == 0
     # Packed: total_T / 64 + num_seqs chunk slots per head, whatever the lengths.
     assert _C.gpu_workspace_bytes([1, 4, 1000, 64, 64], 1, 0, num_seqs=3) == 4 * (15 + 3) * 64 * 64 * 2
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("heads", [(1, 64, 64), (1, 128, 128), (2, 64, 256)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("decay", [False, True])
+def test_long_sequences_split_the_state_pass(dtype, heads, decay):
+    """Few (sequence, head) pairs and many chunks: the state pass runs in segments side by
+    side, and the scan between them must join their seams as one walk would."""
+    h, dk, dv = heads
+    dims = (1, h, 64 * 40 + 17, dk, dv)
+    chunk_state_bytes = h * 41 * dk * dv * 2
+    assert _C.gpu_workspace_bytes(list(dims), DTYPES[dtype][1], 0) > chunk_state_bytes, "no segment states"
+    problem = Problem(dims, dtype, seed=11 + dk, decay=decay, states=True)
+    assert_matches_cpu(problem, dtype)
