@@ -131,12 +131,12 @@ class CulinaRaw:
         return self.dq, self.dk, self.dv
 
 
-def spread(fla, rep_ms):
-    """Forward and forward+backward over SPREAD; returns the rows and prints a table."""
+def spread(fla, rep_ms, first):
+    """Forward and forward+backward over SPREAD[first:]; returns the rows and prints a table."""
     name = torch.cuda.get_device_name()
     peak = next((bw for key, bw in HBM_PEAK.items() if key in name), None)
     rows = []
-    for b, h, t, d, dtype_name in SPREAD:
+    for b, h, t, d, dtype_name in SPREAD[first:]:
         dtype = getattr(torch, dtype_name)
         gen = torch.Generator(device="cuda").manual_seed(t + d)
         q, k, v = (torch.randn(b, h, t, d, device="cuda", generator=gen, dtype=dtype) for _ in range(3))
@@ -195,6 +195,7 @@ def main():
     parser.add_argument("--only", help="time this implementation alone (e.g. culina)")
     parser.add_argument("--spread", action="store_true", help="forward and forward+backward over SPREAD")
     parser.add_argument("--rep-ms", type=int, default=1500, help="timed milliseconds per measurement")
+    parser.add_argument("--first", type=int, default=0, help="--spread from this shape on (resumes a cut run)")
     args = parser.parse_args()
 
     device = torch.device("cuda")
@@ -202,7 +203,7 @@ def main():
     if args.spread:
         print(f"GPU: {torch.cuda.get_device_name()}; torch {torch.__version__}; culina {culina.__version__}; "
               f"fla: {'available' if fla else 'unavailable (' + fla_error + ')'}")
-        rows = spread(fla, args.rep_ms)
+        rows = spread(fla, args.rep_ms, args.first)
         if args.json:
             args.json.write_text(json.dumps({"gpu": torch.cuda.get_device_name(), "rows": rows,
                                              "fla_error": fla_error}, indent=2))

@@ -7,7 +7,7 @@
 # Usage: OUT=/some/dir benchmarks/attention_device.sh [ARCH]   (ARCH defaults to 9.0)
 # CULINA_TESTS: the pytest targets (default tests/payload); CULINA_REP_MS: timed
 # milliseconds per benchmark measurement (default 500); CULINA_BENCH_S: the benchmark's time
-# limit in seconds (default 300).
+# limit in seconds (default 300); CULINA_FIRST: the first shape of the spread (default 0).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/culina-device}
@@ -32,7 +32,7 @@ wait $foreign_pid || echo "foreign build failed: see build.log"
 (cd package && python3 -m culina info) | tee -a "$out/env.txt"
 CULINA_FOREIGN_BUILD=$foreign/package timeout 400 python3 -m pytest ${CULINA_TESTS:-tests/payload} -q -rs \
   -p no:cacheprovider 2>&1 | tee "$out/pytest.log" | tail -25
-timeout "${CULINA_BENCH_S:-300}" python3 benchmarks/attention_bench.py --spread --rep-ms "${CULINA_REP_MS:-500}" --json "$out/bench.json" \
+timeout "${CULINA_BENCH_S:-300}" python3 benchmarks/attention_bench.py --spread --rep-ms "${CULINA_REP_MS:-500}" --first "${CULINA_FIRST:-0}" --json "$out/bench.json" \
   2>&1 | tee "$out/bench.log"
 
 # Where the time goes inside culina's kernels (Nsight Compute, clocks left alone).

@@ -242,14 +242,18 @@ __global__ void segment_scan_kernel(KernelParams p) {
   const SequenceRows rows = sequence_rows(p, item / p.heads, head);
   const float log2g = p.log2_decay[head];
   float* slot = p.segment_states + int64_t(item) * p.segments * size + e;
-  float carry = slot[0];
-  for (int s = 1; s < p.segments; ++s) {
+  // All loads first, side by side: one after another, each waited for, they were most of its time.
+  float local[kMaxSegments];
+#pragma unroll
+  for (int s = 0; s < kMaxSegments; ++s) local[s] = s < p.segments ? slot[s * size] : 0.0f;
+  float carry = local[0];
+#pragma unroll
+  for (int s = 1; s < kMaxSegments; ++s) {
     const int first = s * p.segment_chunks * kChunk;
-    if (first >= rows.length) break;
+    if (s >= p.segments || first >= rows.length) break;
     const int length = min(rows.length, first + p.segment_chunks * kChunk) - first;
-    const float local = slot[s * size];
     slot[s * size] = carry;
-    carry = exp2f(float(length) * log2g) * carry + local;
+    carry = exp2f(float(length) * log2g) * carry + local[s];
   }
   if (p.final_state) p.final_state[rows.state_index * size + e] = carry;
 }

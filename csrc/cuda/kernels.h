@@ -55,7 +55,9 @@ cudaError_t launch_generic(const KernelParams& params, int sequences, DType dtyp
 bool mma_handles(DType dtype, const Pass& pass);
 size_t mma_shared_bytes(int dk, int dv);
 // Segments of the state pass (KernelParams::segments) on a device of `multiprocessors`: enough
-// blocks to fill it when few (sequence, head) pairs would leave it idle, each of 8 chunks or more.
+// blocks to fill it when few (sequence, head) pairs would leave it idle, each of 8 chunks or
+// more, kMaxSegments at most (the scan keeps one value per segment in registers).
+constexpr int kMaxSegments = 32;
 int state_segments(const Problem& problem, int multiprocessors);
 size_t mma_workspace_bytes(const Problem& problem, int segments);
 // Where the segment states start in the workspace (after the chunk states, 16-byte aligned).

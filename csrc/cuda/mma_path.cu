@@ -43,7 +43,7 @@ int state_segments(const Problem& problem, int multiprocessors) {
   const int64_t blocks = (problem.dk / 64) * (problem.dv / 64) * problem.batch * problem.heads;
   const int64_t wanted = (3 * int64_t(multiprocessors) + blocks - 1) / std::max<int64_t>(blocks, 1);
   const int64_t longest = chunk_slots(problem) / kMinSegmentChunks;
-  return int(std::max<int64_t>(1, std::min(wanted, longest)));
+  return int(std::max<int64_t>(1, std::min({wanted, longest, int64_t(kMaxSegments)})));
 }
 
 size_t segment_states_offset(const Problem& problem) {

@@ -145,7 +145,11 @@ def test_kernel_path_names_the_path_taken():
 
 
 def test_backward_workspace_covers_every_pass():
-    assert _C.gpu_backward_workspace_bytes([2, 4, 1000, 128, 64], 2, 0) == 2 * 4 * 16 * 128 * 64 * 2
+    # Every pass has Dk * Dv state elements: the forward's workspace serves all three.
+    for dims in ([2, 4, 1000, 128, 64], [1, 1, 40000, 64, 128], [64, 16, 512, 128, 128]):
+        assert _C.gpu_backward_workspace_bytes(dims, 2, 0) == _C.gpu_workspace_bytes(dims, 2, 0) > 0
+    # Enough (sequence, head) pairs to fill the GPU: one segment, the chunk states alone.
+    assert _C.gpu_workspace_bytes([64, 16, 512, 128, 128], 2, 0) == 64 * 16 * 8 * 128 * 128 * 2
     assert _C.gpu_backward_workspace_bytes([2, 4, 1000, 128, 64], 0, 0) == 0
     # Packed: total_T / 64 + num_seqs chunk slots per head, whatever the lengths.
     assert _C.gpu_workspace_bytes([1, 4, 1000, 64, 64], 1, 0, num_seqs=3) == 4 * (15 + 3) * 64 * 64 * 2
