@@ -51,7 +51,8 @@ cudaError_t launch_generic(const KernelParams& params, int sequences, DType dtyp
 // Tensor-core path (mma_path.cu): fp16/bf16, dk in {64, 128, 256}, dv a multiple of 64,
 // 16-byte aligned rows. Code exists only for sm_80 and newer (__CUDA_ARCH__),
 // so the caller must check the binary version the device runs and the shared memory it
-// grants (mma_shared_bytes). Two passes: chunk states into a workspace, then all outputs.
+// grants (mma_shared_bytes). Two passes: chunk states into a workspace (in segments joined by
+// a scan when the state blocks alone would leave the device idle), then all outputs.
 bool mma_handles(DType dtype, const Pass& pass);
 size_t mma_shared_bytes(int dk, int dv);
 // Segments of the state pass (KernelParams::segments) on a device of `multiprocessors`: enough
