@@ -1,9 +1,10 @@
 // Pass 1 of the tensor-core path: the state entering every chunk.
 //
-// One block of 8 warps owns a 64 x 64 block (rows d0.., columns v0..) of one head's state;
+// One block of 8 warps owns a 64 x 64 block (rows d0.., columns v0..) of one (sequence,
+// head)'s state;
 // each warp holds a 16 x 32 piece of it in mma.sync accumulators (fp32, registers) and the
 // block walks the chunks in order:
-//   h[c] = S (as 16-bit), then S = g^n S + K_c^T (g^(n-1-j) V_c)
+//   h[c] = S (as 16-bit), then S = g^n S + K_c^T (u g^(n-1-j) V_c)   (u: common/passes.h)
 // K and V stream through a ring of kStages shared-memory slots, kPerStep chunks each, filled
 // by asynchronous copies ahead of use. The state never leaves registers: h is written straight
 // from the accumulators, and the operands come in through ldmatrix.
@@ -17,6 +18,7 @@
 // 64-row blocks stay. flash-linear-attention's Triton pass takes 0.28 ms there.
 #include "cuda/kernels.h"
 #include "cuda/mma_common.cuh"
+#include "cuda/sequence_rows.cuh"
 
 namespace culina::gpu {
 namespace {
@@ -65,23 +67,37 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int warp_row = (warp % (kBlockD / kTile)) * kTile, warp_col = (warp / (kBlockD / kTile)) * kWarpV;
   const int group = lane / 4, pair = (lane % 4) * 2;  // accumulator row and column within a tile
-  const int dk = p.dk, dv = p.dv, t_len = p.seq_len, chunks = p.num_chunks;
+  const int dk = p.dk, dv = p.dv;
   const int v0 = blockIdx.x * kBlockV, d0 = blockIdx.y * kBlockD;
-  const int64_t bh = blockIdx.z;
-  const uint16_t* k = static_cast<const uint16_t*>(p.k) + bh * t_len * dk + d0;
-  const uint16_t* v = static_cast<const uint16_t*>(p.v) + bh * t_len * dv + v0;
+  const int segment = blockIdx.z % p.segments, item = blockIdx.z / p.segments;
+  const int head = item % p.heads;
+  const SequenceRows rows = sequence_rows(p, item / p.heads, head);
+  // This block's run of chunks: segment 0 starts from the initial state, the others from zero.
+  const int t_len = rows.length, first_chunk = segment * p.segment_chunks, row_base = first_chunk * kChunk;
+  const int chunks = max(0, min((t_len + kChunk - 1) / kChunk - first_chunk, p.segment_chunks));
+  const float* initial_state = segment == 0 ? p.initial_state : nullptr;
+  const uint16_t* k = static_cast<const uint16_t*>(p.k) + d0;
+  const uint16_t* v = static_cast<const uint16_t*>(p.v) + v0;
   // This lane's first state element: row d0 + warp_row + group, column v0 + warp_col + pair.
-  const int64_t state_offset = (bh * dk + d0 + warp_row + group) * dv + v0 + warp_col + pair;
-  T* h = static_cast<T*>(p.states) + bh * chunks * dk * dv + (int64_t(d0 + warp_row) * dv + v0 + warp_col);
+  const int state_row = d0 + warp_row + group, state_col = v0 + warp_col + pair;
+  const int64_t state_offset = rows.state_index * dk * dv + int64_t(state_row) * dv + state_col;
+  T* h = static_cast<T*>(p.states) + (rows.chunk_base + first_chunk) * dk * dv +
+         (int64_t(d0 + warp_row) * dv + v0 + warp_col);
   T* stage = reinterpret_cast<T*>(smem + Layout::stage) + warp * kTile * kLdStage;
 
-  if (tid <= kChunk) s_pow[tid] = exp2f(float(tid) * p.log2_decay[bh % p.heads]);
+  const float log2g = p.log2_decay[head];
+  const float w_update = update_weight(p, exp2f(log2g));
+  if (tid <= kChunk) s_pow[tid] = exp2f(float(tid) * log2g);
 
   float acc[kColTiles][4];
 #pragma unroll
   for (int c = 0; c < kColTiles; ++c) {
-    if (p.initial_state) {
-      const float* init = p.initial_state + state_offset + c * 8;
+    if (initial_state && p.initial_transposed) {
+      // Stored [dv][dk]: element (row, col) at col * dk + row.
+      const float* init = initial_state + rows.state_index * dk * dv + int64_t(state_col + c * 8) * dk + state_row;
+      acc[c][0] = init[0], acc[c][1] = init[dk], acc[c][2] = init[8], acc[c][3] = init[dk + 8];
+    } else if (initial_state) {
+      const float* init = initial_state + state_offset + c * 8;
       const float2 top = *reinterpret_cast<const float2*>(init);
       const float2 bottom = *reinterpret_cast<const float2*>(init + 8 * dv);
       acc[c][0] = top.x, acc[c][1] = top.y, acc[c][2] = bottom.x, acc[c][3] = bottom.y;
@@ -95,18 +111,18 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
   const int steps = (chunks + kPerStep - 1) / kPerStep;
   auto issue = [&](int step) {
     if (step < steps) {
-      const int t0 = step * kRows, slot = step % kStages;
+      const int t0 = row_base + step * kRows, slot = step % kStages;
 #pragma unroll
       for (int x = 0; x < kWordsK; ++x) {
         const int e = tid + x * kThreads, i = e / (kBlockD / 8), c8 = (e % (kBlockD / 8)) * 8;
         const bool inside = t0 + i < t_len;
-        copy16_async(s_k + (slot * kRows + i) * kLd + c8, inside ? k + int64_t(t0 + i) * dk + c8 : k, inside);
+        copy16_async(s_k + (slot * kRows + i) * kLd + c8, inside ? k + rows.row(t0 + i) * dk + c8 : k, inside);
       }
 #pragma unroll
       for (int x = 0; x < kWordsV; ++x) {
         const int e = tid + x * kThreads, i = e / (kBlockV / 8), c8 = (e % (kBlockV / 8)) * 8;
         const bool inside = t0 + i < t_len;
-        copy16_async(s_v + (slot * kRows + i) * kLd + c8, inside ? v + int64_t(t0 + i) * dv + c8 : v, inside);
+        copy16_async(s_v + (slot * kRows + i) * kLd + c8, inside ? v + rows.row(t0 + i) * dv + c8 : v, inside);
       }
     }
     commit_async_copies();  // an empty group past the end keeps the group count in step
@@ -143,17 +159,17 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
   };
 
   for (int step = 0; step < steps; ++step) {
-    const int t0 = step * kRows;
+    const int t0 = row_base + step * kRows;
     const T* buf_k = s_k + (step % kStages) * kRows * kLd;
     T* buf_v = s_v + (step % kStages) * kRows * kLd;
     wait_async_copies<kStages - 2>();  // this step's group is done; later ones may fly
-    // v rows decayed to the end of their chunk (rows past the sequence were zero-filled).
+    // v rows decayed to the end of their chunk, times u (rows past the sequence were zero-filled).
 #pragma unroll
     for (int x = 0; x < kWordsV; ++x) {
       const int e = tid + x * kThreads, i = e / (kBlockV / 8), c8 = (e % (kBlockV / 8)) * 8;
       const int j = i % kChunk, n = min(kChunk, t_len - (t0 + i - j));
       uint4* word = reinterpret_cast<uint4*>(buf_v + i * kLd + c8);
-      if (j < n) *word = scale8<T>(*word, s_pow[n - 1 - j]);
+      if (j < n) *word = scale8<T>(*word, w_update * s_pow[n - 1 - j]);
     }
     publish(step * kPerStep);
     __syncthreads();
@@ -165,7 +181,7 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
       const int chunk = step * kPerStep + sub;
       if (chunk >= chunks) break;
       if (sub > 0) publish(chunk);
-      const float chunk_decay = s_pow[min(kChunk, t_len - chunk * kChunk)];
+      const float chunk_decay = s_pow[min(kChunk, t_len - (first_chunk + chunk) * kChunk)];
 #pragma unroll
       for (int c = 0; c < kColTiles; ++c)
 #pragma unroll
@@ -185,10 +201,15 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
       }
     }
   }
-  if (p.final_state) {
+  // One segment: the final state; several: this segment's end state, for the scan.
+  // (state_offset below counts from this (sequence, head)'s state: rows.state_index * dk * dv.)
+  float* end_state = p.segments > 1
+                         ? p.segment_states + (int64_t(blockIdx.z) - rows.state_index) * dk * dv  // slot [item][segment]
+                         : p.final_state;
+  if (end_state) {
 #pragma unroll
     for (int c = 0; c < kColTiles; ++c) {
-      float* fin = p.final_state + state_offset + c * 8;
+      float* fin = end_state + state_offset + c * 8;
       *reinterpret_cast<float2*>(fin) = make_float2(acc[c][0], acc[c][1]);
       *reinterpret_cast<float2*>(fin + 8 * dv) = make_float2(acc[c][2], acc[c][3]);
     }
@@ -203,12 +224,45 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
 size_t states_shared_bytes() { return Layout::bytes; }
 
 template <typename T>
-cudaError_t launch_chunk_states(const KernelParams& params, int batch, cudaStream_t stream) {
+cudaError_t launch_chunk_states(const KernelParams& params, int sequences, cudaStream_t stream) {
   cudaError_t err = cudaFuncSetAttribute(chunk_states_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          int(Layout::bytes));
   if (err != cudaSuccess) return err;
-  const dim3 grid(params.dv / kBlockV, params.dk / kBlockD, batch * params.heads);
+  const dim3 grid(params.dv / kBlockV, params.dk / kBlockD, sequences * params.heads * params.segments);
   chunk_states_kernel<T><<<grid, kThreads, Layout::bytes, stream>>>(params);
+  return cudaGetLastError();
+}
+
+// One thread per state element of one (sequence, head): walks the segments in order, leaving
+// in each segment's slot the state entering it, and writes the final state.
+__global__ void segment_scan_kernel(KernelParams p) {
+  const int64_t size = int64_t(p.dk) * p.dv, e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e >= size) return;
+  const int item = blockIdx.y, head = item % p.heads;
+  const SequenceRows rows = sequence_rows(p, item / p.heads, head);
+  const float log2g = p.log2_decay[head];
+  float* slot = p.segment_states + int64_t(item) * p.segments * size + e;
+  // All loads first, side by side: one after another, each waited for, they were most of its time.
+  float local[kMaxSegments];
+#pragma unroll
+  for (int s = 0; s < kMaxSegments; ++s) local[s] = s < p.segments ? slot[s * size] : 0.0f;
+  float carry = local[0];
+#pragma unroll
+  for (int s = 1; s < kMaxSegments; ++s) {
+    const int first = s * p.segment_chunks * kChunk;
+    if (s >= p.segments || first >= rows.length) break;
+    const int length = min(rows.length, first + p.segment_chunks * kChunk) - first;
+    slot[s * size] = carry;
+    carry = exp2f(float(length) * log2g) * carry + local[s];
+  }
+  if (p.final_state) p.final_state[rows.state_index * size + e] = carry;
+}
+
+cudaError_t launch_segment_scan(const KernelParams& params, int sequences, cudaStream_t stream) {
+  constexpr int kScanThreads = 256;
+  const dim3 grid(unsigned((int64_t(params.dk) * params.dv + kScanThreads - 1) / kScanThreads),
+                  sequences * params.heads);
+  segment_scan_kernel<<<grid, kScanThreads, 0, stream>>>(params);
   return cudaGetLastError();
 }
 
