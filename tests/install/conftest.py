@@ -122,7 +122,8 @@ def warm_helper_cache(release, tmp_path_factory) -> Path:
     with tarfile.open(release.sdist) as sdist:
         sdist.extractall(unpacked)
     adapter = next(unpacked.glob("culina-*")) / "resolver" / "adapter"
-    subprocess.run([sys.executable, "-c", "import helper_build; helper_build.helper_binary()"], cwd=adapter,
+    subprocess.run([sys.executable, "-c", "import adapter_settings, helper_build; "
+                    "helper_build.helper_binary(adapter_settings.current())"], cwd=adapter,
                    env={**os.environ, "CULINA_CACHE_DIR": str(cache), "PYTHONPATH": str(adapter), "CULINA_HELPER": "source"},
                    check=True, capture_output=True, timeout=900)
     return cache
