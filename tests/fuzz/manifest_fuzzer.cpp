@@ -49,7 +49,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             input.default_archs = culina::parse_arch_list(culina::kDefaultLocalBuildArchs, "default");
             const culina::Decision decision = culina::select_wheel(input);
             culina::decision_to_json(decision).dump();
-            culina::decision_to_table(decision);
+            culina::decision_to_table(decision, culina::SettingNames{});
         }
     }
     return 0;

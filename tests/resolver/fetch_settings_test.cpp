@@ -2,28 +2,41 @@
 
 #include <map>
 
+#include "common/setting_error.h"
 #include "fetch/fetch_error.h"
 #include "fetch/fetch_settings.h"
+#include "settings/helper_settings.h"
 
 namespace culina::fetch {
 namespace {
 
 EnvLookup env_of(std::map<std::string, std::string> values) {
-    return [values](const char* name) -> std::optional<std::string> {
+    return [values](const std::string& name) -> std::optional<std::string> {
         const auto found = values.find(name);
         if (found == values.end()) return std::nullopt;
         return found->second;
     };
 }
 
+FetchSettings parse_fetch_settings(const EnvLookup& env) {
+    return with_host_ca_bundle(parse_helper_settings(SettingNames{}, env).fetch, env);
+}
+
 std::string error_of(const std::map<std::string, std::string>& values) {
     try {
         parse_fetch_settings(env_of(values));
+    } catch (const SettingError& error) {
+        return error.what();
     } catch (const FetchError& error) {
         EXPECT_EQ(error.kind, FetchError::Kind::configuration);
         return error.what();
     }
     return "";
+}
+
+std::string cache_root_of(const std::map<std::string, std::string>& values) {
+    const EnvLookup env = env_of(values);
+    return resolve_cache_root(parse_helper_settings(SettingNames{}, env).fetch.cache_dir, SettingNames{}, env);
 }
 
 TEST(FetchSettings, Defaults) {
@@ -32,7 +45,7 @@ TEST(FetchSettings, Defaults) {
     EXPECT_EQ(settings.retries, 3);
     EXPECT_FALSE(settings.offline);
     EXPECT_EQ(settings.ca_bundle, "");
-    EXPECT_EQ(settings.cache_root, "/home/u/.cache/culina");
+    EXPECT_EQ(cache_root_of({{"HOME", "/home/u"}}), "/home/u/.cache/culina");
 }
 
 TEST(FetchSettings, ReadsValues) {
@@ -65,11 +78,15 @@ TEST(FetchSettings, MalformedValuesNameVariableValueAndForm) {
 }
 
 TEST(FetchSettings, CacheRootOrder) {
-    EXPECT_EQ(resolve_cache_root(env_of({{"CULINA_CACHE_DIR", "/c"}, {"XDG_CACHE_HOME", "/x"}, {"HOME", "/h"}})), "/c");
-    EXPECT_EQ(resolve_cache_root(env_of({{"XDG_CACHE_HOME", "/x"}, {"HOME", "/h"}})), "/x/culina");
+    EXPECT_EQ(cache_root_of({{"CULINA_CACHE_DIR", "/c"}, {"XDG_CACHE_HOME", "/x"}, {"HOME", "/h"}}), "/c");
+    EXPECT_EQ(cache_root_of({{"XDG_CACHE_HOME", "/x"}, {"HOME", "/h"}}), "/x/culina");
     // XDG requires an absolute path; a relative one is ignored as the spec says.
-    EXPECT_EQ(resolve_cache_root(env_of({{"XDG_CACHE_HOME", "rel"}, {"HOME", "/h"}})), "/h/.cache/culina");
-    EXPECT_THROW(resolve_cache_root(env_of({})), FetchError);
+    EXPECT_EQ(cache_root_of({{"XDG_CACHE_HOME", "rel"}, {"HOME", "/h"}}), "/h/.cache/culina");
+    EXPECT_EQ(cache_root_of({{"CULINA_CACHE_DIR", "~/c/../d/"}, {"HOME", "/h"}}), "/h/d");
+    EXPECT_THROW(cache_root_of({}), FetchError);
+    EXPECT_THROW(cache_root_of({{"CULINA_CACHE_DIR", "~/c"}}), FetchError);
+    // The form is the setting's, checked up front; HOME is a host fact, checked where a cache is used.
+    EXPECT_THROW(cache_root_of({{"CULINA_CACHE_DIR", "rel"}, {"HOME", "/h"}}), SettingError);
 }
 
 TEST(FetchSettings, CaBundleFromTheFirstVariableSet) {
@@ -84,7 +101,7 @@ TEST(FetchSettings, CaBundleFromTheFirstVariableSet) {
     EXPECT_EQ(settings.ca_bundle_source, "SSL_CERT_FILE");
     const std::string message = error_of({{"HOME", "/h"}, {"CULINA_CA_BUNDLE", "/nonexistent/ca.pem"}});
     EXPECT_NE(message.find("CULINA_CA_BUNDLE='/nonexistent/ca.pem'"), std::string::npos) << message;
-    EXPECT_NE(error_of({{"HOME", "/h"}, {"CULINA_CA_BUNDLE", existing}}).find("readable file"), std::string::npos);
+    EXPECT_NE(error_of({{"HOME", "/h"}, {"CULINA_CA_BUNDLE", existing}}).find("readable PEM file"), std::string::npos);
     std::remove(file.c_str());
 }
 

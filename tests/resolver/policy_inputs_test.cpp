@@ -2,7 +2,6 @@
 // coverage rules for single targets.
 #include <gtest/gtest.h>
 
-#include "common/setting_error.h"
 #include "policy/arch_coverage.h"
 #include "policy/build_archs.h"
 #include "policy/input_error.h"
@@ -13,28 +12,20 @@ namespace culina {
 namespace {
 
 TEST(VariantRequest, ReadsGoodValues) {
-    EXPECT_EQ(parse_variant_request(std::nullopt).kind, VariantRequest::Kind::automatic);
-    EXPECT_EQ(parse_variant_request(std::string("")).kind, VariantRequest::Kind::automatic);
-    EXPECT_EQ(parse_variant_request(std::string("auto")).str(), "auto");
-    EXPECT_EQ(parse_variant_request(std::string("source")).kind, VariantRequest::Kind::source);
-    EXPECT_EQ(parse_variant_request(std::string("cu130")).str(), "cu130");
-    EXPECT_EQ(parse_variant_request(std::string(" CU129\n")).str(), "cu129");
-    EXPECT_TRUE(parse_variant_request(std::string("cpu")).is_cpu());
-    EXPECT_EQ(parse_variant_request(std::string("cpu")).str(), "null");
-    EXPECT_TRUE(parse_variant_request(std::string("null")).is_cpu());
-    EXPECT_FALSE(parse_variant_request(std::string("cu130")).is_cpu());
+    EXPECT_EQ(parse_variant_request("")->kind, VariantRequest::Kind::automatic);
+    EXPECT_EQ(parse_variant_request("auto")->str(), "auto");
+    EXPECT_EQ(parse_variant_request("source")->kind, VariantRequest::Kind::source);
+    EXPECT_EQ(parse_variant_request("cu130")->str(), "cu130");
+    EXPECT_EQ(parse_variant_request(" CU129\n")->str(), "cu129");
+    EXPECT_TRUE(parse_variant_request("cpu")->is_cpu());
+    EXPECT_EQ(parse_variant_request("cpu")->str(), "null");
+    EXPECT_TRUE(parse_variant_request("null")->is_cpu());
+    EXPECT_FALSE(parse_variant_request("cu130")->is_cpu());
 }
 
-TEST(VariantRequest, MalformedValueNamesVariableValueAndAcceptedValues) {
-    for (const char* bad : {"cu 130", "cu130!", "cuda-13", "a-very-long-label-name", "ü"}) {
-        try {
-            parse_variant_request(std::string(bad));
-            FAIL() << "expected SettingError for " << bad;
-        } catch (const SettingError& error) {
-            const std::string message = error.what();
-            EXPECT_NE(message.find("CULINA_VARIANT='" + std::string(bad) + "'"), std::string::npos) << message;
-            EXPECT_NE(message.find("auto, source, null (alias cpu)"), std::string::npos) << message;
-        }
+TEST(VariantRequest, RefusesWhatCannotBeALabel) {
+    for (const char* bad : {"cu 130", "cu130!", "cuda-13", "a-very-long-label-name", "\xc3\xbc"}) {
+        EXPECT_FALSE(parse_variant_request(bad).has_value()) << bad;
     }
 }
 

@@ -98,7 +98,7 @@ TEST_F(SelectCli, VariantMissingFromReleaseExitsWithTheLabels) {
 TEST_F(SelectCli, MalformedVariantNamesVariableValueAndAccepted) {
     const CliRun run = select("CULINA_VARIANT='cuda 13'", kManifests + "release-0.1.0.json");
     EXPECT_EQ(run.exit_code, 2);
-    EXPECT_NE(run.err.find("CULINA_VARIANT='cuda 13' is not understood: accepted: auto, source, null (alias cpu)"), std::string::npos)
+    EXPECT_NE(run.err.find("CULINA_VARIANT='cuda 13' is not understood; accepted: auto, source, null (alias cpu)"), std::string::npos)
         << run.err;
     EXPECT_TRUE(run.out.empty());
 }

@@ -83,7 +83,7 @@ Decision decide(const PolicyCase& row) {
     input.manifest.name = "culina";
     input.manifest.version = "0.1.0";
     input.manifest.wheels = row.wheels;
-    input.request = parse_variant_request(std::string(row.variant));
+    input.request = *parse_variant_request(row.variant);
     input.default_archs = parse_arch_list(kDefaultLocalBuildArchs, "default");
     return select_wheel(input);
 }
@@ -250,7 +250,7 @@ Decision decide_without_toolkit(const std::vector<std::string>& gpus, const char
     input.supported_tags = kSupportedTags;
     input.manifest.name = "culina";
     input.manifest.version = "0.1.0";
-    input.request = parse_variant_request(std::string("source"));
+    input.request = VariantRequest::source_build();
     input.default_archs = parse_arch_list(kDefaultLocalBuildArchs, "default");
     input.pypi_toolkit_allowed = pypi_allowed;
     return select_wheel(input);
@@ -316,7 +316,7 @@ TEST(PolicyDecision, JsonOfAnErrorHasNoWheel) {
 }
 
 TEST(PolicyDecision, TableShowsActionReasonAndEveryCandidate) {
-    const std::string table = decision_to_table(decide(kCases[5]));
+    const std::string table = decision_to_table(decide(kCases[5]), SettingNames{});
     EXPECT_NE(table.find("decision     install_wheel  culina-0.1.0-cp312-cp312-manylinux_2_28_x86_64-cu129.whl"), std::string::npos)
         << table;
     EXPECT_NE(table.find("rejected  cu130"), std::string::npos) << table;

@@ -1,12 +1,10 @@
 // Every parser the probe uses, on real-world text and on malformed input.
 #include <gtest/gtest.h>
 
-#include "common/setting_error.h"
 #include "probe/cpu_probe.h"
 #include "probe/cuda_driver_probe.h"
 #include "probe/driver_version.h"
 #include "probe/os_probe.h"
-#include "probe/probe_settings.h"
 #include "probe/toolkit_probe.h"
 
 namespace culina {
@@ -164,55 +162,6 @@ TEST(LibcudaReport, MissingLibraryIsNotAnError) {
     const CudaDriverReport report = parse_libcuda_report("missing libcuda.so.1: cannot open shared object file\n");
     EXPECT_FALSE(report.library_found);
     EXPECT_TRUE(report.errors.empty());
-}
-
-TEST(Overrides, ParseCudaVersionOrEmpty) {
-    EXPECT_EQ(parse_override_cuda("12.9"), (CudaVersion{12, 9}));
-    EXPECT_EQ(parse_override_cuda("13"), (CudaVersion{13, 0}));
-    EXPECT_FALSE(parse_override_cuda("").has_value());
-}
-
-TEST(Overrides, MalformedCudaNamesVariableValueAndForm) {
-    for (const char* bad : {"twelve", "12.9.1.1", "cu129", "-1"}) {
-        try {
-            parse_override_cuda(bad);
-            ADD_FAILURE() << "accepted " << bad;
-        } catch (const SettingError& error) {
-            const std::string message = error.what();
-            EXPECT_NE(message.find("CULINA_OVERRIDE_CUDA"), std::string::npos);
-            EXPECT_NE(message.find(bad), std::string::npos);
-            EXPECT_NE(message.find("'12.9'"), std::string::npos);
-        }
-    }
-}
-
-TEST(Overrides, ParseSmListsInEveryAcceptedForm) {
-    EXPECT_EQ(parse_override_sm("8.6,9.0"), (std::vector<ComputeCapability>{{8, 6}, {9, 0}}));
-    EXPECT_EQ(parse_override_sm("86;90"), (std::vector<ComputeCapability>{{8, 6}, {9, 0}}));
-    EXPECT_EQ(parse_override_sm(" 12.0 "), (std::vector<ComputeCapability>{{12, 0}}));
-    EXPECT_TRUE(parse_override_sm("").empty());
-}
-
-TEST(Overrides, MalformedSmNamesVariableValueAndForm) {
-    for (const char* bad : {"8.6,,9.0", "sm_90", "9", "8.6 9.0", "9.0,"}) {
-        try {
-            parse_override_sm(bad);
-            ADD_FAILURE() << "accepted " << bad;
-        } catch (const SettingError& error) {
-            const std::string message = error.what();
-            EXPECT_NE(message.find("CULINA_OVERRIDE_SM"), std::string::npos);
-            EXPECT_NE(message.find(bad), std::string::npos);
-            EXPECT_NE(message.find("'8.6,9.0'"), std::string::npos);
-        }
-    }
-}
-
-TEST(Overrides, ProbeTimeoutInSeconds) {
-    EXPECT_EQ(parse_probe_timeout("15").count(), 15000);
-    EXPECT_EQ(parse_probe_timeout("0.5").count(), 500);
-    for (const char* bad : {"", "0", "-1", "fast", "10s", "100000"}) {
-        EXPECT_THROW(parse_probe_timeout(bad), SettingError) << bad;
-    }
 }
 
 }  // namespace

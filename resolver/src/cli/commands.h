@@ -1,19 +1,22 @@
-// One function per `culina-resolver` sub-command; each returns the process exit code.
+// One function per `culina-resolver` sub-command; each returns the process exit code. Those that
+// read settings get them parsed (settings/helper_settings.h) before they run.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "settings/helper_settings.h"
+
 namespace culina::cli {
 
 using Args = std::vector<std::string>;
 
-int probe_command(const Args& args);
-int select_command(const Args& args);
-int fetch_command(const Args& args);
-int resolve_command(const Args& args);
+int probe_command(const Args& args, const HelperSettings& settings);
+int select_command(const Args& args, const HelperSettings& settings);
+int fetch_command(const Args& args, const HelperSettings& settings);
+int resolve_command(const Args& args, const HelperSettings& settings);
+int mirror_command(const Args& args, const HelperSettings& settings);
 int manifest_command(const Args& args);
-int mirror_command(const Args& args);
 int version_command(const Args& args);
 
 }  // namespace culina::cli

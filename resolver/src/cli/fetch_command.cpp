@@ -37,7 +37,7 @@ int fetch_usage_error(const std::string& message) {
 
 }  // namespace
 
-int fetch_command(const Args& args) {
+int fetch_command(const Args& args, const HelperSettings& settings) {
     FetchArgs parsed;
     for (std::size_t i = 0; i < args.size(); ++i) {
         const std::string& flag = args[i];
@@ -61,8 +61,8 @@ int fetch_command(const Args& args) {
     }
     if (parsed.manifest.empty()) return fetch_usage_error("--manifest is required");
     if (parsed.file.empty()) return fetch_usage_error("--file is required");
-    const std::optional<std::string> base = release_base_url(parsed.base_url);
-    if (!base) return fetch_usage_error("no release URL: pass --base-url or set CULINA_RELEASE_URL");
+    const std::optional<std::string> base = release_base_url(parsed.base_url, settings);
+    if (!base) return fetch_usage_error(no_release_url_message(settings));
 
     try {
         const Manifest manifest = load_manifest(parsed.manifest);
@@ -75,7 +75,7 @@ int fetch_command(const Args& args) {
                       << "' (it lists " << manifest.wheels.size() << "); pass one of its \"file\" values\n";
             return 2;
         }
-        const fetch::FetchOptions options = fetch_options_for("fetch", parsed.cache_dir, parsed.allow_http);
+        const fetch::FetchOptions options = fetch_options_for("fetch", settings, parsed.cache_dir, parsed.allow_http);
         std::cout << fetch::fetch_wheel(expectation_for(manifest, *entry, *base), options).path << "\n";
         return 0;
     } catch (const ManifestError& error) {

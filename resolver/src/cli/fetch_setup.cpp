@@ -10,20 +10,16 @@
 
 namespace culina::cli {
 
-fetch::FetchOptions fetch_options_for(const std::string& command, const std::optional<std::string>& cache_dir,
-                                      bool allow_http) {
+fetch::FetchOptions fetch_options_for(const std::string& command, const HelperSettings& settings,
+                                      const std::optional<std::string>& cache_dir, bool allow_http) {
+    const EnvLookup host_env = process_environment();
     fetch::FetchOptions options;
-    options.settings = fetch::fetch_settings_from_environment();
+    options.settings = fetch::with_host_ca_bundle(settings.fetch, host_env);
     if (cache_dir) {
         // A path on the command line is relative to where the command runs, as for any tool.
-        const std::string flag_value =
-            starts_with(*cache_dir, "~") ? *cache_dir : std::filesystem::absolute(*cache_dir).string();
-        options.settings.cache_root = fetch::resolve_cache_root([&](const char* name) -> std::optional<std::string> {
-            if (std::string(name) == "CULINA_CACHE_DIR") return flag_value;
-            if (std::string(name) == "HOME") return get_env("HOME");
-            return std::nullopt;
-        });
+        options.settings.cache_dir = starts_with(*cache_dir, "~") ? *cache_dir : std::filesystem::absolute(*cache_dir).string();
     }
+    options.settings.cache_root = fetch::resolve_cache_root(options.settings.cache_dir, settings.names, host_env);
     options.allow_http = allow_http;
     const std::string prefix = "culina-resolver " + command + ": ";
     options.log = [prefix](const std::string& message) { std::cerr << prefix << message << "\n"; };
@@ -33,10 +29,13 @@ fetch::FetchOptions fetch_options_for(const std::string& command, const std::opt
     return options;
 }
 
-std::optional<std::string> release_base_url(const std::optional<std::string>& flag) {
-    std::optional<std::string> base = flag ? flag : get_env("CULINA_RELEASE_URL");
-    if (!base || base->empty()) return std::nullopt;
-    return base;
+std::optional<std::string> release_base_url(const std::optional<std::string>& flag, const HelperSettings& settings) {
+    if (flag && !flag->empty()) return flag;
+    return settings.release_url;
+}
+
+std::string no_release_url_message(const HelperSettings& settings) {
+    return "no release URL: pass --base-url or set " + settings.names.of("RELEASE_URL");
 }
 
 fetch::WheelExpectation expectation_for(const Manifest& manifest, const WheelEntry& wheel, const std::string& base_url) {

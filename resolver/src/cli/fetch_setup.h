@@ -1,4 +1,4 @@
-// How `fetch` and `resolve` set up a download: settings from the environment, an optional
+// How `fetch`, `mirror` and `resolve` set up a download: the parsed settings, an optional
 // --cache-dir, logs and progress on stderr, and what the manifest promises about the asset.
 #pragma once
 
@@ -7,15 +7,20 @@
 
 #include "fetch/fetch_wheel.h"
 #include "manifest/manifest.h"
+#include "settings/helper_settings.h"
 
 namespace culina::cli {
 
-// Throws fetch::FetchError(configuration) for a malformed CULINA_TIMEOUT, CULINA_RETRIES, ...
-fetch::FetchOptions fetch_options_for(const std::string& command, const std::optional<std::string>& cache_dir,
-                                      bool allow_http);
+// The settings completed from host facts (HOME, XDG_CACHE_HOME, SSL_CERT_FILE, CURL_CA_BUNDLE);
+// --cache-dir replaces the CACHE_DIR setting. Throws fetch::FetchError(configuration).
+fetch::FetchOptions fetch_options_for(const std::string& command, const HelperSettings& settings,
+                                      const std::optional<std::string>& cache_dir, bool allow_http);
 
-// --base-url, else CULINA_RELEASE_URL: a URL or a local release folder; nullopt when neither is set.
-std::optional<std::string> release_base_url(const std::optional<std::string>& flag);
+// --base-url, else the RELEASE_URL setting: a URL or a local release folder; nullopt when neither is set.
+std::optional<std::string> release_base_url(const std::optional<std::string>& flag, const HelperSettings& settings);
+
+// "no release URL: pass --base-url or set CULINA_RELEASE_URL"
+std::string no_release_url_message(const HelperSettings& settings);
 
 fetch::WheelExpectation expectation_for(const Manifest& manifest, const WheelEntry& wheel, const std::string& base_url);
 

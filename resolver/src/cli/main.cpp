@@ -1,31 +1,49 @@
 // culina-resolver: the install-time helper. Sub-commands live in their own files.
+//   culina-resolver [--env-prefix PREFIX] <command> [options]
+// The settings a command reads are parsed here, once, before the command runs.
 #include <csignal>
 #include <cstring>
 #include <iostream>
 
 #include "cli/commands.h"
+#include "common/setting_error.h"
 
 namespace {
 
 struct Command {
     const char* name;
-    int (*run)(const culina::cli::Args&);
+    int (*run_with_settings)(const culina::cli::Args&, const culina::HelperSettings&);  // reads settings
+    int (*run)(const culina::cli::Args&);                                                // reads none
     const char* summary;
 };
 
 const Command kCommands[] = {
-    {"probe", culina::cli::probe_command, "describe this host (OS, CPU, driver, GPUs, toolkit) [--json]"},
-    {"select", culina::cli::select_command, "choose a wheel: --manifest FILE --tags FILE [--json]"},
-    {"fetch", culina::cli::fetch_command, "download and verify: --manifest FILE --file WHEEL [--base-url URL] [--cache-dir DIR]"},
-    {"resolve", culina::cli::resolve_command, "probe, select and fetch: --manifest FILE|--manifest-url URL --tags FILE [--json]"},
-    {"mirror", culina::cli::mirror_command, "fill a local release folder for CULINA_RELEASE_URL: --manifest FILE --dest DIR [--base-url URL]"},
-    {"manifest", culina::cli::manifest_command, "write release-manifest.json: init | add --wheel PATH (release scripts)"},
-    {"version", culina::cli::version_command, "the sources this binary was built from, for the install's handshake [--json]"},
+    {"probe", culina::cli::probe_command, nullptr, "describe this host (OS, CPU, driver, GPUs, toolkit) [--json]"},
+    {"select", culina::cli::select_command, nullptr, "choose a wheel: --manifest FILE --tags FILE [--json]"},
+    {"fetch", culina::cli::fetch_command, nullptr,
+     "download and verify: --manifest FILE --file WHEEL [--base-url URL] [--cache-dir DIR]"},
+    {"resolve", culina::cli::resolve_command, nullptr,
+     "probe, select and fetch: --manifest FILE|--manifest-url URL --tags FILE [--json]"},
+    {"mirror", culina::cli::mirror_command, nullptr,
+     "fill a local release folder for <PREFIX>RELEASE_URL: --manifest FILE --dest DIR [--base-url URL]"},
+    {"manifest", nullptr, culina::cli::manifest_command, "write release-manifest.json: init | add --wheel PATH (release scripts)"},
+    {"version", nullptr, culina::cli::version_command,
+     "the sources this binary was built from, for the install's handshake [--json]"},
 };
 
 void print_commands(std::ostream& out) {
-    out << "usage: culina-resolver <command> [options]\n\ncommands:\n";
+    out << "usage: culina-resolver [--env-prefix PREFIX] <command> [options]\n\n"
+           "  --env-prefix PREFIX  the settings are the environment variables PREFIX + VARIANT, OFFLINE, ...\n"
+           "                       (default "
+        << culina::kDefaultEnvPrefix << "; [A-Z][A-Z0-9_]*_)\n\ncommands:\n";
     for (const Command& command : kCommands) out << "  " << command.name << "\t" << command.summary << "\n";
+}
+
+bool asks_for_help(const culina::cli::Args& args) {
+    for (const std::string& arg : args) {
+        if (arg == "--help" || arg == "-h") return true;
+    }
+    return false;
 }
 
 }  // namespace
@@ -34,15 +52,38 @@ int main(int argc, char** argv) {
     // Past a file-size limit (ulimit -f) a write then fails with EFBIG and a message naming the
     // file, instead of the default SIGXFSZ killing the helper without a word.
     std::signal(SIGXFSZ, SIG_IGN);
-    if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
-        print_commands(argc < 2 ? std::cerr : std::cout);
-        return argc < 2 ? 2 : 0;
+    culina::SettingNames names;
+    int at = 1;
+    if (at < argc && std::strcmp(argv[at], "--env-prefix") == 0) {
+        if (at + 1 == argc || !culina::is_valid_env_prefix(argv[at + 1])) {
+            std::cerr << "culina-resolver: --env-prefix '" << (at + 1 == argc ? "" : culina::printable(argv[at + 1]))
+                      << "' is not a prefix: give upper-case letters, digits and '_', starting with a letter and "
+                         "ending in '_', like CULINA_\n";
+            return 2;
+        }
+        names.prefix = argv[at + 1];
+        at += 2;
     }
-    const culina::cli::Args args(argv + 2, argv + argc);
+    if (at == argc || std::strcmp(argv[at], "--help") == 0 || std::strcmp(argv[at], "-h") == 0) {
+        print_commands(at == argc ? std::cerr : std::cout);
+        return at == argc ? 2 : 0;
+    }
+    const culina::cli::Args args(argv + at + 1, argv + argc);
     for (const Command& command : kCommands) {
-        if (std::strcmp(argv[1], command.name) == 0) return command.run(args);
+        if (std::strcmp(argv[at], command.name) != 0) continue;
+        if (command.run) return command.run(args);
+        culina::HelperSettings settings = culina::default_helper_settings(names);
+        if (!asks_for_help(args)) {
+            try {
+                settings = culina::parse_helper_settings(names, culina::process_environment());
+            } catch (const culina::SettingError& error) {
+                std::cerr << "culina-resolver " << command.name << ": " << error.what() << "\n";
+                return 2;
+            }
+        }
+        return command.run_with_settings(args, settings);
     }
-    std::cerr << "culina-resolver: unknown command '" << argv[1] << "'\n";
+    std::cerr << "culina-resolver: unknown command '" << culina::printable(argv[at]) << "'\n";
     print_commands(std::cerr);
     return 2;
 }

@@ -25,8 +25,8 @@ constexpr const char* kMirrorUsage =
     "usage: culina-resolver mirror --manifest FILE --dest DIR [--base-url URL] [--variant LIST] [--platform LIST]\n"
     "                             [--allow-http]\n"
     "  --manifest FILE   the release's release-manifest.json (a release asset, also inside the sdist)\n"
-    "  --dest DIR        the folder to fill; installs then read it with CULINA_RELEASE_URL=DIR\n"
-    "  --base-url URL    where the release assets are (default: CULINA_RELEASE_URL)\n"
+    "  --dest DIR        the folder to fill; installs then read it with <PREFIX>RELEASE_URL=DIR\n"
+    "  --base-url URL    where the release assets are (default: <PREFIX>RELEASE_URL, CULINA_RELEASE_URL by default)\n"
     "  --variant LIST    only these variant labels, e.g. cu129,cu130,null\n"
     "  --platform LIST   only wheels with a platform tag containing one of these, e.g. x86_64,manylinux_2_28_aarch64\n"
     "  --allow-http      permit plain http beyond loopback (the manifest holds the hashes)\n";
@@ -64,7 +64,7 @@ bool wanted(const MirrorArgs& args, const WheelEntry& wheel) {
 
 }  // namespace
 
-int mirror_command(const Args& args) {
+int mirror_command(const Args& args, const HelperSettings& settings) {
     MirrorArgs parsed;
     for (std::size_t i = 0; i < args.size(); ++i) {
         const std::string& flag = args[i];
@@ -90,8 +90,8 @@ int mirror_command(const Args& args) {
     }
     if (parsed.manifest.empty()) return mirror_usage_error("--manifest is required");
     if (parsed.dest.empty()) return mirror_usage_error("--dest is required");
-    const std::optional<std::string> base = release_base_url(parsed.base_url);
-    if (!base) return mirror_usage_error("no release URL: pass --base-url or set CULINA_RELEASE_URL");
+    const std::optional<std::string> base = release_base_url(parsed.base_url, settings);
+    if (!base) return mirror_usage_error(no_release_url_message(settings));
 
     try {
         const Manifest manifest = load_manifest(parsed.manifest);
@@ -108,7 +108,7 @@ int mirror_command(const Args& args) {
         // Readable by every user of the site; only the administrator writes it.
         std::filesystem::create_directories(dest);
         ::chmod(dest.c_str(), 0755);
-        const fetch::FetchOptions options = fetch_options_for("mirror", std::nullopt, parsed.allow_http);
+        const fetch::FetchOptions options = fetch_options_for("mirror", settings, std::nullopt, parsed.allow_http);
         int failed = 0;
         for (const WheelEntry* wheel : chosen) {
             try {
@@ -127,7 +127,8 @@ int mirror_command(const Args& args) {
             return 1;
         }
         std::cerr << "culina-resolver mirror: " << chosen.size() << " wheel" << (chosen.size() == 1 ? "" : "s")
-                  << " verified in " << dest << "; installs use it with CULINA_RELEASE_URL=" << dest << "\n";
+                  << " verified in " << dest << "; installs use it with " << settings.names.of("RELEASE_URL") << "=" << dest
+                  << "\n";
         return 0;
     } catch (const ManifestError& error) {
         std::cerr << "culina-resolver mirror: " << printable(error.what()) << "\n";

@@ -48,13 +48,14 @@ struct Outcome {
 };
 
 // Throws FetchError(configuration) for settings that cannot be used.
-Outcome fetch_chosen_wheel(const SelectionOptions& options, const SelectionInput& input, Decision decision) {
+Outcome fetch_chosen_wheel(const SelectionOptions& options, const HelperSettings& settings, const SelectionInput& input,
+                           Decision decision) {
     const WheelEntry wheel = *decision.wheel;
-    const fetch::FetchOptions fetch_options = fetch_options_for("resolve", options.cache_dir, options.allow_http);
-    const std::optional<std::string> base = release_base_url(options.base_url);
+    const fetch::FetchOptions fetch_options = fetch_options_for("resolve", settings, options.cache_dir, options.allow_http);
+    const std::optional<std::string> base = release_base_url(options.base_url, settings);
     std::string why;
     if (!base && !fetch_options.settings.offline) {
-        why = "no release URL: pass --base-url or set CULINA_RELEASE_URL";
+        why = no_release_url_message(settings);
     } else {
         try {
             const fetch::FetchedWheel fetched =
@@ -71,25 +72,25 @@ Outcome fetch_chosen_wheel(const SelectionOptions& options, const SelectionInput
 
 }  // namespace
 
-int resolve_command(const Args& args) {
+int resolve_command(const Args& args, const HelperSettings& settings) {
     SelectionOptions options;
     SelectionInput input;
-    if (!prepare_selection("resolve", args, true, print_resolve_usage, options, input)) return kExitBadInput;
+    if (!prepare_selection("resolve", args, true, print_resolve_usage, settings, options, input)) return kExitBadInput;
     if (options.help) {
         print_resolve_usage(std::cout);
         return 0;
     }
 
     Outcome outcome{select_wheel(input), std::nullopt, std::nullopt};
-    std::cerr << decision_to_table(outcome.decision);
+    std::cerr << decision_to_table(outcome.decision, settings.names);
     if (outcome.decision.action == Action::install_wheel) {
         try {
-            outcome = fetch_chosen_wheel(options, input, outcome.decision);
+            outcome = fetch_chosen_wheel(options, settings, input, outcome.decision);
         } catch (const fetch::FetchError& error) {
             log(error.what());
             return kExitBadInput;
         }
-        if (outcome.fetch_error) std::cerr << decision_to_table(outcome.decision);
+        if (outcome.fetch_error) std::cerr << decision_to_table(outcome.decision, settings.names);
     }
 
     const Decision& decision = outcome.decision;

@@ -29,10 +29,10 @@ void print_select_usage(std::ostream& out) {
 
 }  // namespace
 
-int select_command(const Args& args) {
+int select_command(const Args& args, const HelperSettings& settings) {
     SelectionOptions options;
     SelectionInput input;
-    if (!prepare_selection("select", args, false, print_select_usage, options, input)) return kExitBadInput;
+    if (!prepare_selection("select", args, false, print_select_usage, settings, options, input)) return kExitBadInput;
     if (options.help) {
         print_select_usage(std::cout);
         return 0;
@@ -44,7 +44,7 @@ int select_command(const Args& args) {
         out["probe"] = host_to_json(input.host);
         std::cout << out.dump(2) << "\n";
     } else {
-        std::cout << decision_to_table(decision);
+        std::cout << decision_to_table(decision, settings.names);
     }
     if (decision.action == Action::error) {
         std::cerr << "culina-resolver select: " << decision.reason << "\n";

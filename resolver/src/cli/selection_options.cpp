@@ -2,18 +2,15 @@
 
 #include <iostream>
 
-#include "common/setting_error.h"
 #include "common/text.h"
 #include "fetch/fetch_error.h"
 #include "fetch/fetch_manifest.h"
 #include "fetch/url_policy.h"
-#include "fetch/fetch_settings.h"
 #include "manifest/manifest.h"
 #include "manifest/wheel_filename.h"
 #include "policy/build_archs.h"
 #include "policy/input_error.h"
 #include "policy/tag_rank.h"
-#include "policy/variant_request.h"
 #include "probe/probe.h"
 
 namespace culina::cli {
@@ -69,28 +66,28 @@ void log_manifest(const std::string& message) { std::cerr << "culina-resolver re
 
 // The manifest at --manifest-url, checked to describe this project; with none (offline, a source
 // build, or a failed fetch) a manifest listing no wheels, so the policy still decides how to build.
-Manifest fetched_manifest(const SelectionOptions& options, const VariantRequest& request) {
+Manifest fetched_manifest(const SelectionOptions& options, const HelperSettings& settings) {
     Manifest none;
     none.name = options.project_name;
     none.version = options.project_version;
-    fetch::FetchOptions fetch_options;
-    fetch_options.settings = fetch::fetch_settings_from_environment();
-    fetch_options.log = [](const std::string& message) { log_manifest(message); };
     const std::string& url = *options.manifest_url;
     const std::string shown_url = fetch::redacted_url(url);
-    if (fetch_options.settings.offline || request.kind == VariantRequest::Kind::source) {
-        log_manifest(std::string("not fetched (") +
-                     (fetch_options.settings.offline ? "CULINA_OFFLINE=1" : "CULINA_VARIANT=source") +
+    if (settings.fetch.offline || settings.variant.kind == VariantRequest::Kind::source) {
+        log_manifest("not fetched (" +
+                     (settings.fetch.offline ? settings.names.of("OFFLINE") + "=1" : settings.names.of("VARIANT") + "=source") +
                      "): no prebuilt wheel can be chosen");
         return none;
     }
+    fetch::FetchOptions fetch_options;
+    fetch_options.settings = fetch::with_host_ca_bundle(settings.fetch, process_environment());
+    fetch_options.log = [](const std::string& message) { log_manifest(message); };
     try {
         Manifest manifest = parse_manifest(fetch::fetch_manifest_text(url, fetch_options));
         if (normalize_distribution_name(manifest.name) != normalize_distribution_name(options.project_name) ||
             manifest.version != options.project_version) {
             log_manifest(shown_url + " describes " + manifest.name + " " + printable(manifest.version) + ", not " +
                          options.project_name + " " + options.project_version +
-                         ": ignoring it (check CULINA_RELEASE_URL); no prebuilt wheel can be chosen");
+                         ": ignoring it (check " + settings.names.of("RELEASE_URL") + "); no prebuilt wheel can be chosen");
             return none;
         }
         log_manifest(shown_url + " (this sdist carries none)");
@@ -106,35 +103,34 @@ Manifest fetched_manifest(const SelectionOptions& options, const VariantRequest&
 
 }  // namespace
 
-SelectionInput load_selection_input(const SelectionOptions& options) {
+SelectionInput load_selection_input(const SelectionOptions& options, const HelperSettings& settings) {
     SelectionInput input;
-    input.request = parse_variant_request(get_env(kVariantVariable));
+    input.names = settings.names;
+    input.request = settings.variant;
     input.default_archs = parse_arch_list(options.default_archs, "--default-archs");
-    input.manifest = options.manifest_url ? fetched_manifest(options, input.request) : load_manifest(options.manifest_path);
+    input.manifest = options.manifest_url ? fetched_manifest(options, settings) : load_manifest(options.manifest_path);
     const std::optional<std::string> tags_text = read_text_file(options.tags_path);
     if (!tags_text) throw UsageError("tags file " + options.tags_path + " cannot be read (missing or unreadable)");
     input.supported_tags = parse_supported_tags(*tags_text, options.tags_path);
-    input.pypi_toolkit_allowed = !fetch::parse_offline(get_env("CULINA_OFFLINE"));
-    ProbeSettings probe_settings = probe_settings_from_env();
+    input.pypi_toolkit_allowed = !settings.fetch.offline;
+    ProbeSettings probe_settings = settings.probe;
     probe_settings.pypi_toolkit_root = options.pypi_toolkit_root;
     input.host = probe_host(probe_settings);
     return input;
 }
 
 bool prepare_selection(const std::string& command, const Args& args, bool with_fetch, void (*usage)(std::ostream&),
-                       SelectionOptions& options, SelectionInput& input) {
+                       const HelperSettings& settings, SelectionOptions& options, SelectionInput& input) {
     const std::string prefix = "culina-resolver " + command + ": ";
     try {
         options = parse_selection_options(args, with_fetch);
-        if (!options.help) input = load_selection_input(options);
+        if (!options.help) input = load_selection_input(options, settings);
         return true;
     } catch (const UsageError& error) {
         std::cerr << prefix << error.what() << "\n";
         usage(std::cerr);
     } catch (const ManifestError& error) {
         std::cerr << prefix << printable(error.what()) << "\n";
-    } catch (const SettingError& error) {
-        std::cerr << prefix << error.what() << "\n";
     } catch (const PolicyInputError& error) {
         std::cerr << prefix << error.what() << "\n";
     } catch (const fetch::FetchError& error) {

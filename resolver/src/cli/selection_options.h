@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "policy/select_wheel.h"
+#include "settings/helper_settings.h"
 
 namespace culina::cli {
 
@@ -40,14 +41,14 @@ struct UsageError : std::runtime_error {
 // (with --project and --project-version) in place of --manifest.
 SelectionOptions parse_selection_options(const Args& args, bool with_fetch);
 
-// Manifest, tags, CULINA_VARIANT, default archs and the probe. Throws UsageError, ManifestError,
-// SettingError, PolicyInputError or FetchError(configuration), each naming the file or variable
+// Manifest, tags, default archs and the probe, with the parsed settings. Throws UsageError,
+// ManifestError, PolicyInputError or FetchError(configuration), each naming the file or variable
 // and the value. A manifest that cannot be fetched is logged and read as one listing no wheels.
-SelectionInput load_selection_input(const SelectionOptions& options);
+SelectionInput load_selection_input(const SelectionOptions& options, const HelperSettings& settings);
 
 // Parses the command line and loads the inputs; on a problem prints it (with `usage` for a
 // command-line problem) as "culina-resolver <command>: ..." and returns false.
 bool prepare_selection(const std::string& command, const Args& args, bool with_fetch, void (*usage)(std::ostream&),
-                       SelectionOptions& options, SelectionInput& input);
+                       const HelperSettings& settings, SelectionOptions& options, SelectionInput& input);
 
 }  // namespace culina::cli

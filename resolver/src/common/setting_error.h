@@ -5,11 +5,13 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/text.h"
+
 namespace culina {
 
 struct SettingError : std::runtime_error {
     SettingError(const std::string& variable, const std::string& value, const std::string& accepted)
-        : std::runtime_error(variable + "='" + value + "' is not understood: " + accepted) {}
+        : std::runtime_error(variable + "='" + printable(value) + "' is not understood; accepted: " + accepted) {}
 };
 
 }  // namespace culina

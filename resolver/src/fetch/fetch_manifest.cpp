@@ -47,6 +47,7 @@ std::string fetch_manifest_text(const std::string& url, const FetchOptions& opti
     request.retries = options.settings.retries;
     request.ca_bundle = options.settings.ca_bundle;
     request.ca_bundle_source = options.settings.ca_bundle_source;
+    request.names = options.settings.names;
     // A few KiB: no progress line is worth printing.
     std::ostringstream quiet;
     Progress progress(quiet, false, 1e9, "", kManifestSizeLimit);

@@ -1,42 +1,44 @@
-// What the environment says about fetching: stall timeout, retries, CA bundle, offline mode and
-// the cache root. Parsing is separate from reading the environment so that tests can feed values.
+// How to fetch: stall timeout, retries, CA bundle, offline mode and the cache. The helper's own
+// variables are parsed by the settings table (settings/helper_settings.h); what is completed
+// here, at fetch time, comes from host facts: the cache root from HOME or XDG_CACHE_HOME, the CA
+// bundle from SSL_CERT_FILE or CURL_CA_BUNDLE when the CA_BUNDLE setting is unset.
 #pragma once
 
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "common/setting_names.h"
+
 namespace culina::fetch {
 
+// The folder under XDG_CACHE_HOME or ~/.cache when no CACHE_DIR is set.
+inline constexpr const char* kDefaultCacheFolder = "culina";
+
 struct FetchSettings {
-    int timeout_seconds = 30;  // CULINA_TIMEOUT: no progress for this long drops an attempt; also the connect timeout
-    int retries = 3;           // CULINA_RETRIES: attempts after the first one, for transient failures only
-    bool offline = false;      // CULINA_OFFLINE=1: only the cache may serve
+    int timeout_seconds = 30;  // TIMEOUT: no progress for this long drops an attempt; also the connect timeout
+    int retries = 3;           // RETRIES: attempts after the first one, for transient failures only
+    bool offline = false;      // OFFLINE=1: only the cache may serve
     std::string ca_bundle;     // empty: libcurl's built-in CA store
-    std::string ca_bundle_source;  // the variable that named ca_bundle, for messages
-    std::string cache_root;        // absolute
-    std::vector<std::string> notes;  // what was decided from the environment, for the log
+    std::string ca_bundle_source;         // the variable that named ca_bundle, for messages
+    std::optional<std::string> cache_dir;  // CACHE_DIR (or --cache-dir) as given: absolute, ~ or ~/...
+    std::string cache_root;                // absolute, from resolve_cache_root; set where a cache is used
+    std::vector<std::string> notes;        // what was decided from the environment, for the log
+    SettingNames names;                    // for messages naming the settings
 };
 
-using EnvLookup = std::function<std::optional<std::string>(const char* name)>;
+// CACHE_DIR's accepted form: an absolute path, "~" or "~/...".
+bool is_cache_dir_form(const std::string& value);
 
-// Throws FetchError(configuration) naming the variable, its value and the accepted form.
-FetchSettings parse_fetch_settings(const EnvLookup& env);
-FetchSettings fetch_settings_from_environment();
+// cache_dir, else $XDG_CACHE_HOME/culina (when absolute), else $HOME/.cache/culina; the result is
+// normalised ("a/../b" is "b", no trailing slash). Throws FetchError(configuration) when a "~"
+// path meets a HOME that is not absolute, or nothing gives a root.
+std::string resolve_cache_root(const std::optional<std::string>& cache_dir, const SettingNames& names,
+                               const EnvLookup& host_env);
 
-// "42" within [minimum, maximum]; an unset or empty value gives `fallback` (and a note for
-// the empty case). Throws FetchError(configuration) otherwise.
-int parse_count_setting(const char* name, const std::optional<std::string>& value, int minimum, int maximum,
-                        int fallback, const char* meaning, std::vector<std::string>& notes);
-
-// CULINA_OFFLINE: unset, empty or "0" is false, "1" true. Throws FetchError(configuration) otherwise.
-bool parse_offline(const std::optional<std::string>& value);
-
-// CULINA_CACHE_DIR, else $XDG_CACHE_HOME/culina (when absolute), else $HOME/.cache/culina; the
-// result is normalised ("a/../b" is "b", no trailing slash). CULINA_CACHE_DIR must be absolute,
-// or "~" or "~/..." for $HOME and below; anything else ("x", "./x", "~user/x") throws
-// FetchError(configuration).
-std::string resolve_cache_root(const EnvLookup& env);
+// The settings with, when CA_BUNDLE is unset, the first of SSL_CERT_FILE and CURL_CA_BUNDLE that
+// is set (one that names no readable file is an error, not a silent fall-back to the system
+// store), and a note of the bundle in use. Throws FetchError(configuration).
+FetchSettings with_host_ca_bundle(FetchSettings settings, const EnvLookup& host_env);
 
 }  // namespace culina::fetch

@@ -117,7 +117,8 @@ void fetch_into(const CachePaths& paths, const WheelExpectation& expected, const
                                               options.settings.timeout_seconds,
                                               options.settings.retries,
                                               options.settings.ca_bundle,
-                                              options.settings.ca_bundle_source};
+                                              options.settings.ca_bundle_source,
+                                              options.settings.names};
                 Progress progress(progress_out, options.progress_redraw, options.progress_interval,
                                   "culina: " + expected.file, expected.size);
                 result = download(request, progress, log);
@@ -173,6 +174,7 @@ FetchedWheel fetch_wheel(const WheelExpectation& expected, const FetchOptions& o
     const Logger log = [&](const std::string& message) {
         if (options.log) options.log(message);
     };
+    const SettingNames& names = options.settings.names;
     const bool local = local_asset_path(expected.url).has_value();
     const CachePaths paths = cache_paths(options.settings.cache_root, expected.file);
     const std::optional<std::string> untrusted = cache_problem(options.settings.cache_root, paths);
@@ -182,17 +184,17 @@ FetchedWheel fetch_wheel(const WheelExpectation& expected, const FetchOptions& o
     }
     if (options.settings.offline && !local) {
         throw FetchError(FetchError::Kind::unavailable,
-                         "CULINA_OFFLINE=1 and " + expected.file + " is not in the cache " + paths.directory +
+                         names.of("OFFLINE") + "=1 and " + expected.file + " is not in the cache " + paths.directory +
                              (untrusted ? " (not used: " + *untrusted + ")" : "") +
-                             ": unset CULINA_OFFLINE to download it, or point CULINA_RELEASE_URL to a local release "
-                             "folder that holds it");
+                             ": unset " + names.of("OFFLINE") + " to download it, or point " + names.of("RELEASE_URL") +
+                             " to a local release folder that holds it");
     }
     if (!untrusted) {
         remove_planted_entry(paths.lock, log);
         const int wait_seconds = options.settings.timeout_seconds;
         const CacheLock lock(paths.lock, std::chrono::seconds(wait_seconds), [&] {
             log("another install is fetching " + expected.file + " into the same cache; waiting for it (at most " +
-                std::to_string(wait_seconds) + " s, CULINA_TIMEOUT; lock " + paths.lock + ")");
+                std::to_string(wait_seconds) + " s, " + names.of("TIMEOUT") + "; lock " + paths.lock + ")");
         });
         if (lock.held()) {
             if (const auto cached = verified_cached_wheel(paths, expected, log)) return {*cached, false};
@@ -205,8 +207,8 @@ FetchedWheel fetch_wheel(const WheelExpectation& expected, const FetchOptions& o
             " s: going on without the cache, in a private temporary folder");
     } else {
         log("WARNING: not using the wheel cache: " + *untrusted +
-            ". Fetching into a private temporary folder instead; to use a cache, set CULINA_CACHE_DIR to a folder "
-            "that only you own and may write (chmod go-w)");
+            ". Fetching into a private temporary folder instead; to use a cache, set " + names.of("CACHE_DIR") +
+            " to a folder that only you own and may write (chmod go-w)");
     }
     const CachePaths private_paths = cache_paths(make_private_folder("culina-wheel"), expected.file);
     ensure_cache_directory(private_paths.directory);

@@ -26,7 +26,7 @@ constexpr int kMaxRedirects = 10;
 // An error or redirect body is read this far and no further: the transfer is cut there, so an
 // endless body costs nothing but this.
 constexpr std::size_t kErrorBodyLimit = 2048;
-// Below this rate, averaged over CULINA_TIMEOUT seconds, an attempt counts as stalled: a server
+// Below this rate, averaged over the TIMEOUT setting's seconds, an attempt counts as stalled: a server
 // that trickles a byte a second is treated like one that sends nothing.
 constexpr curl::OffT kMinimumBytesPerSecond = 1024;
 
@@ -90,7 +90,7 @@ private:
     [[noreturn]] void fail(const char* what) const {
         throw FetchError(FetchError::Kind::local, std::string("cannot ") + what + " the partial download " + path_ +
                                                       ": " + std::strerror(errno) +
-                                                      "; check the cache folder (CULINA_CACHE_DIR) is writable");
+                                                      "; check the cache folder is writable");
     }
 
     std::string path_;
@@ -209,9 +209,9 @@ struct AttemptFailure {
     std::string reason;
 };
 
-std::string status_hint(long status) {
+std::string status_hint(long status, const SettingNames& names) {
     if (status == 404) {
-        return ": the server has no such asset; check the base URL (--base-url or CULINA_RELEASE_URL) and that "
+        return ": the server has no such asset; check the base URL (--base-url or " + names.of("RELEASE_URL") + ") and that "
                "the release holds this file";
     }
     if (status == 401 || status == 403) {
@@ -264,8 +264,8 @@ public:
                 throw FetchError(failure->kind,
                                  "gave up after " + std::to_string(attempts) + " attempt" + (attempts > 1 ? "s" : "") +
                                      "; the last one failed: " + failure->reason +
-                                     ". Check the network and proxy (https_proxy, no_proxy), or raise CULINA_RETRIES "
-                                     "(now " + std::to_string(request_.retries) + ") or CULINA_TIMEOUT (now " +
+                                     ". Check the network and proxy (https_proxy, no_proxy), or raise " + request_.names.of("RETRIES") + " "
+                                     "(now " + std::to_string(request_.retries) + ") or " + request_.names.of("TIMEOUT") + " (now " +
                                      std::to_string(request_.timeout_seconds) + " s)");
             }
             const double delay = backoff_seconds(attempt, std::uniform_real_distribution<double>(0.0, 1.0)(random));
@@ -365,11 +365,11 @@ private:
         if (transfer.write_errno != 0) {
             return permanent(FetchError::Kind::local, "cannot write " + request_.part_path + ": " +
                                                           std::strerror(transfer.write_errno) +
-                                                          "; free disk space or set CULINA_CACHE_DIR elsewhere");
+                                                          "; free disk space or set " + request_.names.of("CACHE_DIR") + " elsewhere");
         }
         if (transfer.stalled) {
             return transient("no progress for " + std::to_string(request_.timeout_seconds) +
-                             " s (CULINA_TIMEOUT; under " + format_bytes(kMinimumBytesPerSecond) +
+                             " s (" + request_.names.of("TIMEOUT") + "; under " + format_bytes(kMinimumBytesPerSecond) +
                              "/s counts as none) from " + url);
         }
         if (code != curl::OK) return curl_failure(code, url, error_buffer);
@@ -387,7 +387,7 @@ private:
         }
         const std::string reason = "HTTP " + std::to_string(status) + " from " + url;
         if (is_transient_http_status(status)) return transient(reason + body_excerpt(transfer.error_body));
-        return permanent(FetchError::Kind::network, reason + status_hint(status) + body_excerpt(transfer.error_body));
+        return permanent(FetchError::Kind::network, reason + status_hint(status, request_.names) + body_excerpt(transfer.error_body));
     }
 
     std::optional<AttemptFailure> curl_failure(int code, const std::string& url, const char* error_buffer) {
@@ -395,8 +395,8 @@ private:
         if (code == curl::PEER_FAILED_VERIFICATION) {
             return permanent(FetchError::Kind::network,
                              "the TLS certificate of " + url + " is not trusted (" + detail +
-                                 "); behind a TLS-inspecting proxy or with a private mirror, point CULINA_CA_BUNDLE to "
-                                 "its CA certificate (PEM)" +
+                                 "); behind a TLS-inspecting proxy or with a private mirror, point " + request_.names.of("CA_BUNDLE") +
+                                 " to its CA certificate (PEM)" +
                                  (request_.ca_bundle.empty() ? std::string()
                                                              : "; now trusting " + request_.ca_bundle + " from " +
                                                                    request_.ca_bundle_source));

@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 
+#include "common/setting_names.h"
 #include "fetch/progress.h"
 
 namespace culina::fetch {
@@ -20,6 +21,7 @@ struct DownloadRequest {
     int retries = 3;
     std::string ca_bundle;         // empty: libcurl's default store
     std::string ca_bundle_source;  // variable that named it
+    SettingNames names;            // for messages naming the settings
     // expected_size is only an upper bound (a release manifest, whose size nobody promised): the
     // body may be any length up to it, and every attempt starts over instead of resuming.
     bool size_is_limit = false;

@@ -53,4 +53,14 @@ std::optional<std::string> local_asset_path(const std::string& location) {
     return percent_decoded(rest.substr(path_at, rest.find_first_of("?#", path_at) - path_at));
 }
 
+bool is_release_location(const std::string& base) {
+    const std::string scheme = lowercase(base.substr(0, 8));
+    if (starts_with(scheme, "http://") || starts_with(scheme, "https://")) return base.size() > scheme.find("//") + 2;
+    try {
+        return local_asset_path(base).has_value();
+    } catch (const FetchError&) {
+        return false;
+    }
+}
+
 }  // namespace culina::fetch

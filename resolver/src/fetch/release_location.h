@@ -16,4 +16,8 @@ std::string asset_url(const std::string& base, const std::string& file);
 // file:// URL naming another host or a relative path.
 std::optional<std::string> local_asset_path(const std::string& location);
 
+// Whether `base` can be a release location: an http(s) URL, an absolute path, or a file:// URL
+// of this machine.
+bool is_release_location(const std::string& base);
+
 }  // namespace culina::fetch

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/cuda_version.h"
+#include "common/setting_names.h"
 #include "manifest/manifest.h"
 
 namespace culina {
@@ -51,7 +52,7 @@ struct Decision {
     // Targets for a local build: the detected GPUs' archs ("9.0"), or the configured list
     // when none is visible. Set for every action, so a failed download can fall back.
     std::vector<std::string> local_build_archs;
-    std::string variant_request;  // CULINA_VARIANT as understood: "auto", "cu130", "null", "source"
+    std::string variant_request;  // the VARIANT setting as understood: "auto", "cu130", "null", "source"
     // build_local with no toolkit installed: the newest CUDA toolkit from PyPI up to this version
     // (the driver's), which the build asks pip for.
     std::optional<CudaVersion> pypi_toolkit;
@@ -60,6 +61,6 @@ struct Decision {
 
 nlohmann::json decision_to_json(const Decision& decision);
 // A readable multi-line rendering for terminals and `pip install -v` logs.
-std::string decision_to_table(const Decision& decision);
+std::string decision_to_table(const Decision& decision, const SettingNames& names);
 
 }  // namespace culina

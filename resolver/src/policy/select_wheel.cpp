@@ -131,6 +131,9 @@ public:
     }
 
 private:
+    // "CULINA_VARIANT" for "VARIANT": the variable the user sets.
+    std::string variable(const char* suffix) const { return input_.names.of(suffix); }
+
     std::string gpu_list() const {
         std::vector<std::string> labels;
         for (const GpuGroup& group : gpus_) labels.push_back(group.label());
@@ -268,8 +271,9 @@ private:
                 decision_.assumption = "no GPU, NVIDIA driver or CUDA toolkit was found: assumed a CPU-only host";
                 break;
         }
-        decision_.override_hint = "set CULINA_OVERRIDE_SM (e.g. 9.0 or 8.6,9.0) and CULINA_OVERRIDE_CUDA (e.g. 13.0) to name the "
-                                  "target GPUs and driver, or " + std::string(kVariantVariable) + " to " + variant_choices();
+        decision_.override_hint = "set " + variable("OVERRIDE_SM") + " (e.g. 9.0 or 8.6,9.0) and " + variable("OVERRIDE_CUDA") +
+                                  " (e.g. 13.0) to name the "
+                                  "target GPUs and driver, or " + variable("VARIANT") + " to " + variant_choices();
     }
 
     Decision choose_automatically() {
@@ -313,7 +317,7 @@ private:
 
     Decision choose_label() {
         const std::string& label = input_.request.label;
-        const std::string setting = std::string(kVariantVariable) + "=" + label;
+        const std::string setting = variable("VARIANT") + "=" + label;
         std::optional<size_t> best;
         bool release_has_label = false;
         for (size_t i = 0; i < decision_.candidates.size(); ++i) {
@@ -331,11 +335,11 @@ private:
         }
         if (!release_has_label) {
             return fail(setting + ": the " + release_text() + " release has no variant '" + label + "'; it has: " + labels_text() +
-                        ". Set " + kVariantVariable + " to auto or to " + variant_choices());
+                        ". Set " + variable("VARIANT") + " to auto or to " + variant_choices());
         }
         if (!best) {
             return fail(setting + ": no " + label + " wheel fits this interpreter (none of their tags is supported). Set " +
-                        kVariantVariable + " to auto or to " + variant_choices() + "; or use a Python for which a " + label +
+                        variable("VARIANT") + " to auto or to " + variant_choices() + "; or use a Python for which a " + label +
                         " wheel exists");
         }
         const Candidate& chosen = decision_.candidates[*best];
@@ -349,10 +353,10 @@ private:
     Decision choose_source() {
         for (Candidate& candidate : decision_.candidates) {
             candidate.accepted = false;
-            candidate.reason = std::string(kVariantVariable) + "=source: prebuilt wheels are not used";
+            candidate.reason = variable("VARIANT") + "=source: prebuilt wheels are not used";
         }
         set_no_gpu_assumption();
-        return fall_back_to_build(std::string(kVariantVariable) + "=source asks for a local build", false);
+        return fall_back_to_build(variable("VARIANT") + "=source asks for a local build", false);
     }
 
     // No wheel is taken: build with CUDA where the host can, else CPU-only where no GPU asks
@@ -369,7 +373,7 @@ private:
                 }
                 if (decision_.local_build_archs.empty()) {
                     return fail(why + ", and the CUDA " + toolkit.str() + " toolkit can build none of the configured architectures (" +
-                                join(input_.default_archs, ";") + "); set CULINA_CUDA_ARCHS to architectures it supports");
+                                join(input_.default_archs, ";") + "); set " + variable("CUDA_ARCHS") + " to architectures it supports");
                 }
                 decision_.action = Action::build_local;
                 decision_.reason = why + "; building locally with the CUDA " + toolkit.str() + " toolkit for the configured architectures";
@@ -419,7 +423,7 @@ private:
         const std::string what_is_missing =
             toolkit ? "the CUDA " + toolkit->cuda.str() + " toolkit cannot build for it (" + join(problems, "; ") + ")"
                     : "no CUDA toolkit (nvcc under CUDA_HOME or CUDA_PATH, or on PATH) was found to build locally" +
-                          std::string(input_.pypi_toolkit_allowed ? "" : ", and CULINA_OFFLINE=1 forbids fetching one from PyPI");
+                          std::string(input_.pypi_toolkit_allowed ? "" : ", and " + variable("OFFLINE") + "=1 forbids fetching one from PyPI");
         return fail(why + " (" + gpu_list() + ", driver " + driver_text() + "), and " + what_is_missing + ". Fix: " +
                     join(fixes_for_gpus(wheels_allowed), "; or ") + ".");
     }
@@ -469,7 +473,7 @@ private:
         } else {
             fixes.push_back("install a CUDA " + join_alternatives(usable_toolkits) + " toolkit (nvcc on PATH or CUDA_HOME) to build locally");
         }
-        fixes.push_back("set " + std::string(kVariantVariable) + "=null to install the CPU-only variant on purpose");
+        fixes.push_back("set " + variable("VARIANT") + "=null to install the CPU-only variant on purpose");
         return fixes;
     }
 

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "common/setting_names.h"
 #include "host/host_info.h"
 #include "manifest/manifest.h"
 #include "policy/decision.h"
@@ -20,6 +21,7 @@ struct SelectionInput {
     std::vector<std::string> default_archs;
     // A local build may ask pip for a CUDA toolkit from NVIDIA's PyPI packages (not offline).
     bool pypi_toolkit_allowed = false;
+    SettingNames names;  // the settings a message may name (VARIANT, OVERRIDE_SM, ...)
 };
 
 // The first CUDA major whose nvcc NVIDIA publishes on PyPI.

@@ -1,12 +1,10 @@
-// CULINA_VARIANT: which release variant the user asks for.
+// The VARIANT setting (CULINA_VARIANT by default): which release variant the user asks for.
 #pragma once
 
 #include <optional>
 #include <string>
 
 namespace culina {
-
-inline constexpr const char* kVariantVariable = "CULINA_VARIANT";
 
 struct VariantRequest {
     enum class Kind {
@@ -27,9 +25,9 @@ struct VariantRequest {
     std::string str() const;
 };
 
-// Unset or empty -> auto. Case and surrounding blanks are ignored; "cpu" reads as "null".
-// Throws SettingError naming CULINA_VARIANT, the value and the accepted values for
-// anything that cannot be a label. Whether the release has the label is the policy's check.
-VariantRequest parse_variant_request(const std::optional<std::string>& value);
+// Empty -> auto. Case and surrounding blanks are ignored; "cpu" reads as "null". nullopt for
+// anything that cannot be a label (the settings table names the variable and the accepted
+// form). Whether the release has the label is the policy's check.
+std::optional<VariantRequest> parse_variant_request(const std::string& value);
 
 }  // namespace culina

@@ -102,7 +102,7 @@ std::string stub_message(const std::string& path) {
 
 }  // namespace
 
-CudaDriverReport parse_libcuda_report(const std::string& text) {
+CudaDriverReport parse_libcuda_report(const std::string& text, const SettingNames& names) {
     CudaDriverReport report;
     std::istringstream lines(text);
     std::string line;
@@ -137,7 +137,7 @@ CudaDriverReport parse_libcuda_report(const std::string& text) {
             }
         } else if (kind == "too_many") {
             report.errors.push_back("libcuda.so.1 reports " + rest + " GPUs, more than any machine holds; only the first " +
-                                    std::to_string(kMaxGpus) + " were read (set CULINA_OVERRIDE_SM to name the GPUs)");
+                                    std::to_string(kMaxGpus) + " were read (set " + names.of("OVERRIDE_SM") + " to name the GPUs)");
         } else if (kind == "gpu" && report.gpus.size() < static_cast<std::size_t>(kMaxGpus)) {
             std::istringstream fields(rest);
             GpuInfo gpu;
@@ -154,14 +154,15 @@ CudaDriverReport parse_libcuda_report(const std::string& text) {
     return report;
 }
 
-CudaDriverReport probe_cuda_driver(std::chrono::milliseconds limit, bool wsl) {
+CudaDriverReport probe_cuda_driver(std::chrono::milliseconds limit, bool wsl, const SettingNames& names) {
     const ChildOutcome outcome = run_in_child([wsl](const ChildEmit& emit) { query_libcuda(wsl, emit); }, limit);
-    CudaDriverReport report = parse_libcuda_report(outcome.output);
+    CudaDriverReport report = parse_libcuda_report(outcome.output, names);
     if (outcome.status == ChildOutcome::Status::killed_at_limit) {
         const auto seconds = std::chrono::duration<double>(limit).count();
         std::ostringstream message;
         message << "libcuda.so.1: cuInit did not return within " << seconds
-                << " s and was killed; GPUs unknown (raise CULINA_PROBE_TIMEOUT, or set CULINA_OVERRIDE_SM)";
+                << " s and was killed; GPUs unknown (raise " << names.of("PROBE_TIMEOUT") << ", or set "
+                << names.of("OVERRIDE_SM") << ")";
         report.errors.push_back(message.str());
     } else if (outcome.status != ChildOutcome::Status::exited) {
         report.errors.push_back("libcuda.so.1 query " + outcome.describe() + "; GPUs unknown");

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/cuda_version.h"
+#include "common/setting_names.h"
 #include "host/host_info.h"
 
 namespace culina {
@@ -22,8 +23,9 @@ struct CudaDriverReport {
 };
 
 // Reads the line protocol the child writes (library/driver_cuda/init_error/gpu/missing lines).
-CudaDriverReport parse_libcuda_report(const std::string& text);
+// `names` gives the override variables a message may suggest.
+CudaDriverReport parse_libcuda_report(const std::string& text, const SettingNames& names = {});
 
-CudaDriverReport probe_cuda_driver(std::chrono::milliseconds limit, bool wsl);
+CudaDriverReport probe_cuda_driver(std::chrono::milliseconds limit, bool wsl, const SettingNames& names);
 
 }  // namespace culina

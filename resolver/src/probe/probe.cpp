@@ -19,7 +19,7 @@ void probe_driver(const ProbeSettings& settings, HostInfo& host) {
     const bool need_libcuda = !settings.override_cuda || !settings.override_gpus;
     CudaDriverReport report;
     if (need_libcuda) {
-        report = probe_cuda_driver(settings.cuda_timeout, host.os.wsl);
+        report = probe_cuda_driver(settings.cuda_timeout, host.os.wsl, settings.names);
         host.errors.insert(host.errors.end(), report.errors.begin(), report.errors.end());
     }
 
@@ -38,15 +38,15 @@ void probe_driver(const ProbeSettings& settings, HostInfo& host) {
     if (settings.override_cuda) {
         host.driver.cuda = *settings.override_cuda;
         if (!host.driver.cuda) host.driver.version.reset();
-        host.driver.source = "CULINA_OVERRIDE_CUDA";
-        host.overrides.push_back("CULINA_OVERRIDE_CUDA");
+        host.driver.source = settings.names.of("OVERRIDE_CUDA");
+        host.overrides.push_back(settings.names.of("OVERRIDE_CUDA"));
     }
     if (settings.override_gpus) {
         host.gpus.clear();
         for (size_t i = 0; i < settings.override_gpus->size(); ++i) {
-            host.gpus.push_back({static_cast<int>(i), "CULINA_OVERRIDE_SM", (*settings.override_gpus)[i]});
+            host.gpus.push_back({static_cast<int>(i), settings.names.of("OVERRIDE_SM"), (*settings.override_gpus)[i]});
         }
-        host.overrides.push_back("CULINA_OVERRIDE_SM");
+        host.overrides.push_back(settings.names.of("OVERRIDE_SM"));
     }
 }
 
@@ -60,7 +60,5 @@ HostInfo probe_host(const ProbeSettings& settings) {
     host.toolkit = probe_toolkit(settings.pypi_toolkit_root, host.errors);
     return host;
 }
-
-HostInfo probe_host() { return probe_host(probe_settings_from_env()); }
 
 }  // namespace culina

@@ -7,7 +7,5 @@
 namespace culina {
 
 HostInfo probe_host(const ProbeSettings& settings);
-// Settings from the environment; throws SettingError for a malformed value.
-HostInfo probe_host();
 
 }  // namespace culina

@@ -1,0 +1,19 @@
+#include "common/setting_names.h"
+
+#include "common/text.h"
+
+namespace culina {
+
+EnvLookup process_environment() {
+    return [](const std::string& name) { return get_env(name.c_str()); };
+}
+
+bool is_valid_env_prefix(const std::string& prefix) {
+    if (prefix.size() < 2 || prefix.front() < 'A' || prefix.front() > 'Z' || prefix.back() != '_') return false;
+    for (const char c : prefix) {
+        if (!((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
+    }
+    return true;
+}
+
+}  // namespace culina

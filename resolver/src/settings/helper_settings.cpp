@@ -1,0 +1,164 @@
+#include "settings/helper_settings.h"
+
+#include <sys/stat.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "common/setting_error.h"
+#include "common/text.h"
+#include "fetch/release_location.h"
+#include "fetch/url_policy.h"
+
+namespace culina {
+namespace {
+
+bool parse_variant(const std::string& value, HelperSettings& settings) {
+    const std::optional<VariantRequest> request = parse_variant_request(value);
+    if (request) settings.variant = *request;
+    return request.has_value();
+}
+
+// "" means no driver.
+bool parse_override_cuda(const std::string& value, HelperSettings& settings) {
+    if (trim(value).empty()) {
+        settings.probe.override_cuda = std::optional<CudaVersion>();
+        return true;
+    }
+    const std::optional<CudaVersion> version = parse_cuda_version(value);
+    if (version) settings.probe.override_cuda = version;
+    return version.has_value();
+}
+
+// "8.6,9.0" or "86;90"; "" means no GPU.
+bool parse_override_sm(const std::string& value, HelperSettings& settings) {
+    std::vector<ComputeCapability> gpus;
+    if (!trim(value).empty()) {
+        std::string normalised = value;
+        for (char& c : normalised) {
+            if (c == ';') c = ',';
+        }
+        for (const std::string& item : split(normalised, ',')) {
+            const std::optional<ComputeCapability> sm = parse_compute_capability(item);
+            if (!sm) return false;
+            gpus.push_back(*sm);
+        }
+    }
+    settings.probe.override_gpus = gpus;
+    return true;
+}
+
+bool parse_probe_timeout(const std::string& value, HelperSettings& settings) {
+    const std::string text = trim(value);
+    char* end = nullptr;
+    const double seconds = text.empty() ? NAN : std::strtod(text.c_str(), &end);
+    if (text.empty() || end != text.c_str() + text.size() || !(seconds > 0) || seconds > 3600) return false;
+    settings.probe.cuda_timeout = std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+    return true;
+}
+
+// A whole number within [minimum, maximum]; empty keeps the default and says so in the log.
+bool parse_count(const std::string& value, int minimum, int maximum, int& slot, const std::string& name,
+                 std::vector<std::string>& notes) {
+    if (value.empty()) {
+        notes.push_back(name + " is set but empty: using the default " + std::to_string(slot));
+        return true;
+    }
+    const std::optional<int> parsed = parse_small_uint(value);
+    if (!parsed || *parsed < minimum || *parsed > maximum) return false;
+    slot = *parsed;
+    return true;
+}
+
+bool parse_timeout(const std::string& value, HelperSettings& settings) {
+    return parse_count(value, 1, 3600, settings.fetch.timeout_seconds, settings.names.of("TIMEOUT"), settings.fetch.notes);
+}
+
+bool parse_retries(const std::string& value, HelperSettings& settings) {
+    return parse_count(value, 0, 20, settings.fetch.retries, settings.names.of("RETRIES"), settings.fetch.notes);
+}
+
+bool parse_offline(const std::string& value, HelperSettings& settings) {
+    if (value != "" && value != "0" && value != "1") return false;
+    settings.fetch.offline = value == "1";
+    return true;
+}
+
+// A set variable that names no readable file is an error, never a silent fall-back to the
+// system store; empty is unset.
+bool parse_ca_bundle(const std::string& value, HelperSettings& settings) {
+    if (value.empty()) return true;
+    struct stat info {};
+    if (::stat(value.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) return false;
+    settings.fetch.ca_bundle = value;
+    settings.fetch.ca_bundle_source = settings.names.of("CA_BUNDLE");
+    return true;
+}
+
+bool parse_cache_dir(const std::string& value, HelperSettings& settings) {
+    if (value.empty()) return true;
+    if (!fetch::is_cache_dir_form(value)) return false;
+    settings.fetch.cache_dir = value;
+    return true;
+}
+
+bool parse_release_url(const std::string& value, HelperSettings& settings) {
+    if (value.empty()) return true;
+    if (!fetch::is_release_location(value)) return false;
+    settings.release_url = value;
+    return true;
+}
+
+}  // namespace
+
+const SettingSpec kSettingSpecs[] = {
+    {"VARIANT",
+     "auto, source, null (alias cpu), or a release label such as cu129 or cu130 (1-16 characters of a-z, 0-9, "
+     "'.', '_'); empty means auto",
+     parse_variant, false},
+    {"OFFLINE", "1 (no network, cache only) or 0; empty means 0", parse_offline, false},
+    {"OVERRIDE_CUDA", "the driver's CUDA version like '12.9' or '13.0' (empty: no driver)", parse_override_cuda, false},
+    {"OVERRIDE_SM", "compute capabilities separated by commas, like '8.6,9.0' or '86,90' (empty: no GPU)",
+     parse_override_sm, false},
+    {"PROBE_TIMEOUT", "seconds between 0 and 3600, like '15' or '0.5'", parse_probe_timeout, false},
+    {"TIMEOUT",
+     "seconds without progress before an attempt is dropped, a whole number from 1 to 3600 (default 30; empty: "
+     "the default)",
+     parse_timeout, false},
+    {"RETRIES", "attempts after the first one for transient failures, a whole number from 0 to 20 (default 3; "
+                "empty: the default)",
+     parse_retries, false},
+    {"CA_BUNDLE",
+     "the path of a readable PEM file of trusted CA certificates; unset it to use the system CA store",
+     parse_ca_bundle, false},
+    {"CACHE_DIR",
+     "an absolute path like /var/cache/culina, or ~ or ~/... for your HOME (~user and relative paths are not "
+     "accepted)",
+     parse_cache_dir, false},
+    {"RELEASE_URL",
+     "the base URL of the release assets (https://...), or a local release folder (an absolute path or file:///...)",
+     parse_release_url, true},
+};
+const std::size_t kSettingSpecCount = sizeof(kSettingSpecs) / sizeof(kSettingSpecs[0]);
+
+HelperSettings default_helper_settings(const SettingNames& names) {
+    HelperSettings settings;
+    settings.names = names;
+    settings.probe.names = names;
+    settings.fetch.names = names;
+    return settings;
+}
+
+HelperSettings parse_helper_settings(const SettingNames& names, const EnvLookup& env) {
+    HelperSettings settings = default_helper_settings(names);
+    for (const SettingSpec& spec : kSettingSpecs) {
+        const std::string name = names.of(spec.suffix);
+        const std::optional<std::string> value = env(name);
+        if (value && !spec.parse(*value, settings)) {
+            throw SettingError(name, spec.may_hold_credentials ? fetch::redacted_url(*value) : *value, spec.accepted);
+        }
+    }
+    return settings;
+}
+
+}  // namespace culina
