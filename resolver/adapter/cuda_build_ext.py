@@ -28,6 +28,7 @@ from setuptools.command.build_ext import build_ext
 
 import adapter_settings
 import compile_pool
+import install_resolution
 import project_config
 import pypi_toolkit
 from adapter_settings import ACCEPTED_ARCHS, ARCHS, CCACHE, Arch, ArchSyntaxError
@@ -111,19 +112,26 @@ def find_toolkit() -> Toolkit | None:
     return None
 
 
-def native_archs(variable: str) -> str:
-    """The compute capabilities of the GPUs visible here, as a list for parse_archs."""
-    smi = shutil.which("nvidia-smi")
-    out = ""
-    if smi:
-        out = subprocess.run([smi, "--query-gpu=compute_cap", "--format=csv,noheader"],
-                             capture_output=True, text=True).stdout
-    caps = sorted({line.strip() for line in out.splitlines() if line.strip()})
+def native_archs(variable: str, gpus: list[str] | None) -> str:
+    """The compute capabilities of the GPUs the helper's probe found, as a list for parse_archs."""
+    caps = sorted(set(gpus or []))
     if not caps:
-        raise BuildError(f"{variable}=native but no GPU is visible here (nvidia-smi "
-                         f"{'found none' if smi else 'is not installed'}): name the architectures "
+        raise BuildError(f"{variable}=native but the probe found no GPU here: name the architectures "
                          f"instead, e.g. {variable}='8.0;9.0', or use {variable}=all")
     return ";".join(caps)
+
+
+def plan_gpus(plan: BuildPlan, settings: adapter_settings.AdapterSettings) -> list[str] | None:
+    """The GPUs `native` means: the decision's (what the probe saw when it decided), else the probe's
+    now; None when the plan does not ask for `native`."""
+    if plan.cpu_only or plan.archs.strip() != "native":
+        return None
+    if plan.decision is not None:
+        return list(plan.decision["host"]["gpus"])
+    try:
+        return install_resolution.probed_gpus(settings)
+    except install_resolution.ResolutionError as error:
+        raise BuildError(f"{settings.var(ARCHS)}=native: {error}") from None
 
 
 def supported_digits(toolkit: Toolkit) -> list[str]:
@@ -132,9 +140,10 @@ def supported_digits(toolkit: Toolkit) -> list[str]:
     return sorted({m for m in re.findall(r"compute_(\d+)", out)}, key=int)
 
 
-def parse_archs(value: str, toolkit: Toolkit, project: ProjectConfig | None = None) -> tuple[list[Arch], list[Arch]]:
+def parse_archs(value: str, toolkit: Toolkit, project: ProjectConfig | None = None,
+                gpus: list[str] | None = None) -> tuple[list[Arch], list[Arch]]:
     """(SASS targets, PTX targets) from a <prefix>CUDA_ARCHS value; `all` is the project's release
-    list (the project this adapter builds unless another is given)."""
+    list (the project this adapter builds unless another is given), `native` the probe's `gpus`."""
     project = project or project_config.current()
     variable = project.env_prefix + ARCHS
     spec = value.strip()
@@ -144,7 +153,7 @@ def parse_archs(value: str, toolkit: Toolkit, project: ProjectConfig | None = No
         except ValueError as error:
             raise BuildError(f"{variable}=all: {error}") from None
     elif spec == "native":
-        spec = native_archs(variable)
+        spec = native_archs(variable, gpus)
     known = supported_digits(toolkit)
 
     def fail(why: str) -> BuildError:
@@ -233,7 +242,7 @@ class CudaBuildExt(build_ext):
             say("=" * 72)
             ext.define_macros.append((cpu_only_macro, "1"))
         else:
-            sass, ptx = parse_archs(plan.archs, toolkit, settings.project)
+            sass, ptx = parse_archs(plan.archs, toolkit, settings.project, plan_gpus(plan, settings))
             say(f"nvcc {toolkit.full_version} at {toolkit.nvcc} (from {toolkit.source}); SASS {[a.label for a in sass]}, "
                 f"PTX {[a.label for a in ptx]}")
             nvcc_flags = cuda_flags(ext, sass, ptx)

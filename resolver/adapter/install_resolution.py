@@ -170,6 +170,21 @@ def resolve_install(settings: AdapterSettings) -> Resolution:
     return resolution
 
 
+def probed_gpus(settings: AdapterSettings) -> list[str]:
+    """The compute capability of each GPU the helper's probe finds here (<prefix>CUDA_ARCHS=native in
+    a build that made no resolution: `setup.py build_ext`, editable installs)."""
+    try:
+        helper = helper_binary(settings)
+    except HelperBuildError as error:
+        raise ResolutionError(f"{settings.project.name}'s install helper cannot run here: {error}") from error
+    done = subprocess.run([str(helper), "--env-prefix", settings.project.env_prefix, "probe", "--json"],
+                          capture_output=True, text=True, timeout=HELPER_TIME_LIMIT_S)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        raise ResolutionError(f"culina-resolver probe failed: {last}")
+    return [gpu["sm"] for gpu in json.loads(done.stdout)["gpus"]]
+
+
 def deliver(resolution: Resolution, directory: Path, settings: AdapterSettings) -> Path:
     """Hands the resolution's verified wheel to pip in `directory`, checked again as it is copied.
     A wheel the helper had to fetch into a private folder (the cache could not be trusted) is

@@ -157,3 +157,29 @@ def test_the_decided_architectures_reach_the_build_as_a_plan(monkeypatch):
     resolving_bdist_wheel.ResolvingBdistWheel(distribution).run()
     assert seen["plan"] == BuildPlan(cpu_only=False, archs="8.6;9.0", decision=decision)
     assert seen["environment"] == environment
+
+
+def test_native_means_the_gpus_the_probe_found_not_nvidia_smi(tmp_path, monkeypatch, resolver):
+    """CULINA_CUDA_ARCHS=native takes the decision's GPUs (what the probe saw when it decided), or,
+    in a build with no resolution, the helper's probe now; an nvidia-smi on PATH is never asked."""
+    import cuda_build_ext
+    import install_resolution
+    from cuda_build_ext import BuildPlan
+
+    (tmp_path / "nvidia-smi").write_text("#!/bin/sh\necho 7.5\n")
+    (tmp_path / "nvidia-smi").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    settings = adapter_settings.parse({}, CULINA)
+    decided = BuildPlan(cpu_only=False, archs="native", decision={"host": {"gpus": ["9.0", "8.6", "9.0"]}})
+    assert cuda_build_ext.plan_gpus(decided, settings) == ["9.0", "8.6", "9.0"]
+    assert cuda_build_ext.native_archs("CULINA_CUDA_ARCHS", ["9.0", "8.6", "9.0"]) == "8.6;9.0"
+    assert cuda_build_ext.plan_gpus(BuildPlan(cpu_only=False, archs="8.0", decision=None), settings) is None
+
+    monkeypatch.setattr(install_resolution, "helper_binary", lambda settings: resolver)
+    monkeypatch.setenv("CULINA_OVERRIDE_SM", "8.0,12.0")
+    monkeypatch.setenv("CULINA_OVERRIDE_CUDA", "13.0")
+    probed = BuildPlan(cpu_only=False, archs="native", decision=None)
+    assert cuda_build_ext.plan_gpus(probed, settings) == ["8.0", "12.0"]
+    monkeypatch.setenv("CULINA_OVERRIDE_SM", "")
+    with pytest.raises(cuda_build_ext.BuildError, match="CULINA_CUDA_ARCHS=native but the probe found no GPU"):
+        cuda_build_ext.native_archs("CULINA_CUDA_ARCHS", cuda_build_ext.plan_gpus(probed, settings))
