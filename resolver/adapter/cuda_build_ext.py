@@ -8,8 +8,9 @@ C++ sources alone, defines <prefix>CPU_ONLY (CULINA_CPU_ONLY for culina), and sa
 What to build comes as a BuildPlan from resolving_bdist_wheel (the resolver's decision); without
 one (`setup.py build_ext`, editable installs, release builds) <prefix>CUDA_ARCHS, parsed in
 adapter_settings (`native`, `all`, or a list such as `8.0;9.0;10.0+PTX`, `80;90`, `9.0a`), or
-`all`. The toolkit comes from CUDA_HOME / CUDA_PATH and TOOLKIT_SEARCH; the job pool's settings
-are in compile_pool.
+`all`. The toolkit is the nvcc the decision names (BuildPlan.nvcc); without one (no resolution,
+or a toolkit pip fetched from PyPI after the decision) the first in TOOLKIT_SEARCH; the job pool's
+settings are in compile_pool.
 """
 from __future__ import annotations
 
@@ -49,6 +50,9 @@ class BuildPlan:
     cpu_only: bool
     archs: str                # <prefix>CUDA_ARCHS syntax; unused when cpu_only
     decision: dict | None     # the helper's whole decision, for the build record; None: no resolution
+    # The nvcc the resolver decided for (the decision's build_toolkit), compiled with exactly; None:
+    # no resolution, or a toolkit fetched from PyPI after the decision (then found in TOOLKIT_SEARCH)
+    nvcc: Path | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,6 +91,14 @@ def toolkit_at(nvcc: Path, source: str) -> Toolkit:
     if source != "PyPI packages" and pypi_toolkit.is_pypi_root(root):
         source = f"PyPI packages, through {source}"
     return Toolkit(root, nvcc, match.group(1), match.group(2), source)
+
+
+def decided_toolkit(nvcc: Path) -> Toolkit:
+    """The toolkit of the nvcc the resolver's decision names: the build compiles with it, not with
+    a second search's result."""
+    if not nvcc.is_file():
+        raise BuildError(f"the resolver decided a build with {nvcc}, which is no longer there; run the install again")
+    return toolkit_at(nvcc, "the resolver's probe")
 
 
 def find_toolkit() -> Toolkit | None:
@@ -216,7 +228,7 @@ class CudaBuildExt(build_ext):
         # The resolver's build_cpu decision builds without CUDA even where a toolkit is installed.
         cpu_only, decision = plan.cpu_only, plan.decision
         cpu_only_macro = settings.var("CPU_ONLY")  # what the extension's sources test for a build without CUDA
-        toolkit = None if cpu_only else find_toolkit()
+        toolkit = None if cpu_only else decided_toolkit(plan.nvcc) if plan.nvcc else find_toolkit()
         ext = copy.copy(ext)  # what this build adds stays off the distribution's Extension
         ext.define_macros, ext.extra_link_args = list(ext.define_macros), list(ext.extra_link_args)
         cu_sources = [s for s in ext.sources if s.endswith(".cu")]
@@ -248,7 +260,7 @@ class CudaBuildExt(build_ext):
             nvcc_flags = cuda_flags(ext, sass, ptx)
             ext.extra_link_args += [str(toolkit.cudart_static()), "-lrt", "-lpthread", "-ldl"]
             record.update(variant=f"cu{toolkit.version.replace('.', '')}", cpu_only=False,
-                          cuda_version=toolkit.version, nvcc_version=toolkit.full_version,
+                          cuda_version=toolkit.version, nvcc_version=toolkit.full_version, nvcc=str(toolkit.nvcc),
                           toolkit_source=toolkit.source,
                           sass_archs=[a.label for a in sass], ptx_archs=[a.label for a in ptx])
         objects = self._compile(ext, cpp_sources, cu_sources if toolkit else [], toolkit, nvcc_flags, settings)

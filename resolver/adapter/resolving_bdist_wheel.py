@@ -24,6 +24,13 @@ from helper_build import say
 from install_resolution import ResolutionError, current_resolution, deliver
 
 
+def decided_nvcc(decision: dict) -> Path | None:
+    """The nvcc the probe found and the decision was made for; None when the build gets its toolkit
+    from PyPI after the decision."""
+    toolkit = decision.get("build_toolkit") or {}
+    return Path(toolkit["nvcc"]) if toolkit.get("nvcc") else None
+
+
 class ResolvingBdistWheel(bdist_wheel):
     def run(self):
         settings = settings_or_exit()  # a bad setting stops before the resolver runs
@@ -43,10 +50,12 @@ class ResolvingBdistWheel(bdist_wheel):
             plan = BuildPlan(cpu_only=True, archs="", decision=resolution.decision)
             say(f"building the CPU-only module locally: {resolution.reason}")
         elif settings.cuda_archs:
-            plan = BuildPlan(cpu_only=False, archs=settings.cuda_archs, decision=resolution.decision)
+            plan = BuildPlan(cpu_only=False, archs=settings.cuda_archs, decision=resolution.decision,
+                             nvcc=decided_nvcc(resolution.decision))
             say(f"building locally for {settings.var(ARCHS)}={settings.cuda_archs} (set by you): {resolution.reason}")
         else:
-            plan = BuildPlan(cpu_only=False, archs=";".join(resolution.local_build_archs), decision=resolution.decision)
+            plan = BuildPlan(cpu_only=False, archs=";".join(resolution.local_build_archs), decision=resolution.decision,
+                             nvcc=decided_nvcc(resolution.decision))
             say(f"building locally for {plan.archs}: {resolution.reason}")
         # The build_ext that bdist_wheel's build runs next is this object: the plan reaches it as a value.
         self.distribution.get_command_obj("build_ext").build_plan = plan

@@ -1,7 +1,7 @@
 """The adapter's own settings (resolver/adapter/adapter_settings.py): each variable refuses a bad
 value naming the variable, the value and the accepted form; pip's first hook refuses it before
-the helper runs; the resolver's architectures reach the build as a value, not an environment
-variable."""
+the helper runs; the project's names and prefix come from pyproject.toml; the resolver's
+architectures and nvcc reach the build as a value, not an environment variable."""
 
 from __future__ import annotations
 
@@ -143,7 +143,8 @@ def test_the_decided_architectures_reach_the_build_as_a_plan(monkeypatch):
 
     monkeypatch.delenv("CULINA_CUDA_ARCHS", raising=False)
     monkeypatch.delenv("CULINA_RELEASE_BUILD", raising=False)
-    decision = {"action": "build_local", "local_build_archs": ["8.6", "9.0"]}
+    decision = {"action": "build_local", "local_build_archs": ["8.6", "9.0"],
+                "build_toolkit": {"nvcc": "/opt/cuda-13.5/bin/nvcc", "cuda": "13.5"}}
     resolution = install_resolution.Resolution("build_local", "no wheel fits", None, ["8.6", "9.0"], decision)
     monkeypatch.setattr(resolving_bdist_wheel, "current_resolution", lambda settings: resolution)
     seen = {}
@@ -155,7 +156,8 @@ def test_the_decided_architectures_reach_the_build_as_a_plan(monkeypatch):
     environment = dict(os.environ)
     distribution = Distribution({"name": "tiny", "cmdclass": {"build_ext": CudaBuildExt}})
     resolving_bdist_wheel.ResolvingBdistWheel(distribution).run()
-    assert seen["plan"] == BuildPlan(cpu_only=False, archs="8.6;9.0", decision=decision)
+    assert seen["plan"] == BuildPlan(cpu_only=False, archs="8.6;9.0", decision=decision,
+                                     nvcc=Path("/opt/cuda-13.5/bin/nvcc"))
     assert seen["environment"] == environment
 
 
