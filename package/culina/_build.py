@@ -5,8 +5,11 @@ import functools
 import json
 import re
 from importlib import resources
+from pathlib import Path
 
 RECORD = "_build_info.json"
+# resolver/src/facts/cuda_facts.json, the helper's facts too (docs/ARCHITECTURE.md, "CUDA facts").
+CUDA_FACTS = Path(__file__).with_name("cuda_facts.json")
 
 
 @functools.lru_cache(maxsize=None)
@@ -27,6 +30,12 @@ def describe_archs(record: dict) -> str:
     sass = ", ".join(record.get("sass_archs") or []) or "none"
     ptx = ", ".join(record.get("ptx_archs") or []) or "none"
     return f"SASS for {sass}; PTX for {ptx}"
+
+
+def minimum_linux_driver(cuda_major: int) -> str | None:
+    """The first Linux driver release supporting a CUDA major ("580" for 13), or None when the facts
+    do not know it."""
+    return json.loads(CUDA_FACTS.read_text())["driver_minimum_linux"].get(str(cuda_major))
 
 
 # The resolver probes the host again on reinstall; pip's own wheel cache must not short-cut it.
@@ -52,7 +61,7 @@ def driver_problem(driver_version: int) -> str | None:
     if driver_version >= major * 1000:
         return None
     driver = f"{driver_version // 1000}.{driver_version % 1000 // 10}"
-    minimum = {12: "525.60.13", 13: "580"}.get(major, f"one supporting CUDA {major}.0")
+    minimum = minimum_linux_driver(major) or f"one supporting CUDA {major}.0"
     return (f"this culina is a CUDA {record['cuda_version']} build ({record.get('kind')}, {record.get('variant')}), "
             f"but the NVIDIA driver here supports CUDA {driver} only, so no GPU call can run. Fix: update the "
             f"driver to {minimum} or newer, or reinstall so that culina's resolver picks the variant this "

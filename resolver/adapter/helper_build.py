@@ -221,6 +221,15 @@ def build_settings(compiler: str, sources: str, portable: bool = False) -> tuple
     return compile_flags, [*cpuinfo_link, *(PORTABLE_LINK_FLAGS if portable else []), "-ldl", "-lpthread"]
 
 
+def write_cuda_facts_header(folder: Path) -> None:
+    """facts/cuda_facts_text.h.in filled with facts/cuda_facts.json, as resolver/CMakeLists.txt's
+    configure_file writes it: the helper embeds the facts at compile time. Both files are under
+    SOURCE_DIR, so source_hash covers them."""
+    template = (SOURCE_DIR / "facts" / "cuda_facts_text.h.in").read_text()
+    facts = (SOURCE_DIR / "facts" / "cuda_facts.json").read_text()
+    (folder / "cuda_facts_text.h").write_text(template.replace("@CULINA_CUDA_FACTS_JSON@", facts))
+
+
 def unity_units(work: Path, cores: int, level: str) -> list[tuple[Path, str]]:
     """(translation unit, optimisation level): one unit including each group's sources at `level`,
     and the speed-critical sources on their own at -O2."""
@@ -250,6 +259,8 @@ def compile_helper(compiler: str, target: Path, sources: str, portable: bool = F
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as tmp:
         work = Path(tmp)
+        write_cuda_facts_header(work)
+        compile_flags = [*compile_flags, f"-I{work}"]
         cores = os.cpu_count() or 1
         units = unity_units(work, cores, RELEASE_LEVEL if portable else FALLBACK_LEVEL)
 

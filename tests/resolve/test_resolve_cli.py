@@ -185,6 +185,17 @@ def test_source_never_downloads(run, release):
     assert release.server.requests == []
 
 
+def test_a_local_build_names_the_nvcc_the_probe_found(run, fake_toolkit):
+    done, decision = run(CULINA_VARIANT="source")
+    assert decision["action"] == "build_local"
+    assert decision["build_toolkit"] == {"nvcc": str(fake_toolkit / "nvcc"), "cuda": "13.0"}
+    assert f"toolkit      CUDA 13.0, {fake_toolkit / 'nvcc'}" in done.stderr
+
+    done, decision = run()
+    assert decision["action"] == "install_wheel"
+    assert decision["build_toolkit"] is None
+
+
 def test_on_an_interpreter_without_wheels_hints_suggest_a_local_build(run, release):
     # The issue this guards: on Python 3.13 the hint said CULINA_VARIANT=cu130, which then failed
     # with "no cu130 wheel fits this interpreter".

@@ -6,18 +6,17 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-LABEL = re.compile(r"[0-9a-z._]{1,16}")
+import cuda_facts
+
 # name-version[-build]-python-abi-platform.whl, with no variant label yet
 PLAIN_WHEEL = re.compile(r"(?P<stem>[^-]+-[^-]+(?:-\d[^-]*)?-[^-]+-[^-]+-[^-]+)\.whl")
 
 
-def variant_label(cuda_version: str | None) -> str:
-    """cu130 for CUDA 13.0; null for a CPU-only wheel (the manifest's conventions)."""
-    return "null" if cuda_version is None else "cu" + cuda_version.replace(".", "")
+variant_label = cuda_facts.variant_label
 
 
 def labelled_name(wheel_name: str, label: str) -> str:
-    if not LABEL.fullmatch(label):
+    if not cuda_facts.is_variant_label(label):
         raise ValueError(f"variant label {label!r}: expected 1-16 characters of [0-9a-z._], e.g. cu130")
     match = PLAIN_WHEEL.fullmatch(wheel_name)
     if not match:

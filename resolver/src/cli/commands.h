@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/error.h"
 #include "settings/helper_settings.h"
 
 namespace culina::cli {

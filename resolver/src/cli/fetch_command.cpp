@@ -1,6 +1,6 @@
 // `culina-resolver fetch`: download and verify one wheel of the manifest into the cache and
-// print its path. Exit 0 with the path on stdout; 1 when the fetch failed (offline and not cached
-// included); 2 for bad usage or settings. Everything else goes to stderr.
+// print its path. Exit ok with the path on stdout; failed when the fetch failed (offline and not
+// cached included); bad_input for bad usage or settings (common/error.h). Everything else goes to stderr.
 #include <iostream>
 #include <optional>
 
@@ -32,7 +32,7 @@ struct FetchArgs {
 
 int fetch_usage_error(const std::string& message) {
     std::cerr << "culina-resolver fetch: " << message << "\n" << kFetchUsage;
-    return 2;
+    return exit_code(ExitStatus::bad_input);
 }
 
 }  // namespace
@@ -43,7 +43,7 @@ int fetch_command(const Args& args, const HelperSettings& settings) {
         const std::string& flag = args[i];
         if (flag == "--help" || flag == "-h") {
             std::cout << kFetchUsage;
-            return 0;
+            return exit_code(ExitStatus::ok);
         }
         if (flag == "--allow-http") {
             parsed.allow_http = true;
@@ -64,30 +64,18 @@ int fetch_command(const Args& args, const HelperSettings& settings) {
     const std::optional<std::string> base = release_base_url(parsed.base_url, settings);
     if (!base) return fetch_usage_error(no_release_url_message(settings));
 
-    try {
-        const Manifest manifest = load_manifest(parsed.manifest);
-        const WheelEntry* entry = nullptr;
-        for (const WheelEntry& wheel : manifest.wheels) {
-            if (wheel.file == parsed.file) entry = &wheel;
-        }
-        if (entry == nullptr) {
-            std::cerr << "culina-resolver fetch: " << parsed.manifest << " lists no wheel named '" << parsed.file
-                      << "' (it lists " << manifest.wheels.size() << "); pass one of its \"file\" values\n";
-            return 2;
-        }
-        const fetch::FetchOptions options = fetch_options_for("fetch", settings, parsed.cache_dir, parsed.allow_http);
-        std::cout << fetch::fetch_wheel(expectation_for(manifest, *entry, *base), options).path << "\n";
-        return 0;
-    } catch (const ManifestError& error) {
-        std::cerr << "culina-resolver fetch: " << error.what() << "\n";
-        return 2;
-    } catch (const fetch::FetchError& error) {
-        std::cerr << "culina-resolver fetch: " << error.what() << "\n";
-        return error.kind == fetch::FetchError::Kind::configuration ? 2 : 1;
-    } catch (const std::exception& error) {
-        std::cerr << "culina-resolver fetch: unexpected failure: " << error.what() << "\n";
-        return 1;
+    const Manifest manifest = load_manifest(parsed.manifest);
+    const WheelEntry* entry = nullptr;
+    for (const WheelEntry& wheel : manifest.wheels) {
+        if (wheel.file == parsed.file) entry = &wheel;
     }
+    if (entry == nullptr) {
+        throw UsageError(parsed.manifest + " lists no wheel named '" + parsed.file + "' (it lists " +
+                         std::to_string(manifest.wheels.size()) + "); pass one of its \"file\" values");
+    }
+    const fetch::FetchOptions options = fetch_options_for("fetch", settings, parsed.cache_dir, parsed.allow_http);
+    std::cout << fetch::fetch_wheel(expectation_for(manifest, *entry, *base), options).path << "\n";
+    return exit_code(ExitStatus::ok);
 }
 
 }  // namespace culina::cli

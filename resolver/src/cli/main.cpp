@@ -1,12 +1,14 @@
 // culina-resolver: the install-time helper. Sub-commands live in their own files.
 //   culina-resolver [--env-prefix PREFIX] <command> [options]
-// The settings a command reads are parsed here, once, before the command runs.
+// The settings a command reads are parsed here, once, before the command runs; every Error a
+// command throws ends here, printed once, its status the exit status (common/error.h).
 #include <csignal>
 #include <cstring>
 #include <iostream>
 
 #include "cli/commands.h"
-#include "common/setting_error.h"
+#include "common/error.h"
+#include "common/text.h"
 
 namespace {
 
@@ -59,31 +61,34 @@ int main(int argc, char** argv) {
             std::cerr << "culina-resolver: --env-prefix '" << (at + 1 == argc ? "" : culina::printable(argv[at + 1]))
                       << "' is not a prefix: give upper-case letters, digits and '_', starting with a letter and "
                          "ending in '_', like CULINA_\n";
-            return 2;
+            return culina::exit_code(culina::ExitStatus::bad_input);
         }
         names.prefix = argv[at + 1];
         at += 2;
     }
     if (at == argc || std::strcmp(argv[at], "--help") == 0 || std::strcmp(argv[at], "-h") == 0) {
         print_commands(at == argc ? std::cerr : std::cout);
-        return at == argc ? 2 : 0;
+        return culina::exit_code(at == argc ? culina::ExitStatus::bad_input : culina::ExitStatus::ok);
     }
     const culina::cli::Args args(argv + at + 1, argv + argc);
     for (const Command& command : kCommands) {
         if (std::strcmp(argv[at], command.name) != 0) continue;
-        if (command.run) return command.run(args);
-        culina::HelperSettings settings = culina::default_helper_settings(names);
-        if (!asks_for_help(args)) {
-            try {
-                settings = culina::parse_helper_settings(names, culina::process_environment());
-            } catch (const culina::SettingError& error) {
-                std::cerr << "culina-resolver " << command.name << ": " << error.what() << "\n";
-                return 2;
-            }
+        try {
+            if (command.run) return command.run(args);
+            const culina::HelperSettings settings = asks_for_help(args)
+                                                        ? culina::default_helper_settings(names)
+                                                        : culina::parse_helper_settings(names, culina::process_environment());
+            return command.run_with_settings(args, settings);
+        } catch (const culina::Error& error) {
+            std::cerr << "culina-resolver " << command.name << ": " << culina::printable(error.what()) << "\n";
+            return culina::exit_code(error.status);
+        } catch (const std::exception& error) {
+            std::cerr << "culina-resolver " << command.name << ": unexpected failure: " << culina::printable(error.what())
+                      << "\n";
+            return culina::exit_code(culina::ExitStatus::failed);
         }
-        return command.run_with_settings(args, settings);
     }
     std::cerr << "culina-resolver: unknown command '" << culina::printable(argv[at]) << "'\n";
     print_commands(std::cerr);
-    return 2;
+    return culina::exit_code(culina::ExitStatus::bad_input);
 }

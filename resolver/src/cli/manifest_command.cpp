@@ -23,7 +23,7 @@ constexpr const char* kManifestUsage =
 
 int manifest_usage_error(const std::string& message) {
     std::cerr << "culina-resolver manifest: " << message << "\n" << kManifestUsage;
-    return 2;
+    return exit_code(ExitStatus::bad_input);
 }
 
 }  // namespace
@@ -31,7 +31,7 @@ int manifest_usage_error(const std::string& message) {
 int manifest_command(const Args& args) {
     if (args.empty() || args[0] == "--help" || args[0] == "-h") {
         std::cout << kManifestUsage;
-        return args.empty() ? 2 : 0;
+        return exit_code(args.empty() ? ExitStatus::bad_input : ExitStatus::ok);
     }
     const std::string action = args[0];
     if (action != "init" && action != "add") return manifest_usage_error("unknown action '" + action + "' (init or add)");
@@ -55,7 +55,7 @@ int manifest_command(const Args& args) {
             manifest.name = values["--name"];
             manifest.version = values["--version"];
             save_manifest(parse_manifest(manifest_to_json(manifest).dump()), values["--manifest"]);
-            return 0;
+            return exit_code(ExitStatus::ok);
         }
         if (!values.count("--manifest") || !values.count("--wheel")) return manifest_usage_error("--manifest and --wheel are required");
         std::optional<CudaVersion> cuda;
@@ -67,13 +67,13 @@ int manifest_command(const Args& args) {
             wheel_entry_for(values["--wheel"], cuda, comma_list(values["--sass"]), comma_list(values["--ptx"]));
         save_manifest(with_wheel(load_manifest(values["--manifest"]), entry), values["--manifest"]);
         std::cout << entry.file << " " << entry.size << " bytes sha256 " << entry.sha256 << "\n";
-        return 0;
+        return exit_code(ExitStatus::ok);
     } catch (const ManifestError& error) {
         std::cerr << "culina-resolver manifest: " << error.what() << "\n";
-        return 1;
+        return exit_code(ExitStatus::failed);
     } catch (const std::exception& error) {
         std::cerr << "culina-resolver manifest: " << error.what() << "\n";
-        return 1;
+        return exit_code(ExitStatus::failed);
     }
 }
 

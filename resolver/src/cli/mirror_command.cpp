@@ -2,8 +2,8 @@
 // CULINA_RELEASE_URL=/that/folder (air-gapped and shared sites): every wheel of the manifest, or
 // those of the given variants and platforms, downloaded, verified against the manifest and
 // renamed into place. A run that stopped resumes where it was; wheels already there and verified
-// are kept. Exit 0 when every chosen wheel is there, 1 when some could not be fetched, 2 for bad
-// usage.
+// are kept. Exit ok when every chosen wheel is there, failed when some could not be fetched,
+// bad_input for bad usage (common/error.h).
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -42,7 +42,7 @@ struct MirrorArgs {
 
 int mirror_usage_error(const std::string& message) {
     std::cerr << "culina-resolver mirror: " << message << "\n" << kMirrorUsage;
-    return 2;
+    return exit_code(ExitStatus::bad_input);
 }
 
 bool contains(const std::vector<std::string>& items, const std::string& item) {
@@ -70,7 +70,7 @@ int mirror_command(const Args& args, const HelperSettings& settings) {
         const std::string& flag = args[i];
         if (flag == "--help" || flag == "-h") {
             std::cout << kMirrorUsage;
-            return 0;
+            return exit_code(ExitStatus::ok);
         }
         if (flag == "--allow-http") {
             parsed.allow_http = true;
@@ -93,53 +93,42 @@ int mirror_command(const Args& args, const HelperSettings& settings) {
     const std::optional<std::string> base = release_base_url(parsed.base_url, settings);
     if (!base) return mirror_usage_error(no_release_url_message(settings));
 
-    try {
-        const Manifest manifest = load_manifest(parsed.manifest);
-        std::vector<const WheelEntry*> chosen;
-        for (const WheelEntry& wheel : manifest.wheels) {
-            if (wanted(parsed, wheel)) chosen.push_back(&wheel);
-        }
-        if (chosen.empty()) {
-            std::cerr << "culina-resolver mirror: no wheel of the " << manifest.wheels.size() << " in " << parsed.manifest
-                      << " matches --variant/--platform; nothing to do\n";
-            return 1;
-        }
-        const std::string dest = std::filesystem::absolute(parsed.dest).lexically_normal().string();
-        // Readable by every user of the site; only the administrator writes it.
-        std::filesystem::create_directories(dest);
-        ::chmod(dest.c_str(), 0755);
-        const fetch::FetchOptions options = fetch_options_for("mirror", settings, std::nullopt, parsed.allow_http);
-        int failed = 0;
-        for (const WheelEntry* wheel : chosen) {
-            try {
-                fetch::fetch_into_folder(dest, expectation_for(manifest, *wheel, *base), options);
-                ::chmod((dest + "/" + wheel->file).c_str(), 0644);
-                std::cout << dest << "/" << wheel->file << "\n";
-            } catch (const fetch::FetchError& error) {
-                if (error.kind == fetch::FetchError::Kind::configuration) throw;
-                std::cerr << "culina-resolver mirror: " << wheel->file << ": " << error.what() << "\n";
-                ++failed;
-            }
-        }
-        if (failed > 0) {
-            std::cerr << "culina-resolver mirror: " << failed << " of " << chosen.size()
-                      << " wheels could not be fetched; run the same command again to resume\n";
-            return 1;
-        }
-        std::cerr << "culina-resolver mirror: " << chosen.size() << " wheel" << (chosen.size() == 1 ? "" : "s")
-                  << " verified in " << dest << "; installs use it with " << settings.names.of("RELEASE_URL") << "=" << dest
-                  << "\n";
-        return 0;
-    } catch (const ManifestError& error) {
-        std::cerr << "culina-resolver mirror: " << printable(error.what()) << "\n";
-        return 2;
-    } catch (const fetch::FetchError& error) {
-        std::cerr << "culina-resolver mirror: " << error.what() << "\n";
-        return error.kind == fetch::FetchError::Kind::configuration ? 2 : 1;
-    } catch (const std::exception& error) {
-        std::cerr << "culina-resolver mirror: " << error.what() << "\n";
-        return 1;
+    const Manifest manifest = load_manifest(parsed.manifest);
+    std::vector<const WheelEntry*> chosen;
+    for (const WheelEntry& wheel : manifest.wheels) {
+        if (wanted(parsed, wheel)) chosen.push_back(&wheel);
     }
+    if (chosen.empty()) {
+        std::cerr << "culina-resolver mirror: no wheel of the " << manifest.wheels.size() << " in " << parsed.manifest
+                  << " matches --variant/--platform; nothing to do\n";
+        return exit_code(ExitStatus::failed);
+    }
+    const std::string dest = std::filesystem::absolute(parsed.dest).lexically_normal().string();
+    // Readable by every user of the site; only the administrator writes it.
+    std::filesystem::create_directories(dest);
+    ::chmod(dest.c_str(), 0755);
+    const fetch::FetchOptions options = fetch_options_for("mirror", settings, std::nullopt, parsed.allow_http);
+    int failed = 0;
+    for (const WheelEntry* wheel : chosen) {
+        try {
+            fetch::fetch_into_folder(dest, expectation_for(manifest, *wheel, *base), options);
+            ::chmod((dest + "/" + wheel->file).c_str(), 0644);
+            std::cout << dest << "/" << wheel->file << "\n";
+        } catch (const fetch::FetchError& error) {
+            if (error.kind == fetch::FetchError::Kind::configuration) throw;
+            std::cerr << "culina-resolver mirror: " << wheel->file << ": " << error.what() << "\n";
+            ++failed;
+        }
+    }
+    if (failed > 0) {
+        std::cerr << "culina-resolver mirror: " << failed << " of " << chosen.size()
+                  << " wheels could not be fetched; run the same command again to resume\n";
+        return exit_code(ExitStatus::failed);
+    }
+    std::cerr << "culina-resolver mirror: " << chosen.size() << " wheel" << (chosen.size() == 1 ? "" : "s")
+              << " verified in " << dest << "; installs use it with " << settings.names.of("RELEASE_URL") << "=" << dest
+              << "\n";
+    return exit_code(ExitStatus::ok);
 }
 
 }  // namespace culina::cli

@@ -14,7 +14,7 @@ int probe_command(const Args& args, const HelperSettings& settings) {
             json = true;
         } else {
             std::cerr << "culina-resolver probe: unknown option '" << arg << "' (accepted: --json)\n";
-            return 2;
+            return exit_code(ExitStatus::bad_input);
         }
     }
     const HostInfo host = probe_host(settings.probe);
@@ -23,7 +23,7 @@ int probe_command(const Args& args, const HelperSettings& settings) {
     } else {
         std::cout << host_to_table(host);
     }
-    return 0;
+    return exit_code(ExitStatus::ok);
 }
 
 }  // namespace culina::cli

@@ -2,7 +2,7 @@
 // stdout: the decision (JSON with --json), including the verified wheel's path when one was
 // fetched; stderr: a human log of what was decided and why, and download progress.
 // A wheel that cannot be fetched or verified is never used: the policy's fallback decides.
-// Exit 0: act on the decision; 2: input that cannot be used; 3: nothing can serve this host.
+// Exit statuses (common/error.h): ok, act on the decision; bad_input; no_way_to_serve.
 #include <iostream>
 
 #include "cli/commands.h"
@@ -73,23 +73,19 @@ Outcome fetch_chosen_wheel(const SelectionOptions& options, const HelperSettings
 }  // namespace
 
 int resolve_command(const Args& args, const HelperSettings& settings) {
-    SelectionOptions options;
-    SelectionInput input;
-    if (!prepare_selection("resolve", args, true, print_resolve_usage, settings, options, input)) return kExitBadInput;
+    const std::optional<SelectionOptions> parsed = selection_options_or_usage("resolve", args, true, print_resolve_usage);
+    if (!parsed) return exit_code(ExitStatus::bad_input);
+    const SelectionOptions& options = *parsed;
     if (options.help) {
         print_resolve_usage(std::cout);
-        return 0;
+        return exit_code(ExitStatus::ok);
     }
+    const SelectionInput input = load_selection_input(options, settings);
 
     Outcome outcome{select_wheel(input), std::nullopt, std::nullopt};
     std::cerr << decision_to_table(outcome.decision, settings.names);
     if (outcome.decision.action == Action::install_wheel) {
-        try {
-            outcome = fetch_chosen_wheel(options, settings, input, outcome.decision);
-        } catch (const fetch::FetchError& error) {
-            log(error.what());
-            return kExitBadInput;
-        }
+        outcome = fetch_chosen_wheel(options, settings, input, outcome.decision);
         if (outcome.fetch_error) std::cerr << decision_to_table(outcome.decision, settings.names);
     }
 
@@ -108,7 +104,7 @@ int resolve_command(const Args& args, const HelperSettings& settings) {
     } else {
         std::cout << action_name(decision.action) << (outcome.wheel ? " " + outcome.wheel->path : "") << "\n";
     }
-    return decision.action == Action::error ? kExitNoWayToServe : 0;
+    return exit_code(decision.action == Action::error ? ExitStatus::no_way_to_serve : ExitStatus::ok);
 }
 
 }  // namespace culina::cli

@@ -1,6 +1,6 @@
 // culina-resolver select: probe this host, read the release manifest and the interpreter's
-// tags, and print the policy's decision. Exit 0: a decision (a wheel or a build); 2: input
-// that cannot be used; 3: the decision is an error (nothing can serve this host as asked).
+// tags, and print the policy's decision. Exit ok: a decision (a wheel or a build); bad_input:
+// input that cannot be used; no_way_to_serve: nothing can serve this host as asked (common/error.h).
 #include <iostream>
 
 #include "cli/commands.h"
@@ -30,16 +30,16 @@ void print_select_usage(std::ostream& out) {
 }  // namespace
 
 int select_command(const Args& args, const HelperSettings& settings) {
-    SelectionOptions options;
-    SelectionInput input;
-    if (!prepare_selection("select", args, false, print_select_usage, settings, options, input)) return kExitBadInput;
-    if (options.help) {
+    const std::optional<SelectionOptions> options = selection_options_or_usage("select", args, false, print_select_usage);
+    if (!options) return exit_code(ExitStatus::bad_input);
+    if (options->help) {
         print_select_usage(std::cout);
-        return 0;
+        return exit_code(ExitStatus::ok);
     }
 
+    const SelectionInput input = load_selection_input(*options, settings);
     const Decision decision = select_wheel(input);
-    if (options.json) {
+    if (options->json) {
         nlohmann::json out = decision_to_json(decision);
         out["probe"] = host_to_json(input.host);
         std::cout << out.dump(2) << "\n";
@@ -48,9 +48,9 @@ int select_command(const Args& args, const HelperSettings& settings) {
     }
     if (decision.action == Action::error) {
         std::cerr << "culina-resolver select: " << decision.reason << "\n";
-        return kExitNoWayToServe;
+        return exit_code(ExitStatus::no_way_to_serve);
     }
-    return 0;
+    return exit_code(ExitStatus::ok);
 }
 
 }  // namespace culina::cli

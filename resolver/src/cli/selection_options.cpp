@@ -119,24 +119,15 @@ SelectionInput load_selection_input(const SelectionOptions& options, const Helpe
     return input;
 }
 
-bool prepare_selection(const std::string& command, const Args& args, bool with_fetch, void (*usage)(std::ostream&),
-                       const HelperSettings& settings, SelectionOptions& options, SelectionInput& input) {
-    const std::string prefix = "culina-resolver " + command + ": ";
+std::optional<SelectionOptions> selection_options_or_usage(const std::string& command, const Args& args, bool with_fetch,
+                                                           void (*usage)(std::ostream&)) {
     try {
-        options = parse_selection_options(args, with_fetch);
-        if (!options.help) input = load_selection_input(options, settings);
-        return true;
+        return parse_selection_options(args, with_fetch);
     } catch (const UsageError& error) {
-        std::cerr << prefix << error.what() << "\n";
+        std::cerr << "culina-resolver " << command << ": " << error.what() << "\n";
         usage(std::cerr);
-    } catch (const ManifestError& error) {
-        std::cerr << prefix << printable(error.what()) << "\n";
-    } catch (const PolicyInputError& error) {
-        std::cerr << prefix << error.what() << "\n";
-    } catch (const fetch::FetchError& error) {
-        std::cerr << prefix << error.what() << "\n";
+        return std::nullopt;
     }
-    return false;
 }
 
 }  // namespace culina::cli

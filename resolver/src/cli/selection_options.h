@@ -3,7 +3,6 @@
 #pragma once
 
 #include <optional>
-#include <stdexcept>
 #include <string>
 
 #include "cli/commands.h"
@@ -11,10 +10,6 @@
 #include "settings/helper_settings.h"
 
 namespace culina::cli {
-
-// Exit statuses of `select` and `resolve`: 0 is a decision to act on.
-constexpr int kExitBadInput = 2;      // a command line, file or setting that cannot be used
-constexpr int kExitNoWayToServe = 3;  // the decision is an error: nothing can serve this host
 
 struct SelectionOptions {
     std::string manifest_path;
@@ -32,11 +27,6 @@ struct SelectionOptions {
     bool allow_http = false;
 };
 
-// A problem with the command line or a file it names; what() says which and how to fix it.
-struct UsageError : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
-
 // Throws UsageError. `with_fetch` accepts --base-url, --cache-dir, --allow-http and --manifest-url
 // (with --project and --project-version) in place of --manifest.
 SelectionOptions parse_selection_options(const Args& args, bool with_fetch);
@@ -46,9 +36,9 @@ SelectionOptions parse_selection_options(const Args& args, bool with_fetch);
 // and the value. A manifest that cannot be fetched is logged and read as one listing no wheels.
 SelectionInput load_selection_input(const SelectionOptions& options, const HelperSettings& settings);
 
-// Parses the command line and loads the inputs; on a problem prints it (with `usage` for a
-// command-line problem) as "culina-resolver <command>: ..." and returns false.
-bool prepare_selection(const std::string& command, const Args& args, bool with_fetch, void (*usage)(std::ostream&),
-                       const HelperSettings& settings, SelectionOptions& options, SelectionInput& input);
+// The command line, or nullopt after printing a problem with it and `usage` as
+// "culina-resolver <command>: ...".
+std::optional<SelectionOptions> selection_options_or_usage(const std::string& command, const Args& args, bool with_fetch,
+                                                           void (*usage)(std::ostream&));
 
 }  // namespace culina::cli

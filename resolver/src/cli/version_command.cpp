@@ -1,7 +1,8 @@
 // culina-resolver version: which sources this binary was built from. The install adapter runs it
 // before trusting a prebuilt helper from the sdist: the answer must name the hash of the sources
 // the sdist carries (CULINA_HELPER_SOURCE_HASH, set by the adapter's build), proving the binary
-// starts on this host and belongs to this release.
+// starts on this host and belongs to this release. --json also lists the exit statuses and the
+// settings table (suffixes and accepted forms), which the adapter and the tests check against.
 #include <iostream>
 
 #include <nlohmann/json.hpp>
@@ -18,7 +19,7 @@ int version_command(const Args& args) {
     const bool json = args.size() == 1 && args[0] == "--json";
     if (!args.empty() && !json) {
         std::cerr << "usage: culina-resolver version [--json]\n";
-        return args[0] == "--help" || args[0] == "-h" ? 0 : 2;
+        return exit_code(args[0] == "--help" || args[0] == "-h" ? ExitStatus::ok : ExitStatus::bad_input);
     }
 #ifdef CULINA_HAVE_CPUINFO
     constexpr bool cpuinfo = true;
@@ -26,16 +27,25 @@ int version_command(const Args& args) {
     constexpr bool cpuinfo = false;
 #endif
     if (json) {
+        nlohmann::json statuses = nlohmann::json::object();
+        for (const ExitStatusName& entry : kExitStatusNames) statuses[entry.name] = exit_code(entry.status);
+        nlohmann::json settings = nlohmann::json::array();
+        for (std::size_t i = 0; i < kSettingSpecCount; ++i) {
+            settings.push_back({{"suffix", kSettingSpecs[i].suffix}, {"accepted", kSettingSpecs[i].accepted}});
+        }
         std::cout << nlohmann::json{{"source_hash", CULINA_HELPER_SOURCE_HASH},
                                     {"compiler", __VERSION__},
-                                    {"cpuinfo", cpuinfo}}
+                                    {"cpuinfo", cpuinfo},
+                                    {"default_env_prefix", kDefaultEnvPrefix},
+                                    {"exit_statuses", statuses},
+                                    {"settings", settings}}
                          .dump()
                   << "\n";
     } else {
         std::cout << "culina-resolver, sources " << (*CULINA_HELPER_SOURCE_HASH ? CULINA_HELPER_SOURCE_HASH : "unknown")
                   << ", built with " << __VERSION__ << (cpuinfo ? ", cpuinfo" : "") << "\n";
     }
-    return 0;
+    return exit_code(ExitStatus::ok);
 }
 
 }  // namespace culina::cli

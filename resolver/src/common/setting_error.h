@@ -2,16 +2,16 @@
 // The message names the variable, the value and what is accepted.
 #pragma once
 
-#include <stdexcept>
 #include <string>
 
+#include "common/error.h"
 #include "common/text.h"
 
 namespace culina {
 
-struct SettingError : std::runtime_error {
+struct SettingError : Error {
     SettingError(const std::string& variable, const std::string& value, const std::string& accepted)
-        : std::runtime_error(variable + "='" + printable(value) + "' is not understood; accepted: " + accepted) {}
+        : Error(ExitStatus::bad_input, variable + "='" + printable(value) + "' is not understood; accepted: " + accepted) {}
 };
 
 }  // namespace culina

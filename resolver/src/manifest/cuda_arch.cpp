@@ -1,25 +1,9 @@
 #include "manifest/cuda_arch.h"
 
 #include "common/text.h"
+#include "facts/cuda_facts.h"
 
 namespace culina {
-namespace {
-
-// First CUDA release able to compile for a compute capability newer than the generic floors.
-struct ArchIntroduction {
-    ComputeCapability cc;
-    CudaVersion first_cuda;
-};
-
-const ArchIntroduction kArchIntroductions[] = {
-    {{8, 6}, {11, 1}},  {{8, 7}, {11, 4}},  {{8, 9}, {11, 8}},  {{9, 0}, {11, 8}},  {{10, 0}, {12, 8}},
-    {{10, 1}, {12, 8}}, {{10, 3}, {12, 9}}, {{11, 0}, {13, 0}}, {{12, 0}, {12, 8}}, {{12, 1}, {12, 9}},
-};
-
-// Blackwell and later (major >= 10) need at least CUDA 12.8 even when not listed above.
-constexpr CudaVersion kFirstCudaForMajor10{12, 8};
-
-}  // namespace
 
 std::string CudaArch::compact() const {
     std::string text = std::to_string(cc.as_int());
@@ -55,23 +39,30 @@ std::optional<CudaArch> parse_cuda_arch(const std::string& text) {
 }
 
 std::optional<std::string> toolkit_arch_problem(const CudaVersion& cuda, const CudaArch& arch) {
+    const CudaFacts& facts = cuda_facts();
     const std::string prefix = "CUDA " + cuda.str() + " ";
-    if (cuda.major >= 13 && arch.cc < ComputeCapability{7, 5}) return prefix + "targets sm_75 and newer only";
-    if (cuda.major == 12 && arch.cc < ComputeCapability{5, 0}) return prefix + "targets sm_50 and newer only";
+    if (const auto oldest = facts.toolkit_oldest_arch.find(cuda.major);
+        oldest != facts.toolkit_oldest_arch.end() && arch.cc < oldest->second) {
+        return prefix + "targets sm_" + std::to_string(oldest->second.as_int()) + " and newer only";
+    }
     CudaVersion first_cuda{1, 0};
-    if (arch.cc.major >= 10) first_cuda = kFirstCudaForMajor10;
-    for (const ArchIntroduction& introduction : kArchIntroductions) {
-        if (introduction.cc == arch.cc) first_cuda = introduction.first_cuda;
+    for (const auto& [major, first] : facts.major_introduced_in) {
+        if (arch.cc.major >= major) first_cuda = first;
+    }
+    for (const auto& [cc, first] : facts.arch_introduced_in) {
+        if (cc == arch.cc) first_cuda = first;
     }
     if (cuda < first_cuda) {
         return prefix + "cannot target " + arch.cc.str() + " (sm_" + std::to_string(arch.cc.as_int()) + "); that needs CUDA >= " +
                first_cuda.str();
     }
-    if (arch.suffix == CudaArch::Suffix::arch_specific && (arch.cc < ComputeCapability{9, 0} || cuda.major < 12)) {
-        return "arch-specific targets ('a') exist for 9.0 and newer with CUDA >= 12.0 only";
-    }
-    if (arch.suffix == CudaArch::Suffix::family && (arch.cc.major < 10 || cuda < CudaVersion{12, 9})) {
-        return "family targets ('f') exist for 10.0 and newer with CUDA >= 12.9 only";
+    const bool specific = arch.suffix == CudaArch::Suffix::arch_specific;
+    if (specific || arch.suffix == CudaArch::Suffix::family) {
+        const ArchSuffixFacts& suffix = specific ? facts.arch_specific : facts.family;
+        if (arch.cc < suffix.oldest_arch || cuda < suffix.first_cuda) {
+            return std::string(specific ? "arch-specific targets ('a')" : "family targets ('f')") + " exist for " +
+                   suffix.oldest_arch.str() + " and newer with CUDA >= " + suffix.first_cuda.str() + " only";
+        }
     }
     return std::nullopt;
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/cuda_version.h"
+#include "common/error.h"
 
 namespace culina {
 
@@ -41,12 +42,10 @@ struct Manifest {
     std::vector<std::string> variant_labels() const;
 };
 
-// The label of the CPU-only variant (wheel-variant convention); "cpu" is accepted as an alias.
-inline constexpr const char* kCpuVariantLabel = "null";
-
 // A manifest that does not follow the schema. what() reads
 // "release manifest[ <source>]: <field>: <problem>", e.g. "release manifest: wheels[1].sha256: ...".
-struct ManifestError : std::runtime_error {
+// Bad input to the commands that read a manifest; `manifest add` reports a refused write as failed.
+struct ManifestError : Error {
     ManifestError(const std::string& field, const std::string& problem, const std::string& source = "");
     std::string field;    // JSON path of the offending value, "" when the whole document is at fault
     std::string problem;  // what is wrong with it and, where there is one, the expected form

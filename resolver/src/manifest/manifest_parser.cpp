@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/text.h"
+#include "facts/cuda_facts.h"
 #include "manifest/cuda_arch.h"
 #include "manifest/manifest.h"
 #include "manifest/variant_properties.h"
@@ -18,8 +19,8 @@ namespace culina {
 using nlohmann::json;
 
 ManifestError::ManifestError(const std::string& field_path, const std::string& what_is_wrong, const std::string& source)
-    : std::runtime_error("release manifest" + (source.empty() ? "" : " " + source) + ": " +
-                         (field_path.empty() ? "" : field_path + ": ") + what_is_wrong),
+    : Error(ExitStatus::bad_input, "release manifest" + (source.empty() ? "" : " " + source) + ": " +
+                                       (field_path.empty() ? "" : field_path + ": ") + what_is_wrong),
       field(field_path),
       problem(what_is_wrong) {}
 
@@ -225,7 +226,7 @@ WheelEntry read_wheel(const json& value, const std::string& path, const Manifest
     }
 
     const json& cuda = reader.required("cuda");
-    const bool cpu_variant = wheel.variant == kCpuVariantLabel;
+    const bool cpu_variant = wheel.variant == cuda_facts().variant_label.cpu;
     if (cpu_variant && !cuda.is_null()) {
         throw ManifestError(reader.field("cuda"), describe(cuda) + ": the CPU-only variant 'null' must have \"cuda\": null");
     }

@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "common/text.h"
+#include "facts/cuda_facts.h"
 
 namespace culina {
 namespace {
@@ -41,12 +42,8 @@ std::string normalize_distribution_name(const std::string& name) {
 }
 
 bool is_valid_variant_label(const std::string& label) {
-    if (label.empty() || label.size() > 16) return false;
-    for (char c : label) {
-        const bool allowed = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == '.' || c == '_';
-        if (!allowed) return false;
-    }
-    return true;
+    const VariantLabelFacts& rule = cuda_facts().variant_label;
+    return !label.empty() && label.size() <= rule.max_length && label.find_first_not_of(rule.characters) == std::string::npos;
 }
 
 std::optional<std::vector<std::string>> expand_compressed_tag(const std::string& tag) {

@@ -1,6 +1,7 @@
 #include "policy/build_archs.h"
 
 #include "common/text.h"
+#include "facts/cuda_facts.h"
 #include "manifest/cuda_arch.h"
 #include "policy/input_error.h"
 
@@ -21,36 +22,59 @@ struct ArchItem {
     }
 };
 
+// "12.0+PTX", "90a", "10.0F": digits with at most one after the dot, 'a' or 'f' and "+PTX" in any case.
 std::optional<ArchItem> parse_item(std::string text) {
     ArchItem item;
-    if (text.size() > kPtxSuffix.size() && text.compare(text.size() - kPtxSuffix.size(), kPtxSuffix.size(), kPtxSuffix) == 0) {
+    text = lowercase(text);
+    const std::string ptx_suffix = lowercase(kPtxSuffix);
+    if (ends_with(text, ptx_suffix)) {
         item.with_ptx = true;
-        text.resize(text.size() - kPtxSuffix.size());
+        text.resize(text.size() - ptx_suffix.size());
     }
     if (!text.empty() && (text.back() == 'a' || text.back() == 'f')) {
         item.arch.suffix = text.back() == 'a' ? CudaArch::Suffix::arch_specific : CudaArch::Suffix::family;
         text.pop_back();
     }
+    const std::size_t dot = text.find('.');
+    if (dot != std::string::npos && text.size() != dot + 2) return std::nullopt;
     const std::optional<ComputeCapability> cc = parse_compute_capability(text);
     if (!cc) return std::nullopt;
     item.arch.cc = *cc;
     return item;
 }
 
+// Why an entry can be no toolkit's target whatever its version ('a' before 9.0, 'f' before 10.0).
+std::optional<std::string> suffix_problem(const ArchItem& item) {
+    const CudaFacts& facts = cuda_facts();
+    if (item.arch.suffix == CudaArch::Suffix::arch_specific && item.arch.cc < facts.arch_specific.oldest_arch) {
+        return "the 'a' variants exist from " + facts.arch_specific.oldest_arch.str() + " on";
+    }
+    if (item.arch.suffix == CudaArch::Suffix::family && item.arch.cc < facts.family.oldest_arch) {
+        return "the 'f' variants exist from " + facts.family.oldest_arch.str() + " on";
+    }
+    return std::nullopt;
+}
+
 }  // namespace
 
 std::vector<std::string> parse_arch_list(const std::string& text, const std::string& source) {
+    const std::string accepted =
+        "; accepted: a list separated by ';', ',' or spaces like 7.5;8.0;9.0a;12.0f;12.0+PTX (or 75,80)";
+    std::string separated = text;
+    for (char& c : separated) {
+        if (c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r') c = ';';
+    }
     std::vector<std::string> archs;
-    for (const std::string& raw : split(text, ';')) {
-        const std::string entry = trim(raw);
+    for (const std::string& entry : split(separated, ';')) {
+        if (entry.empty()) continue;
         const std::optional<ArchItem> item = parse_item(entry);
-        if (!item) {
-            throw PolicyInputError(source + "='" + text + "': '" + entry +
-                                   "' is not an architecture; accepted: a ';'-separated list like 7.5;8.0;9.0a;12.0f;12.0+PTX "
-                                   "(or 75;80)");
+        if (!item) throw PolicyInputError(source + "='" + text + "': '" + entry + "' is not an architecture" + accepted);
+        if (const std::optional<std::string> problem = suffix_problem(*item)) {
+            throw PolicyInputError(source + "='" + text + "': '" + entry + "': " + *problem + accepted);
         }
         archs.push_back(item->str());
     }
+    if (archs.empty()) throw PolicyInputError(source + "='" + text + "': the list is empty" + accepted);
     return archs;
 }
 

@@ -13,7 +13,8 @@ namespace culina {
 // this one is what every CUDA 12 and 13 toolkit can build.
 inline constexpr const char* kDefaultLocalBuildArchs = "7.5;8.0;9.0;10.0;12.0+PTX";
 
-// "7.5;8.0;12.0+PTX" (also "75;80", "9.0a", "12.0f") -> {"7.5", "8.0", "12.0+PTX"} in dotted form.
+// "7.5;8.0;12.0+PTX" (also "75,80", "9.0a 12.0f") -> {"7.5", "8.0", "12.0+PTX"} in dotted form: the
+// syntax adapter_settings.arch_list reads too, checked by the shared tests/data/arch_list_cases.json.
 // Throws PolicyInputError naming `source`, the item and the accepted form.
 std::vector<std::string> parse_arch_list(const std::string& text, const std::string& source);
 

@@ -10,6 +10,7 @@
 
 #include "common/cuda_version.h"
 #include "common/setting_names.h"
+#include "host/host_info.h"
 #include "manifest/manifest.h"
 
 namespace culina {
@@ -56,6 +57,9 @@ struct Decision {
     // build_local with no toolkit installed: the newest CUDA toolkit from PyPI up to this version
     // (the driver's), which the build asks pip for.
     std::optional<CudaVersion> pypi_toolkit;
+    // build_local with an installed toolkit: the nvcc the probe found, which the build must
+    // compile with (the decision's architectures were checked against it).
+    std::optional<ToolkitInfo> build_toolkit;
     PolicyHostFacts host;
 };
 

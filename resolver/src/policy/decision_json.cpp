@@ -41,6 +41,9 @@ nlohmann::json decision_to_json(const Decision& decision) {
     out["warnings"] = decision.warnings;
     out["local_build_archs"] = decision.local_build_archs;
     out["pypi_toolkit"] = version_or_null(decision.pypi_toolkit);
+    out["build_toolkit"] = decision.build_toolkit ? nlohmann::json{{"nvcc", decision.build_toolkit->nvcc},
+                                                                   {"cuda", decision.build_toolkit->cuda.str()}}
+                                                  : nlohmann::json(nullptr);
     out["host"] = {{"driver_cuda", version_or_null(decision.host.driver_cuda)},
                    {"gpus", decision.host.gpus},
                    {"toolkit_cuda", version_or_null(decision.host.toolkit_cuda)}};

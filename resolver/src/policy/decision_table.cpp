@@ -29,6 +29,9 @@ std::string decision_to_table(const Decision& decision, const SettingNames& name
     for (const std::string& warning : decision.warnings) out << "warning      " << warning << "\n";
     out << "local build  " << join(decision.local_build_archs, ";") << "\n";
     if (decision.pypi_toolkit) out << "toolkit      from PyPI, CUDA " << decision.pypi_toolkit->str() << " at most\n";
+    if (decision.build_toolkit) {
+        out << "toolkit      CUDA " << decision.build_toolkit->cuda.str() << ", " << decision.build_toolkit->nvcc << "\n";
+    }
     out << "candidates   " << decision.candidates.size() << "\n";
     size_t label_width = 0;
     for (const Candidate& candidate : decision.candidates) label_width = std::max(label_width, candidate.variant.size());

@@ -1,14 +1,14 @@
 #include "policy/driver_compat.h"
 
+#include "facts/cuda_facts.h"
+
 namespace culina {
 
 std::optional<std::string> minimum_linux_driver_for(int cuda_major) {
-    switch (cuda_major) {
-        case 11: return "450.80.02";
-        case 12: return "525.60.13";
-        case 13: return "580";
-        default: return std::nullopt;
-    }
+    const std::map<int, std::string>& minimums = cuda_facts().driver_minimum_linux;
+    const auto found = minimums.find(cuda_major);
+    if (found == minimums.end()) return std::nullopt;
+    return found->second;
 }
 
 std::string describe_driver_needed_for(const CudaVersion& build) {

@@ -18,8 +18,8 @@ inline bool driver_runs_sass_of(const CudaVersion& driver, const CudaVersion& bu
 // PTX emitted by CUDA W is JIT-compiled only by a driver supporting D >= W.
 inline bool driver_jits_ptx_of(const CudaVersion& driver, const CudaVersion& build) { return driver >= build; }
 
-// The first Linux driver release supporting a CUDA major ("580" for 13, "525.60.13" for 12);
-// nullopt for majors this table does not know.
+// The first Linux driver release supporting a CUDA major ("580" for 13, "525.60.13" for 12), from
+// facts/cuda_facts.json; nullopt for majors it does not know.
 std::optional<std::string> minimum_linux_driver_for(int cuda_major);
 
 // "a driver supporting CUDA >= 13.0 (NVIDIA driver >= 580)"

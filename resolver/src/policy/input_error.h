@@ -2,12 +2,14 @@
 // cannot be understood. what() names the variable or file, the value, and what is accepted.
 #pragma once
 
-#include <stdexcept>
+#include <string>
+
+#include "common/error.h"
 
 namespace culina {
 
-struct PolicyInputError : std::runtime_error {
-    using std::runtime_error::runtime_error;
+struct PolicyInputError : Error {
+    explicit PolicyInputError(const std::string& message) : Error(ExitStatus::bad_input, message) {}
 };
 
 }  // namespace culina

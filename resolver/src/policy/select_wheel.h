@@ -24,9 +24,6 @@ struct SelectionInput {
     SettingNames names;  // the settings a message may name (VARIANT, OVERRIDE_SM, ...)
 };
 
-// The first CUDA major whose nvcc NVIDIA publishes on PyPI.
-inline constexpr int kFirstMajorWithPypiNvcc = 13;
-
 // Never throws for a host it cannot serve: that is Action::error with the reason.
 Decision select_wheel(const SelectionInput& input);
 

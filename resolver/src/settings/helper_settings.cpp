@@ -116,7 +116,7 @@ const SettingSpec kSettingSpecs[] = {
      "auto, source, null (alias cpu), or a release label such as cu129 or cu130 (1-16 characters of a-z, 0-9, "
      "'.', '_'); empty means auto",
      parse_variant, false},
-    {"OFFLINE", "1 (no network, cache only) or 0; empty means 0", parse_offline, false},
+    {"OFFLINE", "use 1 (no network, cache only) or 0 (empty: 0)", parse_offline, false},
     {"OVERRIDE_CUDA", "the driver's CUDA version like '12.9' or '13.0' (empty: no driver)", parse_override_cuda, false},
     {"OVERRIDE_SM", "compute capabilities separated by commas, like '8.6,9.0' or '86,90' (empty: no GPU)",
      parse_override_sm, false},
