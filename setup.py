@@ -11,13 +11,14 @@ sys.path.insert(0, str(ROOT / "resolver" / "adapter"))
 from cuda_build_ext import CudaBuildExt, CudaExtension  # noqa: E402
 from bundling_sdist import BundlingSdist  # noqa: E402
 from resolving_bdist_wheel import ResolvingBdistWheel  # noqa: E402
+import project_config  # noqa: E402
 
 sources = sorted(p.relative_to(ROOT).as_posix()
                  for pattern in ("*.cpp", "*.cu") for p in (ROOT / "csrc").rglob(pattern))
 
 setup(
     ext_modules=[CudaExtension(
-        "culina._C",
+        project_config.current().extension,  # culina._C, from pyproject.toml
         sources=sources,
         include_dirs=["csrc", pybind11.get_include()],
         language="c++",

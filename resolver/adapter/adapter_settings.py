@@ -1,11 +1,14 @@
 """The environment variables the adapter owns, parsed in one place before anything is decided.
 
-Each variable has one row in VARIABLES: its name, the form it accepts, and the parser that turns
-it into a typed field of AdapterSettings. The backend's hooks and `setup.py bdist_wheel` call
-settings_or_exit() first, so a value that cannot be understood stops the install with one line
-naming the variable, the value and the accepted form, before the helper runs or a decision is
-printed. The readers (compile_pool, helper_build, cuda_build_ext) take their values from here.
-The helper's own variables (CULINA_VARIANT, CULINA_OFFLINE, ...) are the helper's to parse.
+Every name is the project's prefix (pyproject.toml, project_config: CULINA_ for culina) and a
+suffix. Each variable has one row in variables(): its name, the form it accepts, and the parser
+that turns it into a typed field of AdapterSettings, which also carries the project's
+configuration. The backend's hooks and `setup.py bdist_wheel` call settings_or_exit() first, so a
+value that cannot be understood stops the install with one line naming the variable, the value and
+the accepted form, before the helper runs or a decision is printed. The readers (compile_pool,
+helper_build, cuda_build_ext, install_resolution) take their values from here. The helper's own
+variables (<prefix>VARIANT, <prefix>OFFLINE, ...) are the helper's to parse; it gets the prefix as
+an argument.
 """
 from __future__ import annotations
 
@@ -16,14 +19,19 @@ import re
 from pathlib import Path
 from typing import Callable, Mapping
 
-ARCHS_VAR = "CULINA_CUDA_ARCHS"
+import project_config
+from project_config import ProjectConfig
+
+# Suffixes after the project's prefix.
+ARCHS = "CUDA_ARCHS"
 ACCEPTED_ARCHS = "'native', 'all', or a list such as '8.0;9.0;10.0+PTX', '80;90' or '9.0a'"
-HELPER_VAR = "CULINA_HELPER"
+HELPER = "HELPER"
 HELPER_CHOICES = ("auto", "source", "prebuilt")
-RELEASE_BUILD_VAR = "CULINA_RELEASE_BUILD"  # set by the release scripts: a fat wheel, no resolution
-CCACHE_VAR = "CULINA_CCACHE"
-CACHE_DIR_VAR = "CULINA_CACHE_DIR"
-MAX_JOBS_VARS = ("CULINA_MAX_JOBS", "MAX_JOBS")  # the first one set bounds the compile pool
+RELEASE_BUILD = "RELEASE_BUILD"  # set by the release scripts: a fat wheel, no resolution
+CCACHE = "CCACHE"
+CACHE_DIR = "CACHE_DIR"
+RELEASE_URL = "RELEASE_URL"
+MAX_JOBS = "MAX_JOBS"  # <prefix>MAX_JOBS, then the unprefixed MAX_JOBS: the first one set bounds the compile pool
 
 
 class SettingError(ValueError):
@@ -80,12 +88,18 @@ def arch_list(spec: str) -> list[ArchTarget]:
 
 @dataclasses.dataclass(frozen=True)
 class AdapterSettings:
-    cuda_archs: str | None             # a CULINA_CUDA_ARCHS value ('all', 'native' or a list); None: unset
+    project: ProjectConfig             # pyproject.toml's configuration (names, prefix, release lists)
+    cuda_archs: str | None             # a <prefix>CUDA_ARCHS value ('all', 'native' or a list); None: unset
     max_jobs: tuple[int, str] | None   # (compile jobs, "VAR=value"); None: from the cores and memory
     ccache: bool                       # use ccache when it is installed
     helper: str                        # one of HELPER_CHOICES
     release_build: bool
-    cache_dir: Path | None             # CULINA_CACHE_DIR made absolute; None: helper_build.cache_root's default
+    cache_dir: Path | None             # <prefix>CACHE_DIR made absolute; None: helper_build.cache_root's default
+    release_url: str                   # <prefix>RELEASE_URL, else the project's release URL
+
+    def var(self, suffix: str) -> str:
+        """The full name of one of this project's variables: var(ARCHS) -> 'CULINA_CUDA_ARCHS'."""
+        return self.project.env_prefix + suffix
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,51 +162,70 @@ def _cache_dir(value: str, environ: Mapping[str, str]) -> Path | None:
     return Path(os.path.normpath(value)) if value else None
 
 
-# field of AdapterSettings -> its variables; a field with several takes the first one set.
-VARIABLES = {
-    "cuda_archs": (Variable(ARCHS_VAR, ACCEPTED_ARCHS, _cuda_archs),),
-    "max_jobs": tuple(Variable(name, f"a positive whole number of parallel compile jobs, e.g. {name}=4",
-                               _job_limit(name)) for name in MAX_JOBS_VARS),
-    "ccache": (Variable(CCACHE_VAR, "0 (never use ccache) or 1 (use it when installed, the default)",
-                        _ccache),),
-    "helper": (Variable(HELPER_VAR, "auto (default: the sdist's prebuilt helper when it runs here, else compile), "
-                        "source (always compile) or prebuilt (never compile)", _helper),),
-    "release_build": (Variable(RELEASE_BUILD_VAR, "1 (the release scripts' fat-wheel build, no resolution) or 0",
-                               _release_build),),
-    "cache_dir": (Variable(CACHE_DIR_VAR, "an absolute path such as /var/cache/culina, or ~/.cache/culina (~ is "
-                           "your HOME; ~user and relative paths are refused)", _cache_dir),),
-}
+def _release_url(value: str, environ: Mapping[str, str]) -> str | None:
+    if re.search(r"\s", value.strip()):
+        raise ValueError("holds white space, which no URL or folder name here may")
+    return value.strip().rstrip("/") or None
 
 
-def parse(environ: Mapping[str, str]) -> AdapterSettings:
-    """Every variable of VARIABLES checked; the first bad one raises SettingError."""
+def variables(prefix: str) -> dict[str, tuple[Variable, ...]]:
+    """Field of AdapterSettings -> its variables, named with the project's prefix; a field with
+    several takes the first one set."""
+    cache = prefix.lower().rstrip("_")
+    return {
+        "cuda_archs": (Variable(prefix + ARCHS, ACCEPTED_ARCHS, _cuda_archs),),
+        "max_jobs": tuple(Variable(name, f"a positive whole number of parallel compile jobs, e.g. {name}=4",
+                                   _job_limit(name)) for name in (prefix + MAX_JOBS, MAX_JOBS)),
+        "ccache": (Variable(prefix + CCACHE, "0 (never use ccache) or 1 (use it when installed, the default)",
+                            _ccache),),
+        "helper": (Variable(prefix + HELPER, "auto (default: the sdist's prebuilt helper when it runs here, else "
+                            "compile), source (always compile) or prebuilt (never compile)", _helper),),
+        "release_build": (Variable(prefix + RELEASE_BUILD, "1 (the release scripts' fat-wheel build, no resolution) "
+                                   "or 0", _release_build),),
+        "cache_dir": (Variable(prefix + CACHE_DIR, f"an absolute path such as /var/cache/{cache}, or ~/.cache/{cache} "
+                               "(~ is your HOME; ~user and relative paths are refused)", _cache_dir),),
+        "release_url": (Variable(prefix + RELEASE_URL, "the base URL of the release assets (https://...), or a "
+                                 "release folder filled by `culina-resolver mirror` (a path or file:// URL)",
+                                 _release_url),),
+    }
+
+
+def parse(environ: Mapping[str, str], project: ProjectConfig) -> AdapterSettings:
+    """Every variable of the project's table checked; the first bad one raises SettingError."""
     fields = {}
-    for field, variables in VARIABLES.items():
+    for field, field_variables in variables(project.env_prefix).items():
         values = []
-        for variable in variables:
+        for variable in field_variables:
             value = environ.get(variable.name, "")
             try:
                 values.append(variable.parse(value, environ))
             except ValueError as error:
                 raise SettingError(variable.name, value, str(error), variable.accepted) from None
         fields[field] = next((v for v in values if v is not None), None)
-    return AdapterSettings(**fields)
+    fields["release_url"] = fields["release_url"] or project.release_url
+    return AdapterSettings(project=project, **fields)
 
 
 @functools.lru_cache(maxsize=None)
-def _parsed(values: tuple[tuple[str, str | None], ...]) -> AdapterSettings:
-    return parse({name: value for name, value in values if value is not None})
+def _parsed(project: ProjectConfig, values: tuple[tuple[str, str | None], ...]) -> AdapterSettings:
+    return parse({name: value for name, value in values if value is not None}, project)
 
 
 def current() -> AdapterSettings:
     """This process's settings; parsed once per set of values (a test may change them)."""
-    names = [v.name for variables in VARIABLES.values() for v in variables] + ["HOME"]
-    return _parsed(tuple((name, os.environ.get(name)) for name in names))
+    project = project_config.current()
+    names = [v.name for vs in variables(project.env_prefix).values() for v in vs] + ["HOME"]
+    return _parsed(project, tuple((name, os.environ.get(name)) for name in names))
 
 
 def settings_or_exit() -> AdapterSettings:
-    """current(), or the install stops with the bad setting in one line and no traceback."""
+    """current(), or the install stops with the bad setting (or configuration) in one line and no
+    traceback."""
+    try:
+        project = project_config.current()
+    except project_config.ConfigError as error:
+        raise SystemExit(f"cannot build: {error}") from None
     try:
         return current()
     except SettingError as error:
-        raise SystemExit(f"culina: {error}") from None
+        raise SystemExit(f"{project.name}: {error}") from None

@@ -11,6 +11,7 @@ from pathlib import Path
 from setuptools.command.sdist import sdist
 
 import bundled_python
+import project_config
 
 BUNDLE_DIR = Path("resolver") / "bundled"
 HEADER_ROOTS = ("/usr/include", "/usr/local/include")
@@ -18,12 +19,13 @@ LICENSE_FILES = ("/usr/share/doc/nlohmann-json3-dev/copyright", "/usr/share/lice
 
 
 def find_json_headers() -> Path:
-    roots = [os.environ["CULINA_JSON_INCLUDE_DIR"]] if os.environ.get("CULINA_JSON_INCLUDE_DIR") else []
+    variable = project_config.current().env_prefix + "JSON_INCLUDE_DIR"  # CULINA_JSON_INCLUDE_DIR for culina
+    roots = [os.environ[variable]] if os.environ.get(variable) else []
     for root in [*roots, *HEADER_ROOTS]:
         if (Path(root) / "nlohmann" / "json.hpp").is_file():
             return Path(root) / "nlohmann"
     raise SystemExit("building the sdist needs the nlohmann/json headers to bundle: install them "
-                     "(Debian/Ubuntu: apt-get install nlohmann-json3-dev) or set CULINA_JSON_INCLUDE_DIR")
+                     f"(Debian/Ubuntu: apt-get install nlohmann-json3-dev) or set {variable}")
 
 
 class BundlingSdist(sdist):
@@ -37,6 +39,7 @@ class BundlingSdist(sdist):
             raise SystemExit(f"found {headers} but not its license ({', '.join(LICENSE_FILES)}): "
                              "the sdist must carry nlohmann/json's license beside its headers")
         shutil.copy2(license_file, target / "nlohmann-json-LICENSE")
-        print(f"[culina sdist] bundled {headers} and its license into {BUNDLE_DIR}")
+        name = project_config.current().name
+        print(f"[{name} sdist] bundled {headers} and its license into {BUNDLE_DIR}")
         python = bundled_python.bundle_into(target / "python")
-        print(f"[culina sdist] bundled {', '.join(python)} (sources and licenses) into {BUNDLE_DIR / 'python'}")
+        print(f"[{name} sdist] bundled {', '.join(python)} (sources and licenses) into {BUNDLE_DIR / 'python'}")

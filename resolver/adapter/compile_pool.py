@@ -1,9 +1,9 @@
 """Runs one build's compile jobs, C++ and CUDA alike, in a single pool.
 
 The bindings (a C++ file) are the longest single job of a one-architecture build, so they run
-beside nvcc rather than after it. The pool is bounded by CULINA_MAX_JOBS or MAX_JOBS, else by
+beside nvcc rather than after it. The pool is bounded by <prefix>MAX_JOBS or MAX_JOBS, else by
 the cores and the free memory (an nvcc job can take over a GiB); ccache fronts the compilers
-when it is installed (CULINA_CCACHE=0 turns it off); each finished file prints one line. The
+when it is installed (<prefix>CCACHE=0 turns it off); each finished file prints one line. The
 settings are parsed in adapter_settings.
 """
 from __future__ import annotations
@@ -17,6 +17,7 @@ import time
 from typing import Callable
 
 import adapter_settings
+import project_config
 
 JOB_MEMORY_BYTES = 3 << 29  # 1.5 GiB: the largest nvcc job here peaks near 1 GiB
 
@@ -28,7 +29,7 @@ class CompileJob:
 
 
 def say(message: str) -> None:
-    print(f"[culina build] {message}", file=sys.stderr, flush=True)
+    print(f"[{project_config.current().name} build] {message}", file=sys.stderr, flush=True)
 
 
 def available_memory() -> int | None:

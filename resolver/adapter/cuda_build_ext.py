@@ -3,13 +3,14 @@
 One job: turn the extension's CUDA sources into objects for the requested architectures,
 link the CUDA runtime statically (so the module loads with no driver installed), and write
 the build record `_build_info.json` next to the built module. With no nvcc it builds the
-C++ sources alone, defines CULINA_CPU_ONLY, and says so loudly.
+C++ sources alone, defines <prefix>CPU_ONLY (CULINA_CPU_ONLY for culina), and says so loudly.
 
 What to build comes as a BuildPlan from resolving_bdist_wheel (the resolver's decision); without
-one (`setup.py build_ext`, editable installs, release builds) CULINA_CUDA_ARCHS, parsed in
+one (`setup.py build_ext`, editable installs, release builds) <prefix>CUDA_ARCHS, parsed in
 adapter_settings (`native`, `all`, or a list such as `8.0;9.0;10.0+PTX`, `80;90`, `9.0a`), or
-`all`. The toolkit comes from CUDA_HOME / CUDA_PATH and TOOLKIT_SEARCH; the job pool's settings
-are in compile_pool.
+`all`. The toolkit is the nvcc the decision names (BuildPlan.nvcc); without one (no resolution,
+or a toolkit pip fetched from PyPI after the decision) the first in TOOLKIT_SEARCH; the job pool's
+settings are in compile_pool.
 """
 from __future__ import annotations
 
@@ -28,8 +29,10 @@ from setuptools.command.build_ext import build_ext
 
 import adapter_settings
 import compile_pool
+import install_resolution
+import project_config
 import pypi_toolkit
-from adapter_settings import ACCEPTED_ARCHS, ARCHS_VAR, Arch, ArchSyntaxError
+from adapter_settings import ACCEPTED_ARCHS, ARCHS, CCACHE, Arch, ArchSyntaxError
 from compile_pool import say
 from project_config import ProjectConfig
 
@@ -45,8 +48,11 @@ class BuildPlan:
     """What resolving_bdist_wheel hands this build from the resolver's decision."""
 
     cpu_only: bool
-    archs: str                # CULINA_CUDA_ARCHS syntax; unused when cpu_only
+    archs: str                # <prefix>CUDA_ARCHS syntax; unused when cpu_only
     decision: dict | None     # the helper's whole decision, for the build record; None: no resolution
+    # The nvcc the resolver decided for (the decision's build_toolkit), compiled with exactly; None:
+    # no resolution, or a toolkit fetched from PyPI after the decision (then found in TOOLKIT_SEARCH)
+    nvcc: Path | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,6 +93,14 @@ def toolkit_at(nvcc: Path, source: str) -> Toolkit:
     return Toolkit(root, nvcc, match.group(1), match.group(2), source)
 
 
+def decided_toolkit(nvcc: Path) -> Toolkit:
+    """The toolkit of the nvcc the resolver's decision names: the build compiles with it, not with
+    a second search's result."""
+    if not nvcc.is_file():
+        raise BuildError(f"the resolver decided a build with {nvcc}, which is no longer there; run the install again")
+    return toolkit_at(nvcc, "the resolver's probe")
+
+
 def find_toolkit() -> Toolkit | None:
     """The first nvcc in TOOLKIT_SEARCH's order; None when there is none."""
     candidates = []
@@ -110,19 +124,26 @@ def find_toolkit() -> Toolkit | None:
     return None
 
 
-def native_archs() -> str:
-    """The compute capabilities of the GPUs visible here, as a list for parse_archs."""
-    smi = shutil.which("nvidia-smi")
-    out = ""
-    if smi:
-        out = subprocess.run([smi, "--query-gpu=compute_cap", "--format=csv,noheader"],
-                             capture_output=True, text=True).stdout
-    caps = sorted({line.strip() for line in out.splitlines() if line.strip()})
+def native_archs(variable: str, gpus: list[str] | None) -> str:
+    """The compute capabilities of the GPUs the helper's probe found, as a list for parse_archs."""
+    caps = sorted(set(gpus or []))
     if not caps:
-        raise BuildError(f"{ARCHS_VAR}=native but no GPU is visible here (nvidia-smi "
-                         f"{'found none' if smi else 'is not installed'}): name the architectures "
-                         f"instead, e.g. {ARCHS_VAR}='8.0;9.0', or use {ARCHS_VAR}=all")
+        raise BuildError(f"{variable}=native but the probe found no GPU here: name the architectures "
+                         f"instead, e.g. {variable}='8.0;9.0', or use {variable}=all")
     return ";".join(caps)
+
+
+def plan_gpus(plan: BuildPlan, settings: adapter_settings.AdapterSettings) -> list[str] | None:
+    """The GPUs `native` means: the decision's (what the probe saw when it decided), else the probe's
+    now; None when the plan does not ask for `native`."""
+    if plan.cpu_only or plan.archs.strip() != "native":
+        return None
+    if plan.decision is not None:
+        return list(plan.decision["host"]["gpus"])
+    try:
+        return install_resolution.probed_gpus(settings)
+    except install_resolution.ResolutionError as error:
+        raise BuildError(f"{settings.var(ARCHS)}=native: {error}") from None
 
 
 def supported_digits(toolkit: Toolkit) -> list[str]:
@@ -131,20 +152,24 @@ def supported_digits(toolkit: Toolkit) -> list[str]:
     return sorted({m for m in re.findall(r"compute_(\d+)", out)}, key=int)
 
 
-def parse_archs(value: str, toolkit: Toolkit) -> tuple[list[Arch], list[Arch]]:
-    """(SASS targets, PTX targets) from a CULINA_CUDA_ARCHS value."""
+def parse_archs(value: str, toolkit: Toolkit, project: ProjectConfig | None = None,
+                gpus: list[str] | None = None) -> tuple[list[Arch], list[Arch]]:
+    """(SASS targets, PTX targets) from a <prefix>CUDA_ARCHS value; `all` is the project's release
+    list (the project this adapter builds unless another is given), `native` the probe's `gpus`."""
+    project = project or project_config.current()
+    variable = project.env_prefix + ARCHS
     spec = value.strip()
     if spec == "all":
         try:
-            spec = ProjectConfig.load().release_archs_for(toolkit.version)
+            spec = project.release_archs_for(toolkit.version)
         except ValueError as error:
-            raise BuildError(f"{ARCHS_VAR}=all: {error}") from None
+            raise BuildError(f"{variable}=all: {error}") from None
     elif spec == "native":
-        spec = native_archs()
+        spec = native_archs(variable, gpus)
     known = supported_digits(toolkit)
 
     def fail(why: str) -> BuildError:
-        return BuildError(f"{ARCHS_VAR}={value!r}: {why}. Accepted: {ACCEPTED_ARCHS}; nvcc "
+        return BuildError(f"{variable}={value!r}: {why}. Accepted: {ACCEPTED_ARCHS}; nvcc "
                           f"{toolkit.version} targets {', '.join(d[:-1] + '.' + d[-1] for d in known)}")
 
     try:
@@ -191,18 +216,19 @@ class CudaBuildExt(build_ext):
         self.build_plan: BuildPlan | None = None  # set by resolving_bdist_wheel before the build runs
 
     def run(self):
-        adapter_settings.settings_or_exit()  # `setup.py build_ext` and editable builds start here
+        settings = adapter_settings.settings_or_exit()  # `setup.py build_ext` and editable builds start here
         try:
             super().run()
         except BuildError as error:  # a setting or tool the user can fix: the message, not a traceback
-            raise SystemExit(f"culina: cannot build: {error}") from None
+            raise SystemExit(f"{settings.project.name}: cannot build: {error}") from None
 
     def build_extension(self, ext):
         settings = adapter_settings.current()
         plan = self.build_plan or BuildPlan(cpu_only=False, archs=settings.cuda_archs or "all", decision=None)
         # The resolver's build_cpu decision builds without CUDA even where a toolkit is installed.
         cpu_only, decision = plan.cpu_only, plan.decision
-        toolkit = None if cpu_only else find_toolkit()
+        cpu_only_macro = settings.var("CPU_ONLY")  # what the extension's sources test for a build without CUDA
+        toolkit = None if cpu_only else decided_toolkit(plan.nvcc) if plan.nvcc else find_toolkit()
         ext = copy.copy(ext)  # what this build adds stays off the distribution's Extension
         ext.define_macros, ext.extra_link_args = list(ext.define_macros), list(ext.extra_link_args)
         cu_sources = [s for s in ext.sources if s.endswith(".cu")]
@@ -214,7 +240,7 @@ class CudaBuildExt(build_ext):
         nvcc_flags: list[str] = []
         if cpu_only:
             say("building the CPU-only module, as the resolver decided")
-            ext.define_macros.append(("CULINA_CPU_ONLY", "1"))
+            ext.define_macros.append((cpu_only_macro, "1"))
         elif toolkit is None and (decision or {}).get("action") == "build_local":
             needs = pypi_toolkit.requirements_up_to(decision["pypi_toolkit"]) if decision.get("pypi_toolkit") else []
             raise BuildError(f"the resolver decided a CUDA build for {';'.join(decision['local_build_archs'])}, but no "
@@ -226,18 +252,18 @@ class CudaBuildExt(build_ext):
             say(f"no nvcc found ({TOOLKIT_SEARCH}): building the CPU-ONLY")
             say("module. GPU arrays will be refused; install a CUDA toolkit and rebuild for GPUs.")
             say("=" * 72)
-            ext.define_macros.append(("CULINA_CPU_ONLY", "1"))
+            ext.define_macros.append((cpu_only_macro, "1"))
         else:
-            sass, ptx = parse_archs(plan.archs, toolkit)
+            sass, ptx = parse_archs(plan.archs, toolkit, settings.project, plan_gpus(plan, settings))
             say(f"nvcc {toolkit.full_version} at {toolkit.nvcc} (from {toolkit.source}); SASS {[a.label for a in sass]}, "
                 f"PTX {[a.label for a in ptx]}")
             nvcc_flags = cuda_flags(ext, sass, ptx)
             ext.extra_link_args += [str(toolkit.cudart_static()), "-lrt", "-lpthread", "-ldl"]
             record.update(variant=f"cu{toolkit.version.replace('.', '')}", cpu_only=False,
-                          cuda_version=toolkit.version, nvcc_version=toolkit.full_version,
+                          cuda_version=toolkit.version, nvcc_version=toolkit.full_version, nvcc=str(toolkit.nvcc),
                           toolkit_source=toolkit.source,
                           sass_archs=[a.label for a in sass], ptx_archs=[a.label for a in ptx])
-        objects = self._compile(ext, cpp_sources, cu_sources if toolkit else [], toolkit, nvcc_flags)
+        objects = self._compile(ext, cpp_sources, cu_sources if toolkit else [], toolkit, nvcc_flags, settings)
         # Every object is built above; setuptools only links them.
         ext.depends = [*ext.depends, *ext.sources]
         ext.sources, ext.extra_objects = [], [*objects, *ext.extra_objects]
@@ -258,14 +284,14 @@ class CudaBuildExt(build_ext):
             target = Path(build_py.get_package_dir(package), BUILD_RECORD)
             self.copy_file(str(source), str(target), level=self.verbose)
 
-    def _compile(self, ext, cpp_sources, cu_sources, toolkit, nvcc_flags) -> list[str]:
+    def _compile(self, ext, cpp_sources, cu_sources, toolkit, nvcc_flags, settings) -> list[str]:
         """Objects for every source, compiling only those older than their inputs; the C++ and
         CUDA files share one job pool (compile_pool)."""
         headers = [str(p) for d in ext.include_dirs for p in Path(d).rglob("*.h")]
         newest_header = max((os.path.getmtime(p) for p in headers), default=0.0)
         ccache = compile_pool.ccache_prefix()
         if ccache:
-            say(f"ccache in front of the compilers ({ccache[0]}; {adapter_settings.CCACHE_VAR}=0 turns it off)")
+            say(f"ccache in front of the compilers ({ccache[0]}; {settings.var(CCACHE)}=0 turns it off)")
         # Python's CFLAGS carry -g; debug info doubles the objects and slows the bindings'
         # compile. `build_ext --debug` still adds it.
         compiler = copy.copy(self.compiler)

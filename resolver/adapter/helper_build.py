@@ -1,18 +1,18 @@
 """Finds or builds the `culina-resolver` helper for this install.
 
-In order (CULINA_HELPER picks which may serve):
+In order (<prefix>HELPER, CULINA_HELPER for culina, picks which may serve):
 1. the prebuilt helper a release sdist carries for this platform (resolver/prebuilt/), used only
    when its platform and C library fit, its sha256 is the one recorded beside it, the recorded
    source hash is that of the sources this sdist carries, and it answers `version --json` with
    that same hash: then no compiler is needed at all;
-2. a helper this user compiled earlier, from CULINA_CACHE_DIR/helper/<key> (the key hashes the
+2. a helper this user compiled earlier, from <prefix>CACHE_DIR/helper/<key> (the key hashes the
    sources, the compiler's identity and the flags), used only from folders this user owns and
    nobody else can write;
 3. compiling it now: a unity build in a few translation units (parsing nlohmann/json once per
    unit dominates the cost), at -Og (the cheap optimisations) but for SHA-256, which hashes whole
    wheels; the release's prebuilt helper is built once, so all of it at -O2.
 
-CULINA_HELPER=auto (default) tries them in that order; `source` skips the prebuilt helper (for
+<prefix>HELPER=auto (default) tries them in that order; `source` skips the prebuilt helper (for
 packagers who ship no binaries they did not build); `prebuilt` never compiles.
 """
 from __future__ import annotations
@@ -30,9 +30,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import adapter_settings
 import prebuilt_wheel
-from adapter_settings import HELPER_VAR
+import project_config
+from adapter_settings import CACHE_DIR, HELPER, AdapterSettings
 
 RESOLVER_DIR = Path(__file__).resolve().parents[1]
 SOURCE_DIR = RESOLVER_DIR / "src"
@@ -64,23 +64,22 @@ class HelperBuildError(RuntimeError):
 
 
 def say(message: str) -> None:
-    print(f"[culina resolver] {message}", file=sys.stderr, flush=True)
+    print(f"[{project_config.current().name} resolver] {message}", file=sys.stderr, flush=True)
 
 
-def cache_root() -> Path:
-    """The rule the helper applies to its wheel cache (fetch_settings.cpp, resolve_cache_root):
-    CULINA_CACHE_DIR (parsed by adapter_settings), else $XDG_CACHE_HOME/culina when absolute, else
-    $HOME/.cache/culina."""
-    configured = adapter_settings.current().cache_dir
-    if configured is not None:
-        return configured
+def cache_root(settings: AdapterSettings) -> Path:
+    """The rule the helper applies to its wheel cache (fetch_settings.cpp, resolve_cache_root), with
+    the project's names: <prefix>CACHE_DIR (parsed by adapter_settings), else
+    $XDG_CACHE_HOME/<name> when absolute, else $HOME/.cache/<name>. The helper is given this root."""
+    if settings.cache_dir is not None:
+        return settings.cache_dir
     home, xdg = os.environ.get("HOME", ""), os.environ.get("XDG_CACHE_HOME", "")
     if os.path.isabs(xdg):
-        return Path(os.path.normpath(xdg)) / "culina"
+        return Path(os.path.normpath(xdg)) / settings.project.cache_name
     if not home:
-        raise HelperBuildError("no cache directory: CULINA_CACHE_DIR, XDG_CACHE_HOME and HOME are all unset; "
-                               "set CULINA_CACHE_DIR to a writable folder")
-    return Path(os.path.normpath(home)) / ".cache" / "culina"
+        raise HelperBuildError(f"no cache directory: {settings.var(CACHE_DIR)}, XDG_CACHE_HOME and HOME are all "
+                               f"unset; set {settings.var(CACHE_DIR)} to a writable folder")
+    return Path(os.path.normpath(home)) / ".cache" / settings.project.cache_name
 
 
 def platform_name() -> str:
@@ -312,18 +311,19 @@ def _uncached_folder() -> Path:
     return folder
 
 
-def compiled_helper(sources: str, why_not_prebuilt: str) -> Path:
+def compiled_helper(sources: str, why_not_prebuilt: str, settings: AdapterSettings) -> Path:
     """The helper this user compiled for these sources, from the cache or built now."""
     compiler = find_compiler()
     if compiler is None:
         raise HelperBuildError(
-            f"no C++ compiler found (CXX, c++, g++, clang++) to build culina's install helper, and the prebuilt "
-            f"helper cannot serve: {why_not_prebuilt}. Fix: install a compiler (Debian/Ubuntu: apt-get install "
-            "g++), or install from a release sdist (pip install culina), which carries a prebuilt helper for "
-            "linux-x86_64 and linux-aarch64")
-    folder = cache_root() / "helper" / cache_key(compiler, sources)
+            f"no C++ compiler found (CXX, c++, g++, clang++) to build {settings.project.name}'s install helper, and "
+            f"the prebuilt helper cannot serve: {why_not_prebuilt}. Fix: install a compiler (Debian/Ubuntu: apt-get "
+            f"install g++), or install from a release sdist (pip install {settings.project.name}), which carries a "
+            "prebuilt helper for linux-x86_64 and linux-aarch64")
+    root = cache_root(settings)
+    folder = root / "helper" / cache_key(compiler, sources)
     target = folder / HELPER_NAME
-    problem = private_folder(cache_root()) or private_folder(cache_root() / "helper") or private_folder(folder)
+    problem = private_folder(root) or private_folder(root / "helper") or private_folder(folder)
     if problem is None and target.exists():
         problem = private_problem(target)
         if problem is None:
@@ -331,7 +331,7 @@ def compiled_helper(sources: str, why_not_prebuilt: str) -> Path:
             return target
     if problem:
         say(f"WARNING: not using the helper cache: {problem}. Building a private copy for this install "
-            "(set CULINA_CACHE_DIR to a folder only you can write)")
+            f"(set {settings.var(CACHE_DIR)} to a folder only you can write)")
         target = _uncached_folder() / HELPER_NAME
     say(f"building the helper with {compiler} (a unity build) -> {target}")
     started = time.monotonic()
@@ -340,21 +340,21 @@ def compiled_helper(sources: str, why_not_prebuilt: str) -> Path:
     return target
 
 
-def helper_binary() -> Path:
-    """The helper for these sources, as CULINA_HELPER allows; logs which one and why."""
-    choice = adapter_settings.current().helper
+def helper_binary(settings: AdapterSettings) -> Path:
+    """The helper for these sources, as <prefix>HELPER allows; logs which one and why."""
+    choice, variable = settings.helper, settings.var(HELPER)
     sources = source_hash()
     if choice == "source":
-        return compiled_helper(sources, f"{HELPER_VAR}=source asks to compile it")
+        return compiled_helper(sources, f"{variable}=source asks to compile it", settings)
     binary, checked = prebuilt_helper(sources)
     if binary is not None:
         say(f"prebuilt helper from the sdist: {checked}")
         return binary
     if choice == "prebuilt":
-        raise HelperBuildError(f"{HELPER_VAR}=prebuilt, but the sdist's prebuilt helper cannot serve: {checked}. "
-                               f"Fix: unset {HELPER_VAR} (or set it to source) to compile the helper here")
+        raise HelperBuildError(f"{variable}=prebuilt, but the sdist's prebuilt helper cannot serve: {checked}. "
+                               f"Fix: unset {variable} (or set it to source) to compile the helper here")
     say(f"prebuilt helper not used: {checked}")
-    return compiled_helper(sources, checked)
+    return compiled_helper(sources, checked, settings)
 
 
 def build_prebuilt(folder: Path) -> Path:

@@ -3,8 +3,10 @@ for which architectures), a CPU-only build, or an error that says what is missin
 
 Inputs: the release manifest (inside the sdist when it came from a release; otherwise the
 helper fetches it from the release URL, and with none at all decides from an empty one how to
-build), this interpreter's wheel tags (packaging.tags, best first), and [tool.culina] from
-pyproject.toml. The helper's log streams to stderr, which `pip install -v` shows.
+build), this interpreter's wheel tags (packaging.tags, best first), and the adapter's settings
+(pyproject.toml's table and the project's variables). The helper is given the project's variable
+prefix, so it reads <prefix>VARIANT and the rest, never another project's. Its log streams to
+stderr, which `pip install -v` shows.
 """
 from __future__ import annotations
 
@@ -19,8 +21,9 @@ from pathlib import Path
 
 import prebuilt_wheel
 import pypi_toolkit
-from helper_build import HelperBuildError, helper_binary, say
-from project_config import PROJECT_ROOT, ProjectConfig
+from adapter_settings import AdapterSettings
+from helper_build import HelperBuildError, cache_root, helper_binary, say
+from project_config import PROJECT_ROOT
 
 MANIFEST_NAME = "release-manifest.json"
 HELPER_TIME_LIMIT_S = 3600  # a safety net: the helper bounds its own probe and each download attempt
@@ -61,11 +64,11 @@ class Resolution:
 _current: Resolution | None = None  # one resolution per build process
 
 
-def current_resolution() -> Resolution:
+def current_resolution(settings: AdapterSettings) -> Resolution:
     """This process's resolution: made on first use, or the one adopted from an earlier step."""
     global _current
     if _current is None:
-        _current = resolve_install()
+        _current = resolve_install(settings)
     return _current
 
 
@@ -84,7 +87,7 @@ def interpreter_tags() -> list[str]:
     return [str(tag) for tag in tags.sys_tags()]
 
 
-def _manifest_arguments(config: ProjectConfig) -> list[str]:
+def _manifest_arguments(settings: AdapterSettings) -> list[str]:
     """The sdist's own manifest (trusted for its hashes, so plain http may carry the wheels), or
     the release URL's, which the helper fetches itself (its libcurl path: CA bundle, proxies,
     timeouts, size cap), skips offline and for source builds, and treats as empty on failure."""
@@ -92,11 +95,11 @@ def _manifest_arguments(config: ProjectConfig) -> list[str]:
     if embedded.is_file():
         say(f"release manifest: {embedded} (inside the sdist)")
         return ["--manifest", str(embedded), "--allow-http"]
-    return ["--manifest-url", f"{config.release_url}/{MANIFEST_NAME}", "--project", config.name,
-            "--project-version", config.version]
+    return ["--manifest-url", f"{settings.release_url}/{MANIFEST_NAME}", "--project", settings.project.name,
+            "--project-version", settings.project.version]
 
 
-def _run_helper(command: list[str]) -> tuple[int, str, str]:
+def _run_helper(command: list[str], settings: AdapterSettings) -> tuple[int, str, str]:
     """Runs the helper, echoing its stderr as it comes; returns (exit code, stdout, stderr)."""
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     timed_out = threading.Event()
@@ -126,28 +129,31 @@ def _run_helper(command: list[str]) -> tuple[int, str, str]:
     reader.join()
     if timed_out.is_set():
         raise ResolutionError(f"culina-resolver did not finish within {HELPER_TIME_LIMIT_S} s and was stopped; "
-                              "set CULINA_VARIANT=source to skip the download and build locally")
+                              f"set {settings.var('VARIANT')}=source to skip the download and build locally")
     return process.returncode, stdout, "".join(log)
 
 
-def resolve_install(config: ProjectConfig | None = None) -> Resolution:
-    config = config or ProjectConfig.load()
+def resolve_install(settings: AdapterSettings) -> Resolution:
+    config = settings.project
     try:
-        helper = helper_binary()
+        helper = helper_binary(settings)
+        cache = cache_root(settings)
     except HelperBuildError as error:
-        raise ResolutionError(f"culina's install helper cannot run here: {error}") from error
-    with tempfile.TemporaryDirectory(prefix="culina-resolve-") as work:
+        raise ResolutionError(f"{config.name}'s install helper cannot run here: {error}") from error
+    with tempfile.TemporaryDirectory(prefix=f"{config.cache_name}-resolve-") as work:
         tags_file = Path(work) / "tags.txt"
         tags_file.write_text("\n".join(interpreter_tags()) + "\n")
         # --default-archs: what a build host (a toolkit, no GPU visible) builds. The helper finds the
         # toolkit, so it gets the newest CUDA major's list and drops what that toolkit cannot target
         # (11.0 for CUDA 12, which leaves the CUDA 12 list).
-        command = [str(helper), "resolve", *_manifest_arguments(config), "--tags", str(tags_file),
-                   "--base-url", config.release_url, "--default-archs", config.newest_release_archs, "--json"]
+        # The project's names: its variables (--env-prefix) and its cache folder (--cache-dir).
+        command = [str(helper), "--env-prefix", config.env_prefix, "resolve", *_manifest_arguments(settings),
+                   "--tags", str(tags_file), "--base-url", settings.release_url, "--cache-dir", str(cache),
+                   "--default-archs", config.newest_release_archs, "--json"]
         pypi = pypi_toolkit.installed_root()
         if pypi is not None:
             command += ["--pypi-toolkit", str(pypi)]  # the build would find it too (cuda_build_ext.find_toolkit)
-        code, stdout, log = _run_helper(command)
+        code, stdout, log = _run_helper(command, settings)
     if code == EXIT_BAD_INPUT or not stdout.strip():
         last = log.strip().splitlines()[-1] if log.strip() else f"exit status {code}"
         raise ResolutionError(f"culina-resolver refused its input: {last}")
@@ -164,14 +170,30 @@ def resolve_install(config: ProjectConfig | None = None) -> Resolution:
     return resolution
 
 
-def deliver(resolution: Resolution, directory: Path) -> Path:
+def probed_gpus(settings: AdapterSettings) -> list[str]:
+    """The compute capability of each GPU the helper's probe finds here (<prefix>CUDA_ARCHS=native in
+    a build that made no resolution: `setup.py build_ext`, editable installs)."""
+    try:
+        helper = helper_binary(settings)
+    except HelperBuildError as error:
+        raise ResolutionError(f"{settings.project.name}'s install helper cannot run here: {error}") from error
+    done = subprocess.run([str(helper), "--env-prefix", settings.project.env_prefix, "probe", "--json"],
+                          capture_output=True, text=True, timeout=HELPER_TIME_LIMIT_S)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        raise ResolutionError(f"culina-resolver probe failed: {last}")
+    return [gpu["sm"] for gpu in json.loads(done.stdout)["gpus"]]
+
+
+def deliver(resolution: Resolution, directory: Path, settings: AdapterSettings) -> Path:
     """Hands the resolution's verified wheel to pip in `directory`, checked again as it is copied.
     A wheel the helper had to fetch into a private folder (the cache could not be trusted) is
     removed with that folder afterwards."""
     try:
-        wheel = prebuilt_wheel.deliver(resolution.wheel_path, resolution.asset_name, resolution.decision, directory)
+        wheel = prebuilt_wheel.deliver(resolution.wheel_path, resolution.asset_name, resolution.decision, directory,
+                                       settings.project.build_record_member)
     except prebuilt_wheel.DeliveryError as error:
-        raise SystemExit(str(error)) from None
+        raise SystemExit(f"{settings.project.name}: {error}") from None
     finally:
         private = resolution.wheel_path.parent.parent  # <TMPDIR>/culina-wheel-XXXXXX/wheels/<file>
         if resolution.decision.get("wheel_in_private_folder") and private.name.startswith("culina-wheel-"):

@@ -1,6 +1,7 @@
 """Hands a verified release wheel to pip: its metadata first when pip asks for it, then the
 wheel under the standard file name (the variant label is dropped, since pip knows no labels),
-with the resolver's decision added to the build record `culina/_build_info.json` and RECORD
+with the resolver's decision added to the build record (`culina/_build_info.json` for culina: beside
+the extension, ProjectConfig.build_record_member) and RECORD
 updated to match. Every other member, the extension module included, is copied byte for byte.
 
 The wheel in the cache is checked again here, where it is used: its sha256 against the decision
@@ -22,17 +23,16 @@ import zipfile
 from pathlib import Path
 from typing import BinaryIO
 
-BUILD_RECORD_MEMBER = "culina/_build_info.json"
 COPY_PIECE = 1 << 20          # members and the wheel are read in pieces of this size
 RECORD_SIZE_LIMIT = 16 << 20  # RECORD and _build_info.json are text of some KiB
 
 
 class DeliveryError(RuntimeError):
-    """The wheel cannot be handed to pip; the message starts with "culina:" and names the problem."""
+    """The wheel cannot be handed to pip; the message names the problem (the caller adds the project's name)."""
 
 
 def standard_name(asset_name: str) -> str:
-    """culina-0.1.0-cp312-cp312-manylinux_2_28_x86_64-cu130.whl -> ...-manylinux_2_28_x86_64.whl"""
+    """name-0.1.0-cp312-cp312-manylinux_2_28_x86_64-cu130.whl -> ...-manylinux_2_28_x86_64.whl"""
     stem = asset_name.removesuffix(".whl")
     return stem.rsplit("-", 1)[0] + ".whl"
 
@@ -49,12 +49,12 @@ def _checked_members(wheel: zipfile.ZipFile, source: str) -> list[zipfile.ZipInf
         name = member.filename
         parts = name.split("/")
         if name.startswith("/") or "\\" in name or ".." in parts or (len(name) > 1 and name[1] == ":"):
-            raise DeliveryError(f"culina: {source} holds the member {name!r}, a path outside the wheel; "
-                                "refusing it (reinstall with --no-cache-dir, or CULINA_VARIANT=source)")
+            raise DeliveryError(f"{source} holds the member {name!r}, a path outside the wheel; "
+                                "refusing it (reinstall with --no-cache-dir, or build from source)")
         if stat.S_ISLNK(member.external_attr >> 16):
-            raise DeliveryError(f"culina: {source} holds the symbolic link {name!r}; a wheel holds none, refusing it")
+            raise DeliveryError(f"{source} holds the symbolic link {name!r}; a wheel holds none, refusing it")
         if name in seen:
-            raise DeliveryError(f"culina: {source} holds {name!r} twice; refusing it, since pip and culina might "
+            raise DeliveryError(f"{source} holds {name!r} twice; refusing it, since pip and this installer might "
                                 "read different copies")
         seen.add(name)
     return wheel.infolist()
@@ -62,7 +62,7 @@ def _checked_members(wheel: zipfile.ZipFile, source: str) -> list[zipfile.ZipInf
 
 def _read_small(wheel: zipfile.ZipFile, member: zipfile.ZipInfo, source: str) -> bytes:
     if member.file_size > RECORD_SIZE_LIMIT:
-        raise DeliveryError(f"culina: {member.filename} in {source} is {member.file_size} bytes, more than such a "
+        raise DeliveryError(f"{member.filename} in {source} is {member.file_size} bytes, more than such a "
                             f"file may be ({RECORD_SIZE_LIMIT}); refusing the wheel")
     with wheel.open(member) as stream:
         return stream.read(RECORD_SIZE_LIMIT + 1)[:RECORD_SIZE_LIMIT]
@@ -84,16 +84,16 @@ def _check_metadata(wheel: zipfile.ZipFile, asset_name: str, source: str) -> Non
     project, version = asset_name.split("-")[:2]
     folders = {name.split("/")[0] for name in wheel.namelist() if name.split("/")[0].endswith(".dist-info")}
     if len(folders) != 1:
-        raise DeliveryError(f"culina: {source} holds {len(folders)} .dist-info folders ({', '.join(sorted(folders))});"
+        raise DeliveryError(f"{source} holds {len(folders)} .dist-info folders ({', '.join(sorted(folders))});"
                             " a wheel holds exactly one, refusing it")
     folder = folders.pop()
     try:
         metadata = wheel.getinfo(f"{folder}/METADATA")
     except KeyError:
-        raise DeliveryError(f"culina: {source} has no {folder}/METADATA; refusing it") from None
+        raise DeliveryError(f"{source} has no {folder}/METADATA; refusing it") from None
     name, found_version = _metadata_fields(_read_small(wheel, metadata, source).decode("utf-8", "replace"))
     if _canonical(name) != _canonical(project) or found_version != version:
-        raise DeliveryError(f"culina: {folder}/METADATA in {source} says {name} {found_version}, the asset "
+        raise DeliveryError(f"{folder}/METADATA in {source} says {name} {found_version}, the asset "
                             f"{asset_name} is {project} {version}; refusing it")
 
 
@@ -111,22 +111,22 @@ def _record_rows(text: str, record_name: str, source: str) -> list[list[str]]:
     try:
         rows = [row for row in csv.reader(io.StringIO(text)) if row]
     except csv.Error as error:
-        raise DeliveryError(f"culina: {record_name} in {source} is not CSV ({error}); refusing the wheel") from None
+        raise DeliveryError(f"{record_name} in {source} is not CSV ({error}); refusing the wheel") from None
     if any(len(row) != 3 for row in rows):
-        raise DeliveryError(f"culina: {record_name} in {source} has rows that are not path,hash,size; refusing the wheel")
+        raise DeliveryError(f"{record_name} in {source} has rows that are not path,hash,size; refusing the wheel")
     return rows
 
 
-def _build_record(wheel: zipfile.ZipFile, source: str) -> dict:
-    if BUILD_RECORD_MEMBER not in wheel.namelist():
+def _build_record(wheel: zipfile.ZipFile, member: str, source: str) -> dict:
+    if member not in wheel.namelist():
         return {}
-    text = _read_small(wheel, wheel.getinfo(BUILD_RECORD_MEMBER), source)
+    text = _read_small(wheel, wheel.getinfo(member), source)
     try:
         record = json.loads(text)
     except (ValueError, UnicodeDecodeError) as error:
-        raise DeliveryError(f"culina: {BUILD_RECORD_MEMBER} in {source} is not JSON ({error}); refusing the wheel") from None
+        raise DeliveryError(f"{member} in {source} is not JSON ({error}); refusing the wheel") from None
     if not isinstance(record, dict):
-        raise DeliveryError(f"culina: {BUILD_RECORD_MEMBER} in {source} is not a JSON object; refusing the wheel")
+        raise DeliveryError(f"{member} in {source} is not a JSON object; refusing the wheel")
     return record
 
 
@@ -142,14 +142,15 @@ def extract_metadata(wheel_path: Path, metadata_directory: Path) -> str:
     return members[0].split("/")[0]
 
 
-def deliver(wheel_path: Path, asset_name: str, decision: dict, dist_dir: Path) -> Path:
+def deliver(wheel_path: Path, asset_name: str, decision: dict, dist_dir: Path, build_record_member: str) -> Path:
     """The wheel at wheel_path, as pip gets it. The expected sha256 is the decision's
     (decision["wheel"]["sha256"], from the manifest): the file is hashed through the same open
     descriptor every member is then copied from, so a file swapped after the helper verified it
-    is caught here. Raises DeliveryError ("culina: ..."), never a raw zipfile or csv error."""
+    is caught here. build_record_member: the wheel's build record, which gets the decision.
+    Raises DeliveryError, never a raw zipfile or csv error."""
     expected = str((decision.get("wheel") or {}).get("sha256", "")).lower()
     if len(expected) != 64:
-        raise DeliveryError(f"culina: the decision names no sha256 for {asset_name}; cannot verify it, refusing it")
+        raise DeliveryError(f"the decision names no sha256 for {asset_name}; cannot verify it, refusing it")
     dist_dir.mkdir(parents=True, exist_ok=True)
     target = dist_dir / standard_name(asset_name)
     source = str(wheel_path)
@@ -157,40 +158,41 @@ def deliver(wheel_path: Path, asset_name: str, decision: dict, dist_dir: Path) -
         with open(wheel_path, "rb") as opened:
             digest = sha256_of(opened)
             if digest != expected:
-                raise DeliveryError(f"culina: {source} has sha256 {digest} but the manifest says {expected}: it "
+                raise DeliveryError(f"{source} has sha256 {digest} but the manifest says {expected}: it "
                                     "changed after it was verified; refusing it (reinstall to fetch it again)")
-            _deliver_verified(opened, source, asset_name, decision, target)
+            _deliver_verified(opened, source, asset_name, decision, target, build_record_member)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, UnicodeDecodeError) as error:
         target.unlink(missing_ok=True)
-        raise DeliveryError(f"culina: cannot read {source} as a wheel ({error}); refusing it") from None
+        raise DeliveryError(f"cannot read {source} as a wheel ({error}); refusing it") from None
     except DeliveryError:
         target.unlink(missing_ok=True)
         raise
     return target
 
 
-def _deliver_verified(opened: BinaryIO, source: str, asset_name: str, decision: dict, target: Path) -> None:
+def _deliver_verified(opened: BinaryIO, source: str, asset_name: str, decision: dict, target: Path,
+                      record_member: str) -> None:
     with zipfile.ZipFile(opened) as wheel:
         members = _checked_members(wheel, source)
         _check_metadata(wheel, asset_name, source)
         records = [m for m in members if m.filename.endswith(".dist-info/RECORD") and m.filename.count("/") == 1]
         if len(records) != 1:
-            raise DeliveryError(f"culina: {source} holds {len(records)} .dist-info/RECORD files; a wheel holds one")
+            raise DeliveryError(f"{source} holds {len(records)} .dist-info/RECORD files; a wheel holds one")
         record_name = records[0].filename
-        record = _build_record(wheel, source)
+        record = _build_record(wheel, record_member, source)
         record["resolver"] = decision
         new_record = (json.dumps(record, indent=2) + "\n").encode()
         rows = _record_rows(_read_small(wheel, records[0], source).decode("utf-8"), record_name, source)
-        rows = [row for row in rows if row[0] != BUILD_RECORD_MEMBER]
-        rows.insert(0, [BUILD_RECORD_MEMBER, record_hash(new_record), str(len(new_record))])
+        rows = [row for row in rows if row[0] != record_member]
+        rows.insert(0, [record_member, record_hash(new_record), str(len(new_record))])
         out = io.StringIO()
         csv.writer(out, lineterminator="\n").writerows(rows)
         with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED) as delivered:
             for member in members:
-                if member.filename in (BUILD_RECORD_MEMBER, record_name):
+                if member.filename in (record_member, record_name):
                     continue
                 # A copy: writing updates the entry's offsets, which the source still reads by.
                 with wheel.open(member) as piece_in, delivered.open(copy.copy(member), "w", force_zip64=True) as piece_out:
                     shutil.copyfileobj(piece_in, piece_out, COPY_PIECE)
-            delivered.writestr(BUILD_RECORD_MEMBER, new_record)
+            delivered.writestr(record_member, new_record)
             delivered.writestr(record_name, out.getvalue())

@@ -1,14 +1,25 @@
-"""What pyproject.toml tells the build adapter: the project's name and version, and the
-`[tool.culina]` table (release URL template, release architectures per CUDA major). The one place
-that reads the file."""
+"""What pyproject.toml tells the build adapter: the project's name and version, and the adapter's
+table (the extension to build, the environment-variable prefix, the release URL template, the
+release architectures per CUDA major). The one place that reads the file; docs/ADOPTING.md lists
+the keys.
+
+The table is `[tool.culina-resolver]` in any project that adopts the resolver; culina names its
+own `[tool.culina]`. A project has one of the two.
+"""
 from __future__ import annotations
 
 import dataclasses
-import os
+import functools
+import re
 from pathlib import Path
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-RELEASE_URL_VAR = "CULINA_RELEASE_URL"
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the adapter lives in <project>/resolver/adapter
+TABLES = ("culina-resolver", "culina")
+ACCEPTED_PREFIX = "upper-case letters, digits and underscores ending in '_', such as 'CULINA_'"
+
+
+class ConfigError(ValueError):
+    """pyproject.toml cannot configure the adapter; the message names the file, the key and the fix."""
 
 
 def load_pyproject(root: Path = PROJECT_ROOT) -> dict:
@@ -22,33 +33,82 @@ def load_pyproject(root: Path = PROJECT_ROOT) -> dict:
 
 @dataclasses.dataclass(frozen=True)
 class ProjectConfig:
-    name: str
+    name: str                         # the distribution name ([project] name)
     version: str
-    release_url: str                  # base URL of the release assets (CULINA_RELEASE_URL overrides)
-    release_archs: dict[int, str]     # CUDA major -> the list a release wheel carries (CULINA_CUDA_ARCHS=all)
+    extension: str                    # the extension module the build compiles ("culina._C")
+    env_prefix: str                   # of every variable the adapter and the helper read ("CULINA_")
+    release_url: str                  # base URL of the release assets, {version} filled in
+    # CUDA major -> the list a release wheel carries (<prefix>CUDA_ARCHS=all)
+    release_archs: dict[int, str] = dataclasses.field(hash=False)
+    table: str = "[tool.culina-resolver]"  # where these came from, for messages
 
     @classmethod
     def load(cls, root: Path = PROJECT_ROOT) -> "ProjectConfig":
+        path = root / "pyproject.toml"
         pyproject = load_pyproject(root)
-        project, tool = pyproject["project"], pyproject["tool"]["culina"]
-        release_url = os.environ.get(RELEASE_URL_VAR) or tool["release_url"].format(version=project["version"])
+        project, tools = pyproject.get("project", {}), pyproject.get("tool", {})
+        found = [name for name in TABLES if name in tools]
+        if len(found) != 1:
+            raise ConfigError(f"{path}: {'has both ' + ' and '.join(f'[tool.{n}]' for n in found) if found else 'has no [tool.culina-resolver] table'}"
+                              "; the build adapter reads exactly one (docs/ADOPTING.md lists its keys)")
+        table, tool = f"[tool.{found[0]}]", tools[found[0]]
+        if not project.get("name") or not project.get("version"):
+            raise ConfigError(f"{path}: [project] needs a static name and version; the release manifest and the "
+                              "wheel names are made of them")
+        name = project["name"]
+        extension = tool.get("extension", f"{_import_name(name)}._C")
+        if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+", extension):
+            raise ConfigError(f"{path}: {table} extension = {extension!r} must be a module inside a package, "
+                              "such as 'culina._C'")
+        prefix = tool.get("env_prefix", f"{_import_name(name).upper()}_")
+        if not isinstance(prefix, str) or not re.fullmatch(r"[A-Z][A-Z0-9_]*_", prefix):
+            raise ConfigError(f"{path}: {table} env_prefix = {prefix!r}: accepted: {ACCEPTED_PREFIX}")
+        if "release_url" not in tool or "release_archs" not in tool:
+            raise ConfigError(f"{path}: {table} needs release_url (a URL template with {{version}}) and a "
+                              f"[{table[1:-1]}.release_archs] table of CUDA major to architecture list")
         archs = tool["release_archs"]
         if not isinstance(archs, dict) or not all(str(k).isdigit() and isinstance(v, str) for k, v in archs.items()):
-            raise ValueError(f"{root / 'pyproject.toml'}: [tool.culina] release_archs = {archs!r} must be a table "
-                             'of CUDA major to list, e.g. [tool.culina.release_archs] "13" = "7.5;8.0;12.0+PTX"')
-        return cls(project["name"], project["version"], release_url.rstrip("/"),
-                   {int(major): value for major, value in archs.items()})
+            raise ConfigError(f"{path}: {table} release_archs = {archs!r} must be a table of CUDA major to list, "
+                              f'e.g. [{table[1:-1]}.release_archs] "13" = "7.5;8.0;12.0+PTX"')
+        return cls(name, project["version"], extension, prefix,
+                   tool["release_url"].format(version=project["version"]).rstrip("/"),
+                   {int(major): value for major, value in archs.items()}, table)
+
+    @property
+    def package(self) -> str:
+        """The import package that holds the extension ("culina")."""
+        return self.extension.rsplit(".", 1)[0]
+
+    @property
+    def build_record_member(self) -> str:
+        """Where a wheel holds the build record: beside the extension."""
+        return f"{self.package.replace('.', '/')}/_build_info.json"
+
+    @property
+    def cache_name(self) -> str:
+        """The folder of this project's cache under XDG_CACHE_HOME or ~/.cache."""
+        return _import_name(self.name).replace("_", "-")
 
     def release_archs_for(self, cuda_version: str) -> str:
         """The release list for a toolkit of this CUDA version ("13.0"): its major's entry."""
         major = int(cuda_version.split(".")[0])
         if major not in self.release_archs:
-            raise ValueError(f"pyproject.toml [tool.culina.release_archs] has no list for CUDA {major} (toolkit "
-                             f"{cuda_version}; listed: {', '.join(map(str, sorted(self.release_archs)))}): add a "
-                             f'"{major}" entry, or build with a toolkit of a listed major')
+            raise ConfigError(f"pyproject.toml [{self.table[1:-1]}.release_archs] has no list for CUDA {major} (toolkit "
+                              f"{cuda_version}; listed: {', '.join(map(str, sorted(self.release_archs)))}): add a "
+                              f'"{major}" entry, or build with a toolkit of a listed major')
         return self.release_archs[major]
 
     @property
     def newest_release_archs(self) -> str:
         """The list of the newest CUDA major listed."""
         return self.release_archs[max(self.release_archs)]
+
+
+def _import_name(distribution: str) -> str:
+    return re.sub(r"[-_.]+", "_", distribution).lower()
+
+
+@functools.lru_cache(maxsize=None)
+def current(root: Path = PROJECT_ROOT) -> ProjectConfig:
+    """The configuration of the project this adapter builds, read once per process."""
+    return ProjectConfig.load(root)

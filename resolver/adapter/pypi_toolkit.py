@@ -1,4 +1,4 @@
-"""A CUDA toolkit from NVIDIA's PyPI packages: enough of CUDA 13 to compile culina (nvcc and its
+"""A CUDA toolkit from NVIDIA's PyPI packages: enough of CUDA 13 to compile a CUDA extension (nvcc and its
 tools, NVVM, the CRT headers, the runtime, CCCL) at one version, installed into site-packages
 as `nvidia/cu13/`, a folder laid out like a toolkit root (bin/nvcc, nvvm/, include/, lib/).
 

@@ -1,6 +1,7 @@
-"""culina's PEP 517 build backend: setuptools' own, with the resolver in front.
+"""The PEP 517 build backend of a project that adopts the resolver (culina, or any project that
+configures it in pyproject.toml, docs/ADOPTING.md): setuptools' own, with the resolver in front.
 
-A frontend installs the static build requirements before any hook runs. culina has none: most
+A frontend installs the static build requirements before any hook runs. The project has none: most
 installs only need the verified wheel the resolver fetches, and what the resolver imports is
 bundled into the sdist (bundled_python). Every hook parses the adapter's settings first
 (adapter_settings), so a bad value stops before anything is decided. get_requires_for_build_wheel
@@ -10,8 +11,8 @@ prebuilt wheel serves, its own metadata and the wheel are the answers to the nex
 setuptools never runs. Sdists, editable installs and release builds always compile.
 
 Frontends run each hook in a new process: the first hook's resolution is kept in
-build/culina-resolution.json and reused by the later hooks of the same build (same
-interpreter, same CULINA_* settings, under an hour old, the chosen wheel still cached).
+build/<name>-resolution.json and reused by the later hooks of the same build (same
+interpreter, same <prefix>* settings, under an hour old, the chosen wheel still cached).
 """
 from __future__ import annotations
 
@@ -28,59 +29,65 @@ RESOLVER_IMPORTS_OK = bundled_python.make_importable()  # before the modules tha
 import install_resolution  # noqa: E402
 import prebuilt_wheel  # noqa: E402
 import pypi_toolkit  # noqa: E402
-from adapter_settings import settings_or_exit  # noqa: E402
+from adapter_settings import AdapterSettings, settings_or_exit  # noqa: E402
 from helper_build import say  # noqa: E402
 from install_resolution import Resolution, ResolutionError  # noqa: E402
 from project_config import PROJECT_ROOT  # noqa: E402
 
-# What compiling culina needs (local wheel builds, sdists, editable installs).
+# What compiling the extension needs (local wheel builds, sdists, editable installs).
 LOCAL_BUILD_REQUIRES = ["setuptools>=68", "wheel", "pybind11>=2.13"]
-STATE = PROJECT_ROOT / "build" / "culina-resolution.json"
 STATE_MAX_AGE_S = 3600
 
 
-def _setuptools_backend():
+def _state_file(settings: AdapterSettings) -> Path:
+    return PROJECT_ROOT / "build" / f"{settings.project.cache_name}-resolution.json"
+
+
+def _setuptools_backend(settings: AdapterSettings):
     try:
         from setuptools import build_meta
     except ImportError:
         needs = " ".join(f"'{r}'" for r in LOCAL_BUILD_REQUIRES)
         raise SystemExit(
-            f"culina: cannot build locally: setuptools is not installed in this build environment. With "
+            f"{settings.project.name}: cannot build locally: setuptools is not installed in this build environment. With "
             f"--no-build-isolation install the toolchain first (pip install {needs}); if pip's first step chose "
             "a prebuilt wheel that has since left the cache, run the install again") from None
     return build_meta
 
 
-def _state_key() -> list:
-    return [sys.executable, sorted([k, v] for k, v in os.environ.items() if k.startswith("CULINA_"))]
+def _state_key(settings: AdapterSettings) -> list:
+    prefix = settings.project.env_prefix
+    return [sys.executable, sorted([k, v] for k, v in os.environ.items() if k.startswith(prefix))]
 
 
-def _resolve(fresh: bool) -> Resolution:
+def _resolve(settings: AdapterSettings, fresh: bool) -> Resolution:
     """fresh: resolve now; otherwise reuse what an earlier hook of this build kept. A resolution
     made here is kept for the later hooks."""
+    state = _state_file(settings)
     try:
-        earlier = None if fresh else _earlier_resolution()
+        earlier = None if fresh else _earlier_resolution(settings)
         if earlier is not None:
             install_resolution.adopt(earlier)
             say(f"decision (from this build's first step): {earlier.action} — {earlier.reason}")
             return earlier
-        resolution = install_resolution.current_resolution()
+        resolution = install_resolution.current_resolution(settings)
     except ResolutionError as error:
-        raise SystemExit(f"culina: cannot install: {error}") from None
+        raise SystemExit(f"{settings.project.name}: cannot install: {error}") from None
     try:
-        STATE.parent.mkdir(exist_ok=True)
-        STATE.write_text(json.dumps({"key": _state_key(), "time": time.time(), "resolution": resolution.to_json()}))
+        state.parent.mkdir(exist_ok=True)
+        state.write_text(json.dumps({"key": _state_key(settings), "time": time.time(),
+                                     "resolution": resolution.to_json()}))
     except OSError as error:
         say(f"cannot keep the resolution for the later build steps ({error}); they will resolve again")
     return resolution
 
 
-def _earlier_resolution() -> Resolution | None:
+def _earlier_resolution(settings: AdapterSettings) -> Resolution | None:
     try:
-        state = json.loads(STATE.read_text())
+        state = json.loads(_state_file(settings).read_text())
     except (OSError, ValueError):
         return None
-    if state.get("key") != _state_key() or time.time() - state.get("time", 0) > STATE_MAX_AGE_S:
+    if state.get("key") != _state_key(settings) or time.time() - state.get("time", 0) > STATE_MAX_AGE_S:
         return None
     resolution = Resolution.from_json(state["resolution"])
     if resolution.action == "install_wheel" and not resolution.wheel_path.is_file():
@@ -88,11 +95,11 @@ def _earlier_resolution() -> Resolution | None:
     return resolution
 
 
-def _prebuilt(fresh: bool = False) -> Resolution | None:
+def _prebuilt(settings: AdapterSettings) -> Resolution | None:
     """The resolution when a prebuilt wheel serves this build, else None."""
-    if settings_or_exit().release_build:
+    if settings.release_build:
         return None
-    resolution = _resolve(fresh)
+    resolution = _resolve(settings, fresh=False)
     return resolution if resolution.action == "install_wheel" else None
 
 
@@ -101,10 +108,10 @@ def get_requires_for_build_wheel(config_settings=None):
     if not RESOLVER_IMPORTS_OK:
         # A source checkout: no bundle, so the resolver runs in the later hooks, after the
         # frontend installed what it imports; the toolchain comes too, whatever it decides.
-        STATE.unlink(missing_ok=True)
+        _state_file(settings).unlink(missing_ok=True)
         say("a source checkout (no bundled packaging): asking for it and the compile toolchain")
         return [*bundled_python.REQUIRES, *LOCAL_BUILD_REQUIRES]
-    resolution = None if settings.release_build else _resolve(fresh=True)
+    resolution = None if settings.release_build else _resolve(settings, fresh=True)
     if resolution and resolution.action == "install_wheel":
         say("a prebuilt wheel serves this host: no compile toolchain is installed")
         return []
@@ -118,17 +125,19 @@ def get_requires_for_build_wheel(config_settings=None):
 
 
 def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
-    resolution = _prebuilt()
+    settings = settings_or_exit()
+    resolution = _prebuilt(settings)
     if resolution:
         return prebuilt_wheel.extract_metadata(resolution.wheel_path, Path(metadata_directory))
-    return _setuptools_backend().prepare_metadata_for_build_wheel(metadata_directory, config_settings)
+    return _setuptools_backend(settings).prepare_metadata_for_build_wheel(metadata_directory, config_settings)
 
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    resolution = _prebuilt()
+    settings = settings_or_exit()
+    resolution = _prebuilt(settings)
     if resolution:
-        return install_resolution.deliver(resolution, Path(wheel_directory)).name
-    return _setuptools_backend().build_wheel(wheel_directory, config_settings, metadata_directory)
+        return install_resolution.deliver(resolution, Path(wheel_directory), settings).name
+    return _setuptools_backend(settings).build_wheel(wheel_directory, config_settings, metadata_directory)
 
 
 def get_requires_for_build_sdist(config_settings=None):
@@ -137,8 +146,7 @@ def get_requires_for_build_sdist(config_settings=None):
 
 
 def build_sdist(sdist_directory, config_settings=None):
-    settings_or_exit()
-    return _setuptools_backend().build_sdist(sdist_directory, config_settings)
+    return _setuptools_backend(settings_or_exit()).build_sdist(sdist_directory, config_settings)
 
 
 def get_requires_for_build_editable(config_settings=None):
@@ -147,10 +155,10 @@ def get_requires_for_build_editable(config_settings=None):
 
 
 def prepare_metadata_for_build_editable(metadata_directory, config_settings=None):
-    settings_or_exit()
-    return _setuptools_backend().prepare_metadata_for_build_editable(metadata_directory, config_settings)
+    return _setuptools_backend(settings_or_exit()).prepare_metadata_for_build_editable(metadata_directory,
+                                                                                       config_settings)
 
 
 def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
-    settings_or_exit()
-    return _setuptools_backend().build_editable(wheel_directory, config_settings, metadata_directory)
+    return _setuptools_backend(settings_or_exit()).build_editable(wheel_directory, config_settings,
+                                                                  metadata_directory)

@@ -3,11 +3,11 @@ pip it runs only for local builds (resolving_backend serves prebuilt wheels itse
 the backend's resolution; `python setup.py bdist_wheel` resolves here.
 
 install_wheel: the verified release wheel goes into dist_dir and nothing is compiled.
-build_local:   the usual build, for the decision's architectures (unless CULINA_CUDA_ARCHS says).
+build_local:   the usual build, for the decision's architectures (unless <prefix>CUDA_ARCHS says).
 build_cpu:     the usual build without CUDA.
 error:         the install stops with the reason, which names what is missing.
 Editable installs do not come here (they use editable_wheel) and always build locally.
-The release scripts set CULINA_RELEASE_BUILD=1: a fat wheel for CULINA_CUDA_ARCHS, no resolution.
+The release scripts set <prefix>RELEASE_BUILD=1: a fat wheel for <prefix>CUDA_ARCHS, no resolution.
 """
 from __future__ import annotations
 
@@ -18,34 +18,44 @@ try:
 except ImportError:  # setuptools < 70.1 keeps it in the wheel package
     from wheel.bdist_wheel import bdist_wheel
 
-from adapter_settings import ARCHS_VAR, RELEASE_BUILD_VAR, settings_or_exit
+from adapter_settings import ARCHS, RELEASE_BUILD, settings_or_exit
 from cuda_build_ext import BuildPlan
 from helper_build import say
 from install_resolution import ResolutionError, current_resolution, deliver
+
+
+def decided_nvcc(decision: dict) -> Path | None:
+    """The nvcc the probe found and the decision was made for; None when the build gets its toolkit
+    from PyPI after the decision."""
+    toolkit = decision.get("build_toolkit") or {}
+    return Path(toolkit["nvcc"]) if toolkit.get("nvcc") else None
 
 
 class ResolvingBdistWheel(bdist_wheel):
     def run(self):
         settings = settings_or_exit()  # a bad setting stops before the resolver runs
         if settings.release_build:
-            say(f"{RELEASE_BUILD_VAR}=1: release build for {ARCHS_VAR}={settings.cuda_archs or 'all'}, no resolution")
+            say(f"{settings.var(RELEASE_BUILD)}=1: release build for {settings.var(ARCHS)}="
+                f"{settings.cuda_archs or 'all'}, no resolution")
             super().run()
             return
         try:
-            resolution = current_resolution()
+            resolution = current_resolution(settings)
         except ResolutionError as error:
-            raise SystemExit(f"culina: cannot install: {error}") from None
+            raise SystemExit(f"{settings.project.name}: cannot install: {error}") from None
         if resolution.action == "install_wheel":
-            deliver(resolution, Path(self.dist_dir))
+            deliver(resolution, Path(self.dist_dir), settings)
             return
         if resolution.action == "build_cpu":
             plan = BuildPlan(cpu_only=True, archs="", decision=resolution.decision)
             say(f"building the CPU-only module locally: {resolution.reason}")
         elif settings.cuda_archs:
-            plan = BuildPlan(cpu_only=False, archs=settings.cuda_archs, decision=resolution.decision)
-            say(f"building locally for {ARCHS_VAR}={settings.cuda_archs} (set by you): {resolution.reason}")
+            plan = BuildPlan(cpu_only=False, archs=settings.cuda_archs, decision=resolution.decision,
+                             nvcc=decided_nvcc(resolution.decision))
+            say(f"building locally for {settings.var(ARCHS)}={settings.cuda_archs} (set by you): {resolution.reason}")
         else:
-            plan = BuildPlan(cpu_only=False, archs=";".join(resolution.local_build_archs), decision=resolution.decision)
+            plan = BuildPlan(cpu_only=False, archs=";".join(resolution.local_build_archs), decision=resolution.decision,
+                             nvcc=decided_nvcc(resolution.decision))
             say(f"building locally for {plan.archs}: {resolution.reason}")
         # The build_ext that bdist_wheel's build runs next is this object: the plan reaches it as a value.
         self.distribution.get_command_obj("build_ext").build_plan = plan

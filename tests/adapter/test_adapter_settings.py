@@ -1,7 +1,7 @@
 """The adapter's own settings (resolver/adapter/adapter_settings.py): each variable refuses a bad
 value naming the variable, the value and the accepted form; pip's first hook refuses it before
-the helper runs; the resolver's architectures reach the build as a value, not an environment
-variable."""
+the helper runs; the project's names and prefix come from pyproject.toml; the resolver's
+architectures and nvcc reach the build as a value, not an environment variable."""
 
 from __future__ import annotations
 
@@ -16,6 +16,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "resolver" / "adapter"))
 import adapter_settings  # noqa: E402
+import project_config  # noqa: E402
+
+CULINA = project_config.ProjectConfig.load(REPO)
 
 BAD_VALUES = [
     ("CULINA_CUDA_ARCHS", "8.0;foo"),
@@ -29,19 +32,20 @@ BAD_VALUES = [
     ("CULINA_RELEASE_BUILD", "true"),
     ("CULINA_CACHE_DIR", "relative/cache"),
     ("CULINA_CACHE_DIR", "~other/cache"),
+    ("CULINA_RELEASE_URL", "https://example.org/a b"),
 ]
 
 
 def test_every_adapter_variable_has_a_bad_value_here():
-    owned = {variable.name for variables in adapter_settings.VARIABLES.values() for variable in variables}
+    owned = {variable.name for variables in adapter_settings.variables("CULINA_").values() for variable in variables}
     assert owned == {name for name, _ in BAD_VALUES}
 
 
 @pytest.mark.parametrize("name, value", BAD_VALUES)
 def test_a_bad_value_is_refused_naming_variable_value_and_accepted_form(name, value):
-    accepted = next(v.accepted for vs in adapter_settings.VARIABLES.values() for v in vs if v.name == name)
+    accepted = next(v.accepted for vs in adapter_settings.variables("CULINA_").values() for v in vs if v.name == name)
     with pytest.raises(adapter_settings.SettingError) as refused:
-        adapter_settings.parse({"HOME": "/home/u", name: value})
+        adapter_settings.parse({"HOME": "/home/u", name: value}, CULINA)
     assert str(refused.value).startswith(f"{name}={value!r} ")
     assert str(refused.value).endswith(f"Accepted: {accepted}")
 
@@ -49,14 +53,46 @@ def test_a_bad_value_is_refused_naming_variable_value_and_accepted_form(name, va
 def test_good_values_become_typed_fields():
     settings = adapter_settings.parse({"HOME": "/home/u", "CULINA_CUDA_ARCHS": " 9.0a,10.0f+PTX ", "MAX_JOBS": "3",
                                        "CULINA_CCACHE": "0", "CULINA_HELPER": "Source", "CULINA_RELEASE_BUILD": "1",
-                                       "CULINA_CACHE_DIR": "~/c/../cache"})
+                                       "CULINA_CACHE_DIR": "~/c/../cache", "CULINA_RELEASE_URL": "/srv/r/"}, CULINA)
     assert settings == adapter_settings.AdapterSettings(
-        cuda_archs="9.0a,10.0f+PTX", max_jobs=(3, "MAX_JOBS=3"), ccache=False, helper="source",
-        release_build=True, cache_dir=Path("/home/u/cache"))
-    defaults = adapter_settings.parse({})
+        project=CULINA, cuda_archs="9.0a,10.0f+PTX", max_jobs=(3, "MAX_JOBS=3"), ccache=False, helper="source",
+        release_build=True, cache_dir=Path("/home/u/cache"), release_url="/srv/r")
+    defaults = adapter_settings.parse({}, CULINA)
     assert defaults == adapter_settings.AdapterSettings(
-        cuda_archs=None, max_jobs=None, ccache=True, helper="auto", release_build=False, cache_dir=None)
-    assert adapter_settings.parse({"CULINA_MAX_JOBS": "2", "MAX_JOBS": "8"}).max_jobs == (2, "CULINA_MAX_JOBS=2")
+        project=CULINA, cuda_archs=None, max_jobs=None, ccache=True, helper="auto", release_build=False,
+        cache_dir=None, release_url="https://github.com/culina-dev/culina/releases/download/v0.1.0")
+    assert adapter_settings.parse({"CULINA_MAX_JOBS": "2", "MAX_JOBS": "8"}, CULINA).max_jobs == (2, "CULINA_MAX_JOBS=2")
+
+
+def test_another_project_reads_its_own_prefix_and_ignores_culinas(tmp_path):
+    """The prefix comes from pyproject.toml: a project configured with TINYCU_ reads TINYCU_* and
+    nothing of CULINA_*, and its messages name its own variables."""
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "tiny-cu"\nversion = "1.0"\n[tool.culina-resolver]\nextension = "tinycu._C"\n'
+        'env_prefix = "TINYCU_"\nrelease_url = "https://example.org/v{version}"\n'
+        '[tool.culina-resolver.release_archs]\n"13" = "9.0+PTX"\n')
+    tiny = project_config.ProjectConfig.load(tmp_path)
+    assert (tiny.name, tiny.package, tiny.build_record_member, tiny.cache_name, tiny.table) == (
+        "tiny-cu", "tinycu", "tinycu/_build_info.json", "tiny-cu", "[tool.culina-resolver]")
+    settings = adapter_settings.parse({"HOME": "/home/u", "TINYCU_CUDA_ARCHS": "8.0", "CULINA_CUDA_ARCHS": "foo",
+                                       "CULINA_HELPER": "sometimes", "CULINA_RELEASE_URL": "/elsewhere"}, tiny)
+    assert (settings.cuda_archs, settings.helper, settings.release_url) == ("8.0", "auto", "https://example.org/v1.0")
+    assert settings.var(adapter_settings.ARCHS) == "TINYCU_CUDA_ARCHS"
+    with pytest.raises(adapter_settings.SettingError, match=r"^TINYCU_HELPER='sometimes' is not understood"):
+        adapter_settings.parse({"TINYCU_HELPER": "sometimes"}, tiny)
+
+
+@pytest.mark.parametrize("table, problem", [
+    ('[tool.other]\nx = 1\n', "has no [tool.culina-resolver] table"),
+    ('[tool.culina-resolver]\nenv_prefix = "tiny"\n', "env_prefix = 'tiny': accepted: upper-case letters"),
+    ('[tool.culina-resolver]\nextension = "_C"\n', "extension = '_C' must be a module inside a package"),
+    ('[tool.culina-resolver]\nrelease_url = "x"\n', "needs release_url"),
+])
+def test_a_configuration_the_adapter_cannot_use_is_named_with_the_fix(tmp_path, table, problem):
+    (tmp_path / "pyproject.toml").write_text(f'[project]\nname = "tiny"\nversion = "1"\n{table}')
+    with pytest.raises(project_config.ConfigError) as refused:
+        project_config.ProjectConfig.load(tmp_path)
+    assert problem in str(refused.value) and str(tmp_path / "pyproject.toml") in str(refused.value)
 
 
 @pytest.fixture(scope="module")
@@ -107,9 +143,10 @@ def test_the_decided_architectures_reach_the_build_as_a_plan(monkeypatch):
 
     monkeypatch.delenv("CULINA_CUDA_ARCHS", raising=False)
     monkeypatch.delenv("CULINA_RELEASE_BUILD", raising=False)
-    decision = {"action": "build_local", "local_build_archs": ["8.6", "9.0"]}
+    decision = {"action": "build_local", "local_build_archs": ["8.6", "9.0"],
+                "build_toolkit": {"nvcc": "/opt/cuda-13.5/bin/nvcc", "cuda": "13.5"}}
     resolution = install_resolution.Resolution("build_local", "no wheel fits", None, ["8.6", "9.0"], decision)
-    monkeypatch.setattr(resolving_bdist_wheel, "current_resolution", lambda: resolution)
+    monkeypatch.setattr(resolving_bdist_wheel, "current_resolution", lambda settings: resolution)
     seen = {}
 
     def build(command):
@@ -119,5 +156,32 @@ def test_the_decided_architectures_reach_the_build_as_a_plan(monkeypatch):
     environment = dict(os.environ)
     distribution = Distribution({"name": "tiny", "cmdclass": {"build_ext": CudaBuildExt}})
     resolving_bdist_wheel.ResolvingBdistWheel(distribution).run()
-    assert seen["plan"] == BuildPlan(cpu_only=False, archs="8.6;9.0", decision=decision)
+    assert seen["plan"] == BuildPlan(cpu_only=False, archs="8.6;9.0", decision=decision,
+                                     nvcc=Path("/opt/cuda-13.5/bin/nvcc"))
     assert seen["environment"] == environment
+
+
+def test_native_means_the_gpus_the_probe_found_not_nvidia_smi(tmp_path, monkeypatch, resolver):
+    """CULINA_CUDA_ARCHS=native takes the decision's GPUs (what the probe saw when it decided), or,
+    in a build with no resolution, the helper's probe now; an nvidia-smi on PATH is never asked."""
+    import cuda_build_ext
+    import install_resolution
+    from cuda_build_ext import BuildPlan
+
+    (tmp_path / "nvidia-smi").write_text("#!/bin/sh\necho 7.5\n")
+    (tmp_path / "nvidia-smi").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    settings = adapter_settings.parse({}, CULINA)
+    decided = BuildPlan(cpu_only=False, archs="native", decision={"host": {"gpus": ["9.0", "8.6", "9.0"]}})
+    assert cuda_build_ext.plan_gpus(decided, settings) == ["9.0", "8.6", "9.0"]
+    assert cuda_build_ext.native_archs("CULINA_CUDA_ARCHS", ["9.0", "8.6", "9.0"]) == "8.6;9.0"
+    assert cuda_build_ext.plan_gpus(BuildPlan(cpu_only=False, archs="8.0", decision=None), settings) is None
+
+    monkeypatch.setattr(install_resolution, "helper_binary", lambda settings: resolver)
+    monkeypatch.setenv("CULINA_OVERRIDE_SM", "8.0,12.0")
+    monkeypatch.setenv("CULINA_OVERRIDE_CUDA", "13.0")
+    probed = BuildPlan(cpu_only=False, archs="native", decision=None)
+    assert cuda_build_ext.plan_gpus(probed, settings) == ["8.0", "12.0"]
+    monkeypatch.setenv("CULINA_OVERRIDE_SM", "")
+    with pytest.raises(cuda_build_ext.BuildError, match="CULINA_CUDA_ARCHS=native but the probe found no GPU"):
+        cuda_build_ext.native_archs("CULINA_CUDA_ARCHS", cuda_build_ext.plan_gpus(probed, settings))

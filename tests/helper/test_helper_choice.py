@@ -28,6 +28,7 @@ def make_tree(root: Path) -> Path:
     for part in ("adapter", "src"):
         shutil.copytree(REPO / "resolver" / part, root / "resolver" / part,
                         ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(REPO / "pyproject.toml", root)  # the adapter's configuration: names and prefix
     return root
 
 
@@ -67,7 +68,8 @@ def ask(tree: Path, code: str, cache: Path | None = None, compiler: bool = False
 
 
 def helper_for(tree: Path, **kwargs):
-    return ask(tree, "import helper_build; print(helper_build.helper_binary())", **kwargs)
+    return ask(tree, "import adapter_settings, helper_build; "
+                     "print(helper_build.helper_binary(adapter_settings.current()))", **kwargs)
 
 
 @pytest.fixture(scope="session")
@@ -179,7 +181,8 @@ def test_the_cache_root_follows_the_helpers_rule(tree, env, expected):
     """The same cases as fetch_settings_test.cpp's resolve_cache_root tests: both languages must
     put the cache in one place."""
     clean = {k: v for k, v in os.environ.items() if k not in ("CULINA_CACHE_DIR", "XDG_CACHE_HOME", "HOME")}
-    done = subprocess.run([sys.executable, "-c", "import helper_build; print(helper_build.cache_root())"],
+    done = subprocess.run([sys.executable, "-c", "import adapter_settings, helper_build; "
+                           "print(helper_build.cache_root(adapter_settings.current()))"],
                           cwd=tree / "resolver" / "adapter", env={**clean, **env}, capture_output=True, text=True)
     assert expected in (done.stdout.strip() if done.returncode == 0 else done.stderr)
     assert (done.returncode == 0) == expected.startswith("/")

@@ -122,7 +122,8 @@ def warm_helper_cache(release, tmp_path_factory) -> Path:
     with tarfile.open(release.sdist) as sdist:
         sdist.extractall(unpacked)
     adapter = next(unpacked.glob("culina-*")) / "resolver" / "adapter"
-    subprocess.run([sys.executable, "-c", "import helper_build; helper_build.helper_binary()"], cwd=adapter,
+    subprocess.run([sys.executable, "-c", "import adapter_settings, helper_build; "
+                    "helper_build.helper_binary(adapter_settings.current())"], cwd=adapter,
                    env={**os.environ, "CULINA_CACHE_DIR": str(cache), "PYTHONPATH": str(adapter), "CULINA_HELPER": "source"},
                    check=True, capture_output=True, timeout=900)
     return cache
@@ -168,8 +169,8 @@ class Install:
             "assert np.allclose(o, ref, rtol=1e-4, atol=1e-4), np.abs(o - ref).max()\n")
 
 
-def _clean_environment() -> dict[str, str]:
-    dropped = ("CULINA_", "FAKE_CUDA_", "PIP_", "UV_", "VIRTUAL_ENV", "CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH")
+def _clean_environment(prefix: str) -> dict[str, str]:
+    dropped = ("CULINA_", prefix, "FAKE_CUDA_", "PIP_", "UV_", "VIRTUAL_ENV", "CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH")
     return {k: v for k, v in os.environ.items() if not k.startswith(dropped)}
 
 
@@ -183,17 +184,23 @@ class Host:
 
 
 class Installer:
-    def __init__(self, tmp_path: Path, index: PackageIndex, fake_libcuda_dir: Path, cache: Path):
+    """`pip install <project>` in fresh venvs; `prefix` is the project's variable prefix."""
+
+    def __init__(self, tmp_path: Path, index: PackageIndex, fake_libcuda_dir: Path, cache: Path,
+                 prefix: str = "CULINA_"):
         self.tmp_path = tmp_path
         self.index = index
         self.fake_libcuda_dir = fake_libcuda_dir
         self.cache = cache
+        self.prefix = prefix
         self.count = 0
 
     def environment(self, host: Host, release_url: str, **extra: str) -> dict[str, str]:
-        env = _clean_environment()
-        env.update(CULINA_CACHE_DIR=str(self.cache), CULINA_RELEASE_URL=release_url, CULINA_TIMEOUT="5",
-                   CULINA_RETRIES="1", PIP_DISABLE_PIP_VERSION_CHECK="1", CULINA_MAX_JOBS="2")
+        env = _clean_environment(self.prefix)
+        env.update({self.prefix + name: value for name, value in (
+            ("CACHE_DIR", str(self.cache)), ("RELEASE_URL", release_url), ("TIMEOUT", "5"), ("RETRIES", "1"),
+            ("MAX_JOBS", "2"))})
+        env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
         if host.driver_cuda is not None:
             major, minor = host.driver_cuda.split(".")
             env.update(LD_LIBRARY_PATH=str(self.fake_libcuda_dir), FAKE_CUDA_GPUS=host.gpus,

@@ -38,7 +38,7 @@ def test_one_labelled_manylinux_wheel_named_after_its_toolkit(release, toolkit):
 
 def test_architectures_in_the_binary_match_the_manifest_and_the_request(release, toolkit):
     entry, = release.manifest["wheels"]
-    read = binary_archs.wheel_archs(only_wheel(release), binary_archs.find_cuobjdump(toolkit.root))
+    read = binary_archs.wheel_archs(only_wheel(release), binary_archs.find_cuobjdump(toolkit.root), "culina._C")
     assert read == (entry["sass"], entry["ptx"]) == (["sm_90"], [])
     assert entry["cuda"] == toolkit.version
     assert "nvidia :: sm_arch :: 90_real" in entry["variant_properties"]

@@ -1,8 +1,9 @@
-"""Reads the GPU architectures actually inside a built culina module: SASS from `cuobjdump
+"""Reads the GPU architectures actually inside a built extension module (culina._C, or the module a
+project's pyproject.toml names): SASS from `cuobjdump
 --list-elf`, PTX from `cuobjdump --list-ptx`. The release manifest records these, never the
 requested list, so a build that silently dropped a target cannot be published as covering it.
 
-Usage: python tools/release/binary_archs.py FILE.so|FILE.whl [--cuda-home DIR]  (prints JSON)
+Usage: python tools/release/binary_archs.py FILE.so|FILE.whl [--extension MODULE] [--cuda-home DIR]  (prints JSON)
 """
 from __future__ import annotations
 
@@ -52,12 +53,13 @@ def read_archs(module: Path, cuobjdump: Path) -> tuple[list[str], list[str]]:
     return sass, [name.replace("sm_", "compute_", 1) for name in ptx_as_sm]
 
 
-def wheel_archs(wheel: Path, cuobjdump: Path) -> tuple[list[str], list[str]]:
-    """read_archs for the culina._C module inside a wheel."""
+def wheel_archs(wheel: Path, cuobjdump: Path, extension: str) -> tuple[list[str], list[str]]:
+    """read_archs for the extension module (dotted name, "culina._C") inside a wheel."""
+    stem = extension.replace(".", "/")
     with zipfile.ZipFile(wheel) as archive, tempfile.TemporaryDirectory() as tmp:
-        modules = [n for n in archive.namelist() if re.fullmatch(r"culina/_C\.[^/]*\.so", n)]
+        modules = [n for n in archive.namelist() if re.fullmatch(re.escape(stem) + r"\.[^/]*\.so", n)]
         if len(modules) != 1:
-            raise ArchError(f"{wheel.name} holds {len(modules)} culina/_C*.so modules ({modules}); expected exactly one")
+            raise ArchError(f"{wheel.name} holds {len(modules)} {stem}*.so modules ({modules}); expected exactly one")
         return read_archs(Path(archive.extract(modules[0], tmp)), cuobjdump)
 
 
@@ -73,18 +75,21 @@ def check_requested(read: tuple[list[str], list[str]], requested: tuple[list[str
             problems.append(f"{kind} present but not requested: {', '.join(extra)}")
     if problems:
         raise ArchError(f"{what}: {'; '.join(problems)} (read {read[0]} / {read[1]}, requested {requested[0]} / "
-                        f"{requested[1]}). The build did not honour CULINA_CUDA_ARCHS; check the nvcc lines in its log")
+                        f"{requested[1]}). The build did not honour the requested list (<prefix>CUDA_ARCHS); check the nvcc lines in its log")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("file", type=Path, help="a built .so, or a wheel holding culina/_C*.so")
+    parser.add_argument("file", type=Path, help="a built .so, or a wheel holding the extension module")
+    parser.add_argument("--extension", default="culina._C", help="the module inside a wheel (default culina._C)")
     parser.add_argument("--cuda-home", type=Path, help="toolkit whose cuobjdump to use")
     args = parser.parse_args()
     try:
         cuobjdump = find_cuobjdump(args.cuda_home)
-        reader = wheel_archs if args.file.suffix == ".whl" else read_archs
-        sass, ptx = reader(args.file, cuobjdump)
+        if args.file.suffix == ".whl":
+            sass, ptx = wheel_archs(args.file, cuobjdump, args.extension)
+        else:
+            sass, ptx = read_archs(args.file, cuobjdump)
     except ArchError as error:
         print(f"binary_archs: {error}", file=sys.stderr)
         return 1

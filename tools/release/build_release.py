@@ -1,11 +1,12 @@
-"""Builds culina's release assets into one folder: a fat wheel per (Python, CUDA toolkit), each
+"""Builds a project's release assets into one folder (culina's, or with --project-root those of any
+project that configures the resolver in its pyproject.toml, docs/ADOPTING.md): a fat wheel per (Python, CUDA toolkit), each
 checked for the architectures it must carry, repaired by auditwheel and named with its variant
 label, with its PEP 825 variant.json inside; the prebuilt install helper for this platform (helper/,
 static libstdc++); then release-manifest.json (written by that helper's manifest writer), PEP 825's
-index file culina-<version>-variants.json, and the sdist with the manifest and the prebuilt helpers
+index file <name>-<version>-variants.json, and the sdist with the manifest and the prebuilt helpers
 inside. `make release` and .github/workflows/release.yml call this.
 
-Usage: python tools/release/build_release.py --out DIR [--archs LIST] [--python PY ...]
+Usage: python tools/release/build_release.py --out DIR [--project-root DIR] [--archs LIST] [--python PY ...]
                                              [--cuda X.Y ... | --cuda-home DIR ...] [--no-auditwheel]
        python tools/release/build_release.py --out DIR --merge JOB_DIR/release-manifest.json ...
            (the workflow's last job: gathers the wheels the matrix jobs built, each listed in its
@@ -14,6 +15,7 @@ Usage: python tools/release/build_release.py --out DIR [--archs LIST] [--python 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import fcntl
 import hashlib
 import json
@@ -25,14 +27,16 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "resolver" / "adapter"))
+REPO = Path(__file__).resolve().parents[2]  # culina's checkout: the tools, the adapter, build/toolkits
+sys.path.insert(0, str(REPO / "resolver" / "adapter"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import adapter_settings  # noqa: E402
 import binary_archs  # noqa: E402
 import cuda_build_ext as adapter  # noqa: E402
 import helper_build  # noqa: E402
 import pypi_toolkit  # noqa: E402
+from adapter_settings import ARCHS, RELEASE_BUILD  # noqa: E402
 from project_config import ProjectConfig  # noqa: E402
 import variant_metadata  # noqa: E402
 import wheel_label  # noqa: E402
@@ -49,17 +53,20 @@ STAGE_IGNORE = shutil.ignore_patterns(".git", ".venv", "build", "dist", "tests",
 Entry = tuple[Path, str | None, list[str], list[str]]  # wheel, CUDA version, SASS, PTX (read from the .so)
 
 
+@dataclasses.dataclass(frozen=True)
+class Project:
+    """The project being released: its root and its pyproject.toml configuration."""
+
+    root: Path
+    config: ProjectConfig
+
+
 class ReleaseError(RuntimeError):
     """A release step failed; the message names the step, the thing and the fix."""
 
 
 def say(message: str) -> None:
     print(f"[release] {message}", flush=True)
-
-
-def project_version() -> tuple[str, str]:
-    config = ProjectConfig.load(ROOT)
-    return config.name, config.version
 
 
 def toolkit_at_home(home: Path) -> adapter.Toolkit:
@@ -80,7 +87,7 @@ def toolkit_of_version(cuda: str) -> adapter.Toolkit:
     if found is not None and found.version == cuda:
         say(f"CUDA {cuda}: nvcc {found.full_version} from {found.source}")
         return found
-    target = ROOT / "build" / "toolkits" / f"cuda-{cuda}"
+    target = REPO / "build" / "toolkits" / f"cuda-{cuda}"
     root = pypi_toolkit.root_in(target)
     try:
         if root is None or adapter.toolkit_at(root / "bin" / "nvcc", "PyPI packages").version != cuda:
@@ -93,7 +100,7 @@ def toolkit_of_version(cuda: str) -> adapter.Toolkit:
     return toolkit
 
 
-def python_tag(python: str) -> str:
+def python_tag(python: str, config: ProjectConfig) -> str:
     """cp312 for a CPython 3.12, after checking it can build the extension without isolation."""
     probe = ("import sys, setuptools, pybind11, wheel, packaging; "
              "__import__('tomllib' if sys.version_info >= (3, 11) else 'tomli'); "
@@ -101,24 +108,24 @@ def python_tag(python: str) -> str:
     proc = subprocess.run([python, "-c", probe], capture_output=True, text=True)
     if proc.returncode != 0:
         why = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
-        raise ReleaseError(f"--python {python} cannot build culina ({why}). "
+        raise ReleaseError(f"--python {python} cannot build {config.name} ({why}). "
                            f"Install the build requirements: {python} -m pip install setuptools wheel pybind11 packaging tomli")
     return proc.stdout.strip()
 
 
-def requested_archs(archs: str, toolkit: adapter.Toolkit) -> tuple[list[str], list[str]]:
+def requested_archs(archs: str, toolkit: adapter.Toolkit, config: ProjectConfig) -> tuple[list[str], list[str]]:
     try:
-        sass, ptx = adapter.parse_archs(archs, toolkit)
+        sass, ptx = adapter.parse_archs(archs, toolkit, config)
     except adapter.BuildError as error:
         raise ReleaseError(f"--archs: {error}") from None
     return [f"sm_{a.digits}{a.suffix}" for a in sass], [f"compute_{a.digits}{a.suffix}" for a in ptx]
 
 
-def run_logged(cmd: list[str], log: Path, env: dict | None = None, progress: str | None = None) -> None:
-    """Runs `cmd` with its output in `log`; echoes lines containing `progress`; the tail on failure."""
+def run_logged(cmd: list[str], log: Path, cwd: Path, env: dict | None = None, progress: str | None = None) -> None:
+    """Runs `cmd` in `cwd` with its output in `log`; echoes lines containing `progress`; the tail on failure."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as fh:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         for line in proc.stdout:
             fh.write(line)
             if progress and progress in line:
@@ -129,12 +136,12 @@ def run_logged(cmd: list[str], log: Path, env: dict | None = None, progress: str
         raise ReleaseError(f"`{' '.join(cmd)}` failed (exit {proc.returncode}); last lines of {log}:\n{tail}")
 
 
-def build_wheel(python: str, tag: str, toolkit: adapter.Toolkit, archs: str, work: Path) -> Path:
+def build_wheel(project: Project, python: str, tag: str, toolkit: adapter.Toolkit, archs: str, work: Path) -> Path:
     """One fat wheel, built in-tree with its own build folder per (Python, CUDA), so that builds
     for other toolkits or interpreters (and anyone's `make extension`) never mix their outputs,
     and a rebuild reuses the nvcc objects."""
     key = f"{tag}-{wheel_label.variant_label(toolkit.version)}"
-    build_base = ROOT / "build" / "release" / key
+    build_base = project.root / "build" / "release" / key
     build_base.mkdir(parents=True, exist_ok=True)
     # Two release builds of one key at once (tests and a manual run) would clear each other's
     # folders; the second waits for the first.
@@ -144,11 +151,11 @@ def build_wheel(python: str, tag: str, toolkit: adapter.Toolkit, archs: str, wor
         except BlockingIOError:
             say(f"another release build is using {build_base}; waiting for it to finish")
             fcntl.flock(lock, fcntl.LOCK_EX)
-        return _build_wheel_locked(python, key, build_base, toolkit, archs, work)
+        return _build_wheel_locked(project, python, key, build_base, toolkit, archs, work)
 
 
-def _build_wheel_locked(python: str, key: str, build_base: Path, toolkit: adapter.Toolkit, archs: str,
-                        work: Path) -> Path:
+def _build_wheel_locked(project: Project, python: str, key: str, build_base: Path, toolkit: adapter.Toolkit,
+                        archs: str, work: Path) -> Path:
     shutil.rmtree(build_base / "lib", ignore_errors=True)
     shutil.rmtree(build_base / "bdist", ignore_errors=True)
     config = work / f"{key}.cfg"
@@ -157,13 +164,14 @@ def _build_wheel_locked(python: str, key: str, build_base: Path, toolkit: adapte
                       f"[egg_info]\negg_base = {build_base}\n"
                       f"[bdist_wheel]\nbdist_dir = {build_base / 'bdist'}\n")
     out = work / key
-    env = {**os.environ, "CULINA_RELEASE_BUILD": "1", "CULINA_CUDA_ARCHS": archs, "CUDA_HOME": str(toolkit.root),
+    prefix = project.config.env_prefix
+    env = {**os.environ, prefix + RELEASE_BUILD: "1", prefix + ARCHS: archs, "CUDA_HOME": str(toolkit.root),
            "DIST_EXTRA_CONFIG": str(config)}
     env.pop("CUDA_PATH", None)
-    say(f"building {key}: {python}, nvcc {toolkit.full_version} ({toolkit.root}), CULINA_CUDA_ARCHS={archs}")
+    say(f"building {key}: {python}, nvcc {toolkit.full_version} ({toolkit.root}), {prefix + ARCHS}={archs}")
     started = time.monotonic()
     run_logged([python, "-m", "pip", "wheel", ".", "--no-build-isolation", "--no-deps", "-v", "-w", str(out)],
-               build_base / "pip-wheel.log", env, progress="[culina build]")
+               build_base / "pip-wheel.log", project.root, env, progress=f"[{project.config.name} build]")
     wheels = list(out.glob("*.whl"))
     if len(wheels) != 1:
         raise ReleaseError(f"pip wheel for {key} left {len(wheels)} wheels in {out}: {wheels}")
@@ -181,7 +189,7 @@ def repair(wheel: Path, work: Path) -> Path:
                            "(or pass --no-auditwheel for a local, non-manylinux build)")
     cmd = [sys.executable, "-m", "auditwheel", "repair", "--plat", "auto", "--exclude", "libcuda.so.1",
            "-w", str(out), str(wheel)]
-    run_logged(cmd, work / f"auditwheel-{wheel.stem}.log", env)
+    run_logged(cmd, work / f"auditwheel-{wheel.stem}.log", work, env)
     repaired = [w for w in out.glob("*.whl") if w.name.split("-")[:4] == wheel.name.split("-")[:4]]
     if len(repaired) != 1:
         raise ReleaseError(f"auditwheel repair of {wheel.name} left {[w.name for w in repaired]} in {out}")
@@ -189,8 +197,8 @@ def repair(wheel: Path, work: Path) -> Path:
     return repaired[0]
 
 
-def write_manifest(out: Path, entries: list[Entry], helper: Path) -> Path:
-    name, version = project_version()
+def write_manifest(out: Path, entries: list[Entry], helper: Path, config: ProjectConfig) -> Path:
+    name, version = config.name, config.version
     manifest = out / MANIFEST
     manifest.unlink(missing_ok=True)
     proc = subprocess.run([str(helper), "manifest", "init", "--manifest", str(manifest), "--name", name,
@@ -212,12 +220,12 @@ def write_manifest(out: Path, entries: list[Entry], helper: Path) -> Path:
     return manifest
 
 
-def embed_variant_metadata(entries: list[Entry], helper: Path, work: Path) -> None:
+def embed_variant_metadata(entries: list[Entry], helper: Path, work: Path, config: ProjectConfig) -> None:
     """variant.json into each wheel, with the properties the manifest writer states for it (a
     scratch manifest in `work`). It changes the wheels' bytes, so it runs before the real manifest
     records their hashes."""
     paths = {entry[0].name: entry[0] for entry in entries}
-    for wheel in json.loads(write_manifest(work, entries, helper).read_text())["wheels"]:
+    for wheel in json.loads(write_manifest(work, entries, helper, config).read_text())["wheels"]:
         variant_metadata.embed(paths[wheel["file"]], wheel["variant"], wheel["variant_properties"])
     say(f"variant.json embedded in {len(entries)} wheel(s)")
 
@@ -236,23 +244,22 @@ def write_variants_index(out: Path, manifest: Path) -> Path:
     return index
 
 
-def build_sdist(out: Path, manifest: Path, work: Path) -> Path:
+def build_sdist(project: Project, out: Path, manifest: Path, work: Path) -> Path:
     """The sdist with the manifest and the prebuilt helpers inside. It is built from a staged copy
     of the tree: a release-manifest.json in the working tree would change what `pip install .`
     does for anyone building there meanwhile, so the real tree never holds one."""
     stage = work / "sdist-tree"
     shutil.rmtree(stage, ignore_errors=True)
-    shutil.copytree(ROOT, stage, ignore=STAGE_IGNORE)
+    shutil.copytree(project.root, stage, ignore=STAGE_IGNORE)
     shutil.copy2(manifest, stage / MANIFEST)
-    shutil.copytree(out / HELPERS, stage / helper_build.PREBUILT_DIR.relative_to(ROOT))
-    staged_sources = helper_build.source_hash(stage / helper_build.SOURCE_DIR.relative_to(ROOT))
+    shutil.copytree(out / HELPERS, stage / helper_build.PREBUILT_DIR.relative_to(REPO))
+    staged_sources = helper_build.source_hash(stage / helper_build.SOURCE_DIR.relative_to(REPO))
     for entry in json.loads((out / HELPERS / helper_build.PREBUILT_RECORD).read_text())["helpers"]:
         if entry["source_hash"] != staged_sources:
             raise ReleaseError(f"the prebuilt helper for {entry['platform']} was built from other sources than the "
                                f"sdist carries ({entry['source_hash'][:12]} vs {staged_sources[:12]}): resolver/src "
                                "changed during the release build; build the release again from a clean checkout")
-    name, version = project_version()
-    target = out / f"{name}-{version}.tar.gz"
+    target = out / f"{project.config.name}-{project.config.version}.tar.gz"
     target.unlink(missing_ok=True)
     proc = subprocess.run([sys.executable, "setup.py", "-q", "sdist", "--dist-dir", str(out)], cwd=stage,
                           capture_output=True, text=True)
@@ -296,7 +303,7 @@ def merged_entries(manifests: list[Path], out: Path) -> list[Entry]:
     return entries
 
 
-def built_entries(args, out: Path, work: Path) -> list[Entry]:
+def built_entries(args, project: Project, out: Path, work: Path) -> list[Entry]:
     if args.cuda:
         toolkits = [toolkit_of_version(cuda) for cuda in args.cuda]
     elif args.cuda_home:
@@ -307,17 +314,17 @@ def built_entries(args, out: Path, work: Path) -> list[Entry]:
             raise ReleaseError(f"no CUDA toolkit found ({adapter.TOOLKIT_SEARCH}): pass --cuda X.Y (a toolkit "
                                "from PyPI for CUDA 13) or --cuda-home DIR, or install one")
         toolkits = [found]
-    pythons = [(python, python_tag(python)) for python in (args.python or [sys.executable])]
+    pythons = [(python, python_tag(python, project.config)) for python in (args.python or [sys.executable])]
     plan = [(p, t, k) for p, t in pythons for k in toolkits]
     say(f"{len(plan)} wheel(s): Pythons {[t for _, t in pythons]} x CUDA {[k.version for k in toolkits]}, "
         f"archs {args.archs or 'pyproject release_archs for each toolkit'!r}")
     entries = []
     for number, (python, tag, toolkit) in enumerate(plan, 1):
         say(f"[{number}/{len(plan)}] {tag} with CUDA {toolkit.version}")
-        archs = args.archs or ProjectConfig.load(ROOT).release_archs_for(toolkit.version)
-        requested = requested_archs(archs, toolkit)
-        wheel = build_wheel(python, tag, toolkit, archs, work)
-        read = binary_archs.wheel_archs(wheel, binary_archs.find_cuobjdump(toolkit.root))
+        archs = args.archs or project.config.release_archs_for(toolkit.version)
+        requested = requested_archs(archs, toolkit, project.config)
+        wheel = build_wheel(project, python, tag, toolkit, archs, work)
+        read = binary_archs.wheel_archs(wheel, binary_archs.find_cuobjdump(toolkit.root), project.config.extension)
         binary_archs.check_requested(read, requested, wheel.name)
         say(f"architectures read from the module: SASS {read[0]}, PTX {read[1]} (as requested)")
         if args.no_auditwheel:
@@ -346,9 +353,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("--out", type=Path, required=True, help="folder for the wheels, manifest and sdist")
-    parser.add_argument("--archs", help="CULINA_CUDA_ARCHS for every wheel (default: pyproject's release_archs "
-                                        "for the toolkit's CUDA major, "
-                                        f"{ProjectConfig.load(ROOT).release_archs})")
+    parser.add_argument("--project-root", type=Path, default=REPO,
+                        help="the project to release: a folder with pyproject.toml, setup.py and the resolver "
+                             f"copied into resolver/ (default: {REPO})")
+    parser.add_argument("--archs", help="<prefix>CUDA_ARCHS for every wheel (default: pyproject's release_archs "
+                                        "for the toolkit's CUDA major)")
     parser.add_argument("--python", nargs="+", help="interpreters to build for (default: this one)")
     parser.add_argument("--cuda-home", nargs="+", help="CUDA toolkit roots to build with (default: the nvcc found)")
     parser.add_argument("--cuda", nargs="+", metavar="X.Y",
@@ -368,8 +377,9 @@ def main() -> int:
     out = args.out.resolve()
     started = time.monotonic()
     try:
+        project = Project(args.project_root.resolve(), ProjectConfig.load(args.project_root.resolve()))
         out.mkdir(parents=True, exist_ok=True)
-        name, _ = project_version()
+        name = project.config.name
         stale = [p for p in out.iterdir()
                  if p.is_file() and (p.name in (MANIFEST, wheel_smoke.TESTED) or p.name.startswith(f"{name}-"))]
         if stale:
@@ -383,14 +393,14 @@ def main() -> int:
                 entries = merged_entries(args.merge, out)
                 platforms = helper_build.merge_prebuilt([m.parent / HELPERS for m in args.merge], out / HELPERS)
                 say(f"prebuilt helpers gathered for {', '.join(platforms)}")
-                helper = helper_build.helper_binary()
+                helper = helper_build.helper_binary(adapter_settings.current())
             else:
-                entries = built_entries(args, out, work)
+                entries = built_entries(args, project, out, work)
                 helper = helper_build.build_prebuilt(out / HELPERS)
-                embed_variant_metadata(entries, helper, work)
-            manifest = write_manifest(out, entries, helper)
+                embed_variant_metadata(entries, helper, work, project.config)
+            manifest = write_manifest(out, entries, helper, project.config)
             write_variants_index(out, manifest)
-            sdist = build_sdist(out, manifest, work)
+            sdist = build_sdist(project, out, manifest, work)
     except (ReleaseError, binary_archs.ArchError, adapter.BuildError, helper_build.HelperBuildError,
             ValueError) as error:  # ValueError: wheel_label or variant_metadata cannot do as asked
         print(f"build_release: {error}", file=sys.stderr)
