@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One full pass on a GPU machine (the H200 device tool): build culina for this GPU's
 # architecture, build a second copy for an architecture it lacks (for the
-# UnsupportedDeviceError test), run the payload tests and the benchmark. Logs go to $OUT.
+# UnsupportedDeviceError test), run the payload tests (autograd and torch.compile among them) and the
+# benchmarks (kernels, host overhead per call). Logs go to $OUT.
 # Usage: OUT=/some/dir benchmarks/attention_device.sh [ARCH]   (ARCH defaults to 9.0)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +29,7 @@ wait $foreign_pid || echo "foreign build failed: see build.log"
 CULINA_FOREIGN_BUILD=$foreign/package timeout 400 python3 -m pytest tests/payload -q -rs -p no:cacheprovider \
   2>&1 | tee "$out/pytest.log" | tail -25
 timeout 300 python3 benchmarks/attention_bench.py --json "$out/bench.json" 2>&1 | tee "$out/bench.log"
+timeout 120 python3 benchmarks/host_overhead_bench.py --json "$out/host_overhead.json" 2>&1 | tee "$out/host_overhead.log"
 
 # Where the time goes inside culina's kernels (Nsight Compute, clocks left alone).
 if [[ -n ${CULINA_NCU:-} ]] && command -v ncu >/dev/null; then

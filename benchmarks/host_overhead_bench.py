@@ -1,0 +1,95 @@
+"""Host overhead of one call on a tiny problem (1x1x16x16 torch tensors), culina against
+flash-linear-attention's chunk_simple_gla in the same process.
+
+The problem is so small that the GPU finishes each kernel before the host has issued the next:
+CALLS back-to-back calls, one synchronisation at the end, divided by CALLS, is the host's cost
+of one call (the time a decode step pays per layer). culina is timed on its routes: no autograd
+(straight to the kernels), inputs that require grad (the dispatcher and autograd), and forward +
+backward. Usage: python benchmarks/host_overhead_bench.py [--device cuda|cpu] [--json FILE]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "package"))
+import culina  # noqa: E402
+
+SHAPE = (1, 1, 16, 16)  # B, H, T, D
+DECAY = [0.95]
+
+
+def per_call_us(fn, device: str, calls: int, repeats: int) -> float:
+    """Median over `repeats` of the wall time of `calls` calls (one sync at the end) / calls."""
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    for _ in range(max(calls // 10, 10)):
+        fn()
+    sync()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        sync()
+        times.append((time.perf_counter() - start) / calls * 1e6)
+    return statistics.median(times)
+
+
+def load_fla():
+    try:
+        from fla.ops.simple_gla import chunk_simple_gla
+    except Exception as exc:  # any import failure means "not available here", reported below
+        return None, f"{type(exc).__name__}: {exc}"
+    return chunk_simple_gla, None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--dtype", default="bfloat16", choices=["float32", "float16", "bfloat16"])
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--json", help="write the figures here too")
+    args = parser.parse_args()
+    dtype = getattr(torch, args.dtype)
+    gen = torch.Generator(device=args.device).manual_seed(0)
+    q, k, v = (torch.randn(SHAPE, device=args.device, dtype=dtype, generator=gen) for _ in range(3))
+    q_grad, k_grad, v_grad = (x.clone().requires_grad_() for x in (q, k, v))
+    scale = SHAPE[-1] ** -0.5
+
+    def forward_backward():
+        culina.linear_attention(q_grad, k_grad, v_grad, DECAY, scale=scale).sum().backward()
+
+    routes = {
+        "culina forward (no autograd)": lambda: culina.linear_attention(q, k, v, DECAY, scale=scale),
+        "culina forward (requires_grad)": lambda: culina.linear_attention(q_grad, k_grad, v_grad, DECAY, scale=scale),
+        "culina forward + backward": forward_backward,
+    }
+    fla, fla_error = load_fla() if args.device == "cuda" else (None, "fla runs on CUDA only")
+    if fla:
+        qt, kt, vt = (x.transpose(1, 2).contiguous() for x in (q, k, v))  # fla's [B, T, H, D]
+        g_gamma = torch.log(torch.tensor(DECAY, device=args.device, dtype=torch.float32))
+        routes["fla chunk_simple_gla forward"] = lambda: fla(qt, kt, vt, g_gamma=g_gamma, scale=scale)
+        torch.testing.assert_close(routes["fla chunk_simple_gla forward"]()[0].transpose(1, 2).float(),
+                                   routes["culina forward (no autograd)"]().float(), rtol=2e-2, atol=2e-2)
+    print(f"device: {torch.cuda.get_device_name() if args.device == 'cuda' else 'cpu'}; torch {torch.__version__}; "
+          f"culina {culina.__version__}; fla: {'available' if fla else 'unavailable (' + fla_error + ')'}; "
+          f"shape {SHAPE} {args.dtype}; {args.calls} calls x {args.repeats}, median")
+    figures = {}
+    for name, fn in routes.items():
+        figures[name] = per_call_us(fn, args.device, args.calls, args.repeats)
+        print(f"  {name:34s} {figures[name]:8.1f} us/call")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"device": args.device, "dtype": args.dtype, "shape": SHAPE,
+                                               "us_per_call": figures, "fla_error": fla_error}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

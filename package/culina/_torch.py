@@ -1,0 +1,231 @@
+"""PyTorch integration, imported only when a torch tensor reaches culina.linear_attention.
+
+Two custom ops, culina::linear_attention and culina::linear_attention_backward, with fake
+(meta) implementations and autograd registered, so that culina is differentiable with respect to
+q, k, v and initial_state and torch.compile(fullgraph=True) traces it without a graph break. Both
+run on the CPU reference for CPU tensors and on the GPU kernels for CUDA tensors, reading raw
+addresses straight from the tensors (no DLPack round trip) on the caller's current stream, with
+scratch memory from PyTorch's caching allocator.
+
+An eager call that autograd and no tensor subclass or dispatch mode needs to see goes straight
+to the implementation, skipping the dispatcher: decode-style callers pay a few microseconds per
+call rather than tens.
+"""
+from __future__ import annotations
+
+from typing import List, Optional, Tuple
+
+import torch
+
+from . import _api, _C
+
+# torch dtype -> the dtype names _api.check_shapes speaks (float types, cu_seqlens' integers)
+DTYPE_NAMES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16",
+               torch.int32: "int32", torch.int64: "int64"}
+DTYPE_CODES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
+# Checked argument layouts and decay lists of eager calls; a model makes few distinct ones.
+CACHE_LIMIT = 256
+_problems: dict = {}
+_decays: dict = {}
+_workspaces: dict = {}
+
+
+def linear_attention(q, k, v, decay, scale, initial_state, output_final_state, cu_seqlens):
+    """culina.linear_attention for torch tensors (the public docstring describes it)."""
+    named_tensors(q, k, v, initial_state, cu_seqlens)
+    heads = q.shape[1] if q.dim() == 4 else 0
+    if torch.compiler.is_compiling():
+        decay_values = _api.check_decay(decay, heads)
+        scale_value = _api.check_scale(scale, q.shape[-1])
+        out, final = torch.ops.culina.linear_attention(q, k, v, decay_values, scale_value, initial_state,
+                                                       cu_seqlens, output_final_state)
+    else:
+        decay_values = _cached_decay(decay, heads)
+        scale_value = _api.check_scale(scale, q.shape[-1])
+        if _needs_dispatcher(q, k, v, initial_state, cu_seqlens):
+            out, final = torch.ops.culina.linear_attention(q, k, v, decay_values, scale_value, initial_state,
+                                                           cu_seqlens, output_final_state)
+        else:
+            out, final = forward(q, k, v, decay_values, scale_value, initial_state, cu_seqlens, output_final_state)
+    return (out, final) if output_final_state else out
+
+
+def _needs_dispatcher(q, k, v, initial_state, cu_seqlens) -> bool:
+    """True where autograd, a tensor subclass (fake, functional, DTensor, ...), a functorch
+    transform (vmap, grad) or a dispatch mode must see the call; plain tensors without grad skip
+    the dispatcher. Each test is one cheap call: this runs on every eager call."""
+    if torch._C._are_functorch_transforms_active() or torch._C._len_torch_dispatch_stack():
+        return True
+    grad = torch.is_grad_enabled()
+    for tensor in (q, k, v, initial_state, cu_seqlens):
+        if tensor is not None and (type(tensor) is not torch.Tensor or (grad and tensor.requires_grad)):
+            return True
+    return False
+
+
+def _cached_decay(decay, heads: int):
+    if not isinstance(decay, (list, tuple)):
+        return _api.check_decay(decay, heads)
+    try:
+        key = (heads, tuple(decay))
+        return _decays[key]
+    except (KeyError, TypeError):  # TypeError: unhashable items, which check_decay reports
+        values = _api.check_decay(decay, heads)
+        if len(_decays) >= CACHE_LIMIT:
+            _decays.clear()
+        _decays[key] = values
+        return values
+
+
+def named_tensors(q, k, v, initial_state, cu_seqlens) -> dict:
+    """The arrays given, by argument name; each must be a torch tensor like q."""
+    named = {"q": q, "k": k, "v": v}
+    if initial_state is not None:
+        named["initial_state"] = initial_state
+    if cu_seqlens is not None:
+        named["cu_seqlens"] = cu_seqlens
+    for name, tensor in named.items():
+        if not isinstance(tensor, torch.Tensor):
+            raise TypeError(f"{name}: expected a torch.Tensor like q, got {type(tensor).__module__}."
+                            f"{type(tensor).__name__}; convert it with torch.as_tensor({name}, device=q.device)")
+    return named
+
+
+def problem_of(q, k, v, initial_state, cu_seqlens) -> _api.Dims:
+    """_api.check_shapes on torch tensors, after checking they share q's device."""
+    named = named_tensors(q, k, v, initial_state, cu_seqlens)
+    for name, tensor in named.items():
+        if tensor.device != q.device:
+            raise ValueError(f"arrays on different devices: {name} is on {tensor.device} but q is on "
+                             f"{q.device}; move them to one device")
+    if q.device.type not in ("cpu", "cuda", "meta"):
+        raise TypeError(f"q: PyTorch tensors on {q.device} are not supported; culina runs CPU and CUDA "
+                        "tensors (q.cpu() or q.cuda())")
+    return _api.check_shapes({n: t.shape for n, t in named.items()},
+                             {n: DTYPE_NAMES.get(t.dtype, str(t.dtype).removeprefix("torch.")) for n, t in named.items()},
+                             {n: t.is_contiguous() for n, t in named.items()})
+
+
+def _cached_problem(q, k, v, initial_state, cu_seqlens) -> _api.Dims:
+    key = (q.shape, k.shape, v.shape, q.dtype, k.dtype, v.dtype, q.device, k.device, v.device,
+           q.is_contiguous(), k.is_contiguous(), v.is_contiguous(),
+           None if initial_state is None else (initial_state.shape, initial_state.dtype, initial_state.device,
+                                               initial_state.is_contiguous()),
+           None if cu_seqlens is None else (cu_seqlens.shape, cu_seqlens.dtype, cu_seqlens.device,
+                                            cu_seqlens.is_contiguous()))
+    problem = _problems.get(key)
+    if problem is None:
+        problem = problem_of(q, k, v, initial_state, cu_seqlens)
+        if len(_problems) >= CACHE_LIMIT:
+            _problems.clear()
+        _problems[key] = problem
+    return problem
+
+
+def _workspace(size_of, problem: _api.Dims, dtype_code: int, device: torch.device):
+    """Scratch memory for one GPU call from PyTorch's caching allocator: (tensor or None, bytes)."""
+    key = (size_of, tuple(problem.dims), problem.num_seqs, dtype_code, device.index)
+    size = _workspaces.get(key)
+    if size is None:
+        size = size_of(problem.dims, dtype_code, device.index, num_seqs=problem.num_seqs)
+        if len(_workspaces) >= CACHE_LIMIT:
+            _workspaces.clear()
+        _workspaces[key] = size
+    return (torch.empty(size, dtype=torch.uint8, device=device) if size else None), size
+
+
+def _address(tensor) -> int:
+    return 0 if tensor is None else tensor.data_ptr()
+
+
+def _launch(cpu_entry, gpu_entry, workspace_size_of, problem: _api.Dims, q, cu_seqlens, args: tuple) -> None:
+    """Runs one extension entry point: args are the leading arguments both share (addresses,
+    dims, dtype, scale, decay); the device, stream, workspace and cu_seqlens follow here."""
+    packing = (_address(cu_seqlens), problem.num_seqs, problem.seqlen_bits)
+    if q.is_cuda:
+        device = q.device
+        _api.ready_device(device.index)
+        workspace, size = _workspace(workspace_size_of, problem, DTYPE_CODES[q.dtype], device)
+        stream = torch._C._cuda_getCurrentRawStream(device.index)
+        _api.launch_gpu(gpu_entry, device.index, *args, device.index, stream, _address(workspace), size, *packing)
+    else:
+        if cu_seqlens is not None:
+            _api.check_seqlens_values(cu_seqlens.numpy(), problem.dims[2])
+        cpu_entry(*args, 0, *packing)
+
+
+def forward(q, k, v, decay: Optional[List[float]], scale: float, initial_state: Optional[torch.Tensor],
+            cu_seqlens: Optional[torch.Tensor], output_final_state: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+    """The forward on real tensors: o, and S_T (an empty tensor unless output_final_state)."""
+    problem = _cached_problem(q, k, v, initial_state, cu_seqlens)
+    batch, heads, seq_len, _, dv = problem.dims
+    out = torch.empty((batch, heads, seq_len, dv), dtype=v.dtype, device=q.device)
+    final = torch.empty(problem.states if output_final_state else (0,), dtype=torch.float32, device=q.device)
+    _launch(_C.cpu_forward, _C.gpu_forward, _C.gpu_workspace_bytes, problem, q, cu_seqlens,
+            (q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), _address(initial_state),
+             final.data_ptr() if output_final_state else 0, problem.dims, DTYPE_CODES[q.dtype], scale, decay))
+    return out, final
+
+
+def backward(q, k, v, d_out, decay: Optional[List[float]], scale: float, initial_state: Optional[torch.Tensor],
+             d_final_state: Optional[torch.Tensor], cu_seqlens: Optional[torch.Tensor],
+             need_d_initial_state: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """dq, dk, dv and dS0 (an empty tensor unless need_d_initial_state) on real tensors."""
+    problem = _cached_problem(q, k, v, initial_state, cu_seqlens)
+    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    d_initial = torch.empty(problem.states if need_d_initial_state else (0,), dtype=torch.float32, device=q.device)
+    _launch(_C.cpu_backward, _C.gpu_backward, _C.gpu_backward_workspace_bytes, problem, q, cu_seqlens,
+            (q.data_ptr(), k.data_ptr(), v.data_ptr(), d_out.data_ptr(), _address(initial_state),
+             _address(d_final_state), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(),
+             d_initial.data_ptr() if need_d_initial_state else 0, problem.dims, DTYPE_CODES[q.dtype], scale, decay))
+    return dq, dk, dv, d_initial
+
+
+@torch.library.custom_op("culina::linear_attention", mutates_args=())
+def _forward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, decay: Optional[List[float]], scale: float,
+                initial_state: Optional[torch.Tensor], cu_seqlens: Optional[torch.Tensor],
+                output_final_state: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+    return forward(q, k, v, decay, scale, initial_state, cu_seqlens, output_final_state)
+
+
+@_forward_op.register_fake
+def _forward_fake(q, k, v, decay, scale, initial_state, cu_seqlens, output_final_state):
+    problem = problem_of(q, k, v, initial_state, cu_seqlens)
+    batch, heads, seq_len, _, dv = problem.dims
+    return (q.new_empty((batch, heads, seq_len, dv), dtype=v.dtype),
+            q.new_empty(problem.states if output_final_state else (0,), dtype=torch.float32))
+
+
+@torch.library.custom_op("culina::linear_attention_backward", mutates_args=())
+def _backward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, d_out: torch.Tensor,
+                 decay: Optional[List[float]], scale: float, initial_state: Optional[torch.Tensor],
+                 d_final_state: Optional[torch.Tensor], cu_seqlens: Optional[torch.Tensor],
+                 need_d_initial_state: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    return backward(q, k, v, d_out, decay, scale, initial_state, d_final_state, cu_seqlens, need_d_initial_state)
+
+
+@_backward_op.register_fake
+def _backward_fake(q, k, v, d_out, decay, scale, initial_state, d_final_state, cu_seqlens, need_d_initial_state):
+    problem = problem_of(q, k, v, initial_state, cu_seqlens)
+    return (torch.empty_like(q), torch.empty_like(k), torch.empty_like(v),
+            q.new_empty(problem.states if need_d_initial_state else (0,), dtype=torch.float32))
+
+
+def _setup_context(ctx, inputs, output):
+    q, k, v, decay, scale, initial_state, cu_seqlens, _ = inputs
+    ctx.save_for_backward(q, k, v, initial_state, cu_seqlens)
+    ctx.decay, ctx.scale = decay, scale
+
+
+def _backward_formula(ctx, d_out, d_final):
+    q, k, v, initial_state, cu_seqlens = ctx.saved_tensors
+    # An unused S_T (or one never asked for, an empty tensor) adds nothing to the gradients.
+    d_final = d_final.contiguous() if d_final is not None and d_final.numel() else None
+    d_out = torch.zeros_like(v) if d_out is None else d_out.contiguous()
+    need_d_initial = initial_state is not None and ctx.needs_input_grad[5]
+    dq, dk, dv, d_initial = torch.ops.culina.linear_attention_backward(
+        q, k, v, d_out, ctx.decay, ctx.scale, initial_state, d_final, cu_seqlens, need_d_initial)
+    return dq, dk, dv, None, None, d_initial if need_d_initial else None, None, None
+
+
+_forward_op.register_autograd(_backward_formula, setup_context=_setup_context)
