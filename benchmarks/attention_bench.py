@@ -3,6 +3,13 @@ culina, a straightforward PyTorch chunked implementation, and flash-linear-atten
 Triton kernel (fla.ops.simple_gla.chunk_simple_gla) when it imports.
 
 Usage: python benchmarks/attention_bench.py [--seq-lens 4096 16384] [--json out.json]
+       python benchmarks/attention_bench.py --spread [--json out.json]
+
+--spread times forward and forward+backward over a spread of shapes (B*H 8..512, T 1k..32k,
+D 64/128/256, bf16 and fp16), culina through its raw `_C` entry points (preallocated outputs
+and workspaces: kernel time, as fla's Triton launches measure theirs) against fla's
+chunk_simple_gla (g_gamma = log(decay)) with autograd, and the HBM bandwidth each reaches
+counting the bytes it must move once (forward: q, k, v, o; backward: q, k, v, do, dq, dk, dv).
 
 Throughput counts the chunked algorithm's matrix work with chunk C = 64, the same count for
 every implementation: per token 2*C*(Dk+Dv) (intra-chunk q.k and p.v) + 4*Dk*Dv (q.S and the
@@ -82,6 +89,95 @@ def kernel_breakdown(fn, calls=10):
     return sorted(times.items(), key=lambda item: -item[1])
 
 
+# (B, H, T, D, dtype) for --spread.
+SPREAD = [(1, 8, 32768, 128, "bfloat16"), (2, 8, 8192, 256, "bfloat16"), (4, 16, 4096, 128, "bfloat16"),
+          (8, 16, 2048, 64, "bfloat16"), (1, 32, 16384, 128, "bfloat16"), (32, 16, 1024, 64, "bfloat16"),
+          (16, 32, 1024, 128, "bfloat16"), (4, 16, 4096, 128, "float16"), (2, 8, 8192, 256, "float16")]
+DTYPE_CODES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
+HBM_PEAK = {"H100": 3.35e12, "H200": 4.8e12}  # bytes/s, SXM parts
+
+
+class CulinaRaw:
+    """culina's forward and backward through `_C`, outputs and workspaces allocated once."""
+
+    def __init__(self, q, k, v, decay, scale):
+        from culina import _C
+
+        self.c, self.q, self.k, self.v, self.decay, self.scale = _C, q, k, v, decay, scale
+        self.dims = list(q.shape) + [v.shape[-1]]
+        self.code = DTYPE_CODES[q.dtype]
+        self.out, self.do = torch.empty_like(v), torch.randn_like(v)
+        self.dq, self.dk, self.dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+        device = q.device.index or 0
+        self.ws = torch.empty(_C.gpu_workspace_bytes(self.dims, self.code, device), dtype=torch.uint8, device=q.device)
+        self.bws = torch.empty(_C.gpu_backward_workspace_bytes(self.dims, self.code, device), dtype=torch.uint8,
+                               device=q.device)
+
+    def forward(self):
+        stream = torch.cuda.current_stream().cuda_stream
+        self.c.gpu_forward(self.q.data_ptr(), self.k.data_ptr(), self.v.data_ptr(), self.out.data_ptr(), 0, 0,
+                           self.dims, self.code, self.scale, self.decay, self.q.device.index or 0, stream,
+                           self.ws.data_ptr(), self.ws.numel())
+        return self.out
+
+    def forward_backward(self):
+        self.forward()
+        stream = torch.cuda.current_stream().cuda_stream
+        self.c.gpu_backward(self.q.data_ptr(), self.k.data_ptr(), self.v.data_ptr(), self.do.data_ptr(), 0, 0,
+                            self.dq.data_ptr(), self.dk.data_ptr(), self.dv.data_ptr(), 0, self.dims, self.code,
+                            self.scale, self.decay, self.q.device.index or 0, stream, self.bws.data_ptr(),
+                            self.bws.numel())
+        return self.dq, self.dk, self.dv
+
+
+def spread(fla, rep_ms):
+    """Forward and forward+backward over SPREAD; returns the rows and prints a table."""
+    name = torch.cuda.get_device_name()
+    peak = next((bw for key, bw in HBM_PEAK.items() if key in name), None)
+    rows = []
+    for b, h, t, d, dtype_name in SPREAD:
+        dtype = getattr(torch, dtype_name)
+        gen = torch.Generator(device="cuda").manual_seed(t + d)
+        q, k, v = (torch.randn(b, h, t, d, device="cuda", generator=gen, dtype=dtype) for _ in range(3))
+        decay = [1 - 2.0 ** (-5 - 3 * i / h) for i in range(h)]
+        scale = d ** -0.5
+        ours = CulinaRaw(q, k, v, decay, scale)
+        row = {"B": b, "H": h, "T": t, "D": d, "dtype": dtype_name}
+        row["culina_fwd_ms"] = bench(ours.forward, rep_ms=rep_ms)
+        row["culina_fwdbwd_ms"] = bench(ours.forward_backward, rep_ms=rep_ms)
+        elem = q.element_size()
+        row["fwd_bytes"] = elem * b * h * t * 4 * d
+        row["bwd_bytes"] = elem * b * h * t * 7 * d
+        if fla:
+            qt, kt, vt = (x.transpose(1, 2).contiguous().requires_grad_() for x in (q, k, v))
+            dot = ours.do.transpose(1, 2).contiguous()
+            g_gamma = torch.log(torch.tensor(decay, device="cuda", dtype=torch.float32))
+            fwd = lambda: fla(qt, kt, vt, g_gamma=g_gamma, scale=scale)[0]
+            row["rel_diff_fwd"] = rel_err(ours.forward(), fwd().detach().transpose(1, 2))
+            ours.forward_backward()
+            fwd().backward(dot)
+            row["rel_diff_dq"] = rel_err(ours.dq, qt.grad.transpose(1, 2))
+            row["rel_diff_dk"] = rel_err(ours.dk, kt.grad.transpose(1, 2))
+            row["rel_diff_dv"] = rel_err(ours.dv, vt.grad.transpose(1, 2))
+            with torch.no_grad():
+                row["fla_fwd_ms"] = bench(fwd, rep_ms=rep_ms)
+            row["fla_fwdbwd_ms"] = bench(lambda: fwd().backward(dot), rep_ms=rep_ms)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    print("\n| B, H, T, D | dtype | culina fwd (ms) | fla fwd (ms) | fwd vs fla | culina fwd+bwd (ms) | "
+          "fla fwd+bwd (ms) | fwd+bwd vs fla | culina fwd HBM | culina bwd HBM |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        fla_fwd, fla_both = r.get("fla_fwd_ms", float("nan")), r.get("fla_fwdbwd_ms", float("nan"))
+        bw = lambda nbytes, ms: f"{nbytes / (ms * 1e-3) / peak:.0%}" if peak else "n/a"
+        bwd_ms = r["culina_fwdbwd_ms"] - r["culina_fwd_ms"]
+        print(f"| {r['B']}, {r['H']}, {r['T']}, {r['D']} | {r['dtype']} | {r['culina_fwd_ms']:.3f} | {fla_fwd:.3f} | "
+              f"{fla_fwd / r['culina_fwd_ms']:.2f}x | {r['culina_fwdbwd_ms']:.3f} | {fla_both:.3f} | "
+              f"{fla_both / r['culina_fwdbwd_ms']:.2f}x | {bw(r['fwd_bytes'], r['culina_fwd_ms'])} | "
+              f"{bw(r['bwd_bytes'], bwd_ms)} |")
+    return rows
+
+
 def rel_err(a, b):
     a, b = a.float(), b.float()
     return ((a - b).norm() / b.norm()).item()
@@ -95,10 +191,24 @@ def main():
     parser.add_argument("--seq-lens", type=int, nargs="+", default=[4096, 16384])
     parser.add_argument("--json", type=Path)
     parser.add_argument("--only", help="time this implementation alone (e.g. culina)")
+    parser.add_argument("--spread", action="store_true", help="forward and forward+backward over SPREAD")
+    parser.add_argument("--rep-ms", type=int, default=1500, help="timed milliseconds per measurement")
     args = parser.parse_args()
 
     device = torch.device("cuda")
     fla, fla_error = load_fla()
+    if args.spread:
+        print(f"GPU: {torch.cuda.get_device_name()}; torch {torch.__version__}; culina {culina.__version__}; "
+              f"fla: {'available' if fla else 'unavailable (' + fla_error + ')'}")
+        rows = spread(fla, args.rep_ms)
+        if args.json:
+            args.json.write_text(json.dumps({"gpu": torch.cuda.get_device_name(), "rows": rows,
+                                             "fla_error": fla_error}, indent=2))
+        diffs = [v for r in rows for key, v in r.items() if key.startswith("rel_diff")]
+        if any(math.isnan(v) or v > 5e-2 for v in diffs):
+            print("ERROR: culina and fla disagree by more than 5e-2", file=sys.stderr)
+            return 1
+        return 0
     b, h, d = args.batch, args.heads, args.head_dim
     scale = d ** -0.5
     decay = [1 - 2.0 ** (-5 - 3 * i / h) for i in range(h)]  # RetNet-style per-head decays

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "common/dlpack.h"
@@ -21,7 +22,8 @@ namespace {
 
 Problem make_problem(uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t out, uintptr_t initial_state,
                      uintptr_t final_state, std::vector<int64_t> dims, int dtype, float scale,
-                     std::optional<std::vector<float>> decay) {
+                     std::optional<std::vector<float>> decay, uintptr_t cu_seqlens = 0, int64_t num_seqs = 0,
+                     int seqlen_bits = 0) {
   if (dims.size() != 5) throw std::invalid_argument("dims must be (B, H, T, Dk, Dv)");
   if (dtype < 0 || dtype > 2) throw std::invalid_argument("dtype code must be 0, 1 or 2");
   Problem p;
@@ -36,13 +38,47 @@ Problem make_problem(uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t out, uintp
     if (int64_t(decay->size()) != p.heads) throw std::invalid_argument("decay needs one value per head");
     p.decay = std::move(*decay);
   }
+  if (num_seqs < 0) throw std::invalid_argument("num_seqs is " + std::to_string(num_seqs) + "; pass 0 or more");
+  if (num_seqs > 0 && p.batch != 1)
+    throw std::invalid_argument("packed sequences need dims (1, H, total_T, Dk, Dv), but B is " +
+                                std::to_string(p.batch));
+  if (cu_seqlens && (num_seqs == 0 || (seqlen_bits != 32 && seqlen_bits != 64)))
+    throw std::invalid_argument("cu_seqlens needs num_seqs >= 1 and seqlen_bits 32 or 64, got num_seqs " +
+                                std::to_string(num_seqs) + " and seqlen_bits " + std::to_string(seqlen_bits));
   p.q = reinterpret_cast<const void*>(q);
   p.k = reinterpret_cast<const void*>(k);
   p.v = reinterpret_cast<const void*>(v);
   p.out = reinterpret_cast<void*>(out);
   p.initial_state = reinterpret_cast<const float*>(initial_state);
   p.final_state = reinterpret_cast<float*>(final_state);
+  p.cu_seqlens = reinterpret_cast<const void*>(cu_seqlens);
+  p.num_seqs = num_seqs;
+  p.seqlen_bits = seqlen_bits;
   return p;
+}
+
+// A problem to run: packed sequences (num_seqs > 0) need their offsets.
+Problem make_runnable_problem(uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t out, uintptr_t initial_state,
+                              uintptr_t final_state, std::vector<int64_t> dims, int dtype, float scale,
+                              std::optional<std::vector<float>> decay, uintptr_t cu_seqlens, int64_t num_seqs,
+                              int seqlen_bits) {
+  if (num_seqs > 0 && !cu_seqlens)
+    throw std::invalid_argument("num_seqs is " + std::to_string(num_seqs) + " but cu_seqlens is absent; pass both");
+  return make_problem(q, k, v, out, initial_state, final_state, std::move(dims), dtype, scale, std::move(decay),
+                      cu_seqlens, num_seqs, seqlen_bits);
+}
+
+culina::Gradients make_gradients(uintptr_t d_out, uintptr_t d_final_state, uintptr_t dq, uintptr_t dk,
+                                 uintptr_t dv, uintptr_t d_initial_state) {
+  if (!d_out || !dq || !dk || !dv) throw std::invalid_argument("the backward needs do, dq, dk and dv (0 given)");
+  culina::Gradients g;
+  g.d_out = reinterpret_cast<const void*>(d_out);
+  g.d_final_state = reinterpret_cast<const float*>(d_final_state);
+  g.dq = reinterpret_cast<void*>(dq);
+  g.dk = reinterpret_cast<void*>(dk);
+  g.dv = reinterpret_cast<void*>(dv);
+  g.d_initial_state = reinterpret_cast<float*>(d_initial_state);
+  return g;
 }
 
 // Shape, strides, dtype, device and address of a "dltensor" capsule, without consuming it:
@@ -108,27 +144,54 @@ void define_module(py::module_& m) {
   m.def(
       "cpu_forward",
       [](uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t out, uintptr_t initial_state, uintptr_t final_state,
-         std::vector<int64_t> dims, int dtype, float scale, std::optional<std::vector<float>> decay, int threads) {
-        const Problem p = make_problem(q, k, v, out, initial_state, final_state, std::move(dims), dtype, scale,
-                                       std::move(decay));
+         std::vector<int64_t> dims, int dtype, float scale, std::optional<std::vector<float>> decay, int threads,
+         uintptr_t cu_seqlens, int64_t num_seqs, int seqlen_bits) {
+        const Problem p = make_runnable_problem(q, k, v, out, initial_state, final_state, std::move(dims), dtype,
+                                                scale, std::move(decay), cu_seqlens, num_seqs, seqlen_bits);
         py::gil_scoped_release release;
         culina::cpu::linear_attention(p, threads);
       },
       py::arg("q"), py::arg("k"), py::arg("v"), py::arg("out"), py::arg("initial_state"), py::arg("final_state"),
-      py::arg("dims"), py::arg("dtype"), py::arg("scale"), py::arg("decay"), py::arg("threads") = 0);
+      py::arg("dims"), py::arg("dtype"), py::arg("scale"), py::arg("decay"), py::arg("threads") = 0,
+      py::arg("cu_seqlens") = 0, py::arg("num_seqs") = 0, py::arg("seqlen_bits") = 0);
+  m.def(
+      "cpu_backward",
+      [](uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t d_out, uintptr_t initial_state, uintptr_t d_final_state,
+         uintptr_t dq, uintptr_t dk, uintptr_t dv, uintptr_t d_initial_state, std::vector<int64_t> dims, int dtype,
+         float scale, std::optional<std::vector<float>> decay, int threads, uintptr_t cu_seqlens, int64_t num_seqs,
+         int seqlen_bits) {
+        const Problem p = make_runnable_problem(q, k, v, 0, initial_state, 0, std::move(dims), dtype, scale,
+                                                std::move(decay), cu_seqlens, num_seqs, seqlen_bits);
+        const culina::Gradients g = make_gradients(d_out, d_final_state, dq, dk, dv, d_initial_state);
+        py::gil_scoped_release release;
+        culina::cpu::linear_attention_backward(p, g, threads);
+      },
+      py::arg("q"), py::arg("k"), py::arg("v"), py::arg("do"), py::arg("initial_state"), py::arg("d_final_state"),
+      py::arg("dq"), py::arg("dk"), py::arg("dv"), py::arg("d_initial_state"), py::arg("dims"), py::arg("dtype"),
+      py::arg("scale"), py::arg("decay"), py::arg("threads") = 0, py::arg("cu_seqlens") = 0, py::arg("num_seqs") = 0,
+      py::arg("seqlen_bits") = 0);
   m.def(
       "gpu_workspace_bytes",
-      [](std::vector<int64_t> dims, int dtype, int device) {
-        return culina::gpu::workspace_bytes(make_problem(0, 0, 0, 0, 0, 0, std::move(dims), dtype, 1.0f, {}), device);
+      [](std::vector<int64_t> dims, int dtype, int device, int64_t num_seqs) {
+        return culina::gpu::workspace_bytes(
+            make_problem(0, 0, 0, 0, 0, 0, std::move(dims), dtype, 1.0f, {}, 0, num_seqs), device);
       },
-      py::arg("dims"), py::arg("dtype"), py::arg("device"));
+      py::arg("dims"), py::arg("dtype"), py::arg("device"), py::arg("num_seqs") = 0);
+  m.def(
+      "gpu_backward_workspace_bytes",
+      [](std::vector<int64_t> dims, int dtype, int device, int64_t num_seqs) {
+        return culina::gpu::backward_workspace_bytes(
+            make_problem(0, 0, 0, 0, 0, 0, std::move(dims), dtype, 1.0f, {}, 0, num_seqs), device);
+      },
+      py::arg("dims"), py::arg("dtype"), py::arg("device"), py::arg("num_seqs") = 0);
   m.def(
       "gpu_forward",
       [](uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t out, uintptr_t initial_state, uintptr_t final_state,
          std::vector<int64_t> dims, int dtype, float scale, std::optional<std::vector<float>> decay, int device,
-         uintptr_t stream, uintptr_t workspace, size_t workspace_bytes) {
-        Problem p = make_problem(q, k, v, out, initial_state, final_state, std::move(dims), dtype, scale,
-                                 std::move(decay));
+         uintptr_t stream, uintptr_t workspace, size_t workspace_bytes, uintptr_t cu_seqlens, int64_t num_seqs,
+         int seqlen_bits) {
+        Problem p = make_runnable_problem(q, k, v, out, initial_state, final_state, std::move(dims), dtype, scale,
+                                          std::move(decay), cu_seqlens, num_seqs, seqlen_bits);
         p.workspace = reinterpret_cast<void*>(workspace);
         p.workspace_bytes = workspace_bytes;
         py::gil_scoped_release release;
@@ -136,7 +199,32 @@ void define_module(py::module_& m) {
       },
       py::arg("q"), py::arg("k"), py::arg("v"), py::arg("out"), py::arg("initial_state"), py::arg("final_state"),
       py::arg("dims"), py::arg("dtype"), py::arg("scale"), py::arg("decay"), py::arg("device"), py::arg("stream"),
-      py::arg("workspace"), py::arg("workspace_bytes"));
+      py::arg("workspace"), py::arg("workspace_bytes"), py::arg("cu_seqlens") = 0, py::arg("num_seqs") = 0,
+      py::arg("seqlen_bits") = 0);
+  m.def(
+      "gpu_backward",
+      [](uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t d_out, uintptr_t initial_state, uintptr_t d_final_state,
+         uintptr_t dq, uintptr_t dk, uintptr_t dv, uintptr_t d_initial_state, std::vector<int64_t> dims, int dtype,
+         float scale, std::optional<std::vector<float>> decay, int device, uintptr_t stream, uintptr_t workspace,
+         size_t workspace_bytes, uintptr_t cu_seqlens, int64_t num_seqs, int seqlen_bits) {
+        Problem p = make_runnable_problem(q, k, v, 0, initial_state, 0, std::move(dims), dtype, scale,
+                                          std::move(decay), cu_seqlens, num_seqs, seqlen_bits);
+        p.workspace = reinterpret_cast<void*>(workspace);
+        p.workspace_bytes = workspace_bytes;
+        const culina::Gradients g = make_gradients(d_out, d_final_state, dq, dk, dv, d_initial_state);
+        py::gil_scoped_release release;
+        culina::gpu::linear_attention_backward(p, g, device, stream);
+      },
+      py::arg("q"), py::arg("k"), py::arg("v"), py::arg("do"), py::arg("initial_state"), py::arg("d_final_state"),
+      py::arg("dq"), py::arg("dk"), py::arg("dv"), py::arg("d_initial_state"), py::arg("dims"), py::arg("dtype"),
+      py::arg("scale"), py::arg("decay"), py::arg("device"), py::arg("stream"), py::arg("workspace"),
+      py::arg("workspace_bytes"), py::arg("cu_seqlens") = 0, py::arg("num_seqs") = 0, py::arg("seqlen_bits") = 0);
+  m.def(
+      "kernel_path",
+      [](int device, int dtype, int64_t dk, int64_t dv) {
+        return culina::gpu::kernel_path(make_problem(0, 0, 0, 0, 0, 0, {1, 1, 1, dk, dv}, dtype, 1.0f, {}), device);
+      },
+      py::arg("device"), py::arg("dtype"), py::arg("dk"), py::arg("dv"));
   m.def("built_with_cuda", &culina::gpu::built_with_cuda);
   m.def("compiled_arch_list", &culina::gpu::compiled_arch_list);
   m.def("driver_version", &culina::gpu::driver_version);

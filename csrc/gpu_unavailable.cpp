@@ -22,7 +22,10 @@ int device_count() { return 0; }
 DeviceInfo device(int) { refuse_gpu_work(); }
 std::vector<DeviceInfo> devices() { return {}; }
 size_t workspace_bytes(const Problem&, int) { return 0; }
+size_t backward_workspace_bytes(const Problem&, int) { return 0; }
+std::string kernel_path(const Problem&, int) { refuse_gpu_work(); }
 void linear_attention(const Problem&, int, uintptr_t) { refuse_gpu_work(); }
+void linear_attention_backward(const Problem&, const Gradients&, int, uintptr_t) { refuse_gpu_work(); }
 
 }  // namespace culina::gpu
 #endif

@@ -5,8 +5,12 @@
 
 namespace culina::cpu {
 
-// Runs the recurrence S_t = g_h S_(t-1) + k_t^T v_t, o_t = scale q_t S_t for every (batch,
-// head), spreading the B*H independent sequences over `threads` workers (0: one per core).
+// Runs the recurrence S_t = g_h S_(t-1) + k_t^T v_t, o_t = scale q_t S_t for every (sequence,
+// head), spreading the independent sequences over `threads` workers (0: one per core).
 void linear_attention(const Problem& problem, int threads = 0);
+
+// The gradients of linear_attention's out (and final state) with respect to q, k, v and the
+// initial state (common/passes.h gives the three passes), with the same workers.
+void linear_attention_backward(const Problem& problem, const Gradients& gradients, int threads = 0);
 
 }  // namespace culina::cpu

@@ -43,10 +43,17 @@ DeviceInfo device(int ordinal);
 // Every device: a context on each (`python -m culina info` only).
 std::vector<DeviceInfo> devices();
 // Device scratch memory the problem needs on `device` (0 when the path chosen needs none);
-// the caller allocates it (in its framework, so its caching allocator serves it).
+// the caller allocates it (in its framework, so its caching allocator serves it). Only the
+// shape, dtype and num_seqs of `problem` matter.
 size_t workspace_bytes(const Problem& problem, int device);
+size_t backward_workspace_bytes(const Problem& problem, int device);
+// The kernel path `device` takes for the problem's dtype and head sizes, in a few words.
+std::string kernel_path(const Problem& problem, int device);
 // Runs the problem on `device`, ordered on `stream` (a cudaStream_t as an integer; 0 is the
-// legacy default stream). Returns once the work is queued.
+// legacy default stream). Returns once the work is queued. Packed sequences' cu_seqlens stay
+// on the device: the kernels read them, the host never does.
 void linear_attention(const Problem& problem, int device, uintptr_t stream);
+// The gradients (common/passes.h: three passes of the forward's kernels), queued likewise.
+void linear_attention_backward(const Problem& problem, const Gradients& gradients, int device, uintptr_t stream);
 
 }  // namespace culina::gpu

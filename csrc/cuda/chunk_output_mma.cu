@@ -1,15 +1,20 @@
 // Pass 2 of the tensor-core path: every chunk's output, all chunks in parallel.
 //
-// One block owns one (batch*head, chunk, slice of SLICE value columns); each group of 4 warps
-// takes 64 of the columns, each warp 16 query rows i of the chunk, all in mma.sync registers:
-//   S = Q K^T (key tiles up to the diagonal) -> P = S * g^(i-j) (zero above the diagonal)
-//   O = scale * (g^(i+1) (Q h[c]) + P V)       with h[c] the state entering the chunk (pass 1)
+// One block owns one (sequence, head, chunk, slice of SLICE value columns); each group of 4
+// warps takes 64 of the columns, each warp 16 query rows i of the chunk, all in mma.sync
+// registers:
+//   S = Q K^T (key tiles up to the diagonal) -> P = scale S g^(i-j) (zero above the diagonal)
+//   O = w g^i (Q h[c]) + P V     with h[c] the state entering the chunk (pass 1), w from
+//                                common/passes.h
+// Packed sequences: blocks walk the workspace's chunk slots and find their sequence by
+// bisection over cu_seqlens; the few slots between sequences exit at once.
 // P goes from the accumulators straight into the next product's operand registers, and the
 // output from registers to device memory. (A wmma version that staged S and O through shared
 // memory took 0.68 ms for bf16, B=4, H=16, dk = dv = 128, T = 16384 on an H200; this one
 // takes 0.39 ms there, against 0.46 ms for flash-linear-attention's Triton output kernel.)
 #include "cuda/kernels.h"
 #include "cuda/mma_common.cuh"
+#include "cuda/sequence_rows.cuh"
 
 namespace culina::gpu {
 namespace {
@@ -68,22 +73,29 @@ __global__ void __launch_bounds__(threads<SLICE>()) chunk_output_kernel(KernelPa
   const int row_warp = warp % kRowWarps, col_base = (warp / kRowWarps) * kGroupV;
   const int group = lane / 4, pair = (lane % 4) * 2;
   const int m = lane / 8, r = lane % 8;  // ldmatrix: this lane names row r of matrix m
-  const int dv = p.dv, t_len = p.seq_len;
-  const int chunk = blockIdx.x, v0 = blockIdx.y * SLICE;
-  const int64_t bh = blockIdx.z;
-  const int t0 = chunk * kChunk, n = min(kChunk, t_len - t0);
-  const int64_t row0 = bh * t_len + t0;
+  const int dv = p.dv, v0 = blockIdx.y * SLICE;
+  int chunk = blockIdx.x, head = blockIdx.z % p.heads, seq = blockIdx.z / p.heads;
+  if (p.cu_seqlens) {
+    head = blockIdx.z;
+    seq = sequence_of_slot(p, blockIdx.x, chunk);
+    if (seq < 0) return;
+  }
+  const SequenceRows rows = sequence_rows(p, seq, head);
+  const int t0 = chunk * kChunk, n = min(kChunk, rows.length - t0);
+  const int64_t row0 = rows.row(t0), step = rows.step;
 
   // Two groups of copies: q and k first, for S; v and h land while S is computed.
-  stage_rows<kChunk, DK, kThreads>(s_q, L::ld_qk, static_cast<const uint16_t*>(p.q) + row0 * DK, DK, n);
-  stage_rows<kChunk, DK, kThreads>(s_k, L::ld_qk, static_cast<const uint16_t*>(p.k) + row0 * DK, DK, n);
+  stage_rows<kChunk, DK, kThreads>(s_q, L::ld_qk, static_cast<const uint16_t*>(p.q) + row0 * DK, step * DK, n);
+  stage_rows<kChunk, DK, kThreads>(s_k, L::ld_qk, static_cast<const uint16_t*>(p.k) + row0 * DK, step * DK, n);
   commit_async_copies();
-  stage_rows<kChunk, SLICE, kThreads>(s_v, L::ld_v, static_cast<const uint16_t*>(p.v) + row0 * dv + v0, dv, n);
+  stage_rows<kChunk, SLICE, kThreads>(s_v, L::ld_v, static_cast<const uint16_t*>(p.v) + row0 * dv + v0, step * dv, n);
   stage_rows<DK, SLICE, kThreads>(s_h, L::ld_v,
-                                  static_cast<const uint16_t*>(p.states) + (bh * p.num_chunks + chunk) * DK * dv + v0,
+                                  static_cast<const uint16_t*>(p.states) + (rows.chunk_base + chunk) * DK * dv + v0,
                                   dv, DK);
   commit_async_copies();
-  if (tid <= kChunk) s_pow[tid] = exp2f(float(tid) * p.log2_decay[bh % p.heads]);
+  const float log2g = p.log2_decay[head];
+  const float w_state = state_weight(p, exp2f(log2g));
+  if (tid <= kChunk) s_pow[tid] = exp2f(float(tid) * log2g);
   wait_async_copies<1>();
   __syncthreads();
 
@@ -109,7 +121,7 @@ __global__ void __launch_bounds__(threads<SLICE>()) chunk_output_kernel(KernelPa
     }
   }
 
-  // P = S g^(i-j) on and below the diagonal, as A operands for P V.
+  // P = scale S g^(i-j) on and below the diagonal, as A operands for P V.
   const int i_top = row_warp * kTile + group;  // this lane's rows: i_top and i_top + 8
   uint32_t p_frag[kChunk / kTile][4];
 #pragma unroll
@@ -118,7 +130,7 @@ __global__ void __launch_bounds__(threads<SLICE>()) chunk_output_kernel(KernelPa
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int i = i_top + 8 * (e / 2), j = t * 8 + pair + (e % 2);
-      masked[e] = j <= i ? s[t][e] * s_pow[i - j] : 0.0f;
+      masked[e] = j <= i ? p.scale * s[t][e] * s_pow[i - j] : 0.0f;
     }
     p_frag[t / 2][(t % 2) * 2] = pack2<T>(masked[0], masked[1]);
     p_frag[t / 2][(t % 2) * 2 + 1] = pack2<T>(masked[2], masked[3]);
@@ -127,7 +139,7 @@ __global__ void __launch_bounds__(threads<SLICE>()) chunk_output_kernel(KernelPa
   wait_async_copies<0>();
   __syncthreads();
 
-  // O = g^(i+1) (Q h) + P V over this warp's 16 rows and its group's 64 columns.
+  // O = w g^i (Q h) + P V over this warp's 16 rows and its group's 64 columns.
   float o[kColTiles][4];
 #pragma unroll
   for (int c = 0; c < kColTiles; ++c) o[c][0] = o[c][1] = o[c][2] = o[c][3] = 0.0f;
@@ -141,7 +153,7 @@ __global__ void __launch_bounds__(threads<SLICE>()) chunk_output_kernel(KernelPa
       mma_16816<T>(o[2 * cp + 1], q_frag[kk], b[2], b[3]);
     }
   }
-  const float decay_top = s_pow[i_top + 1], decay_bottom = s_pow[i_top + 9];
+  const float decay_top = w_state * s_pow[i_top], decay_bottom = w_state * s_pow[i_top + 8];
 #pragma unroll
   for (int c = 0; c < kColTiles; ++c) {
     o[c][0] *= decay_top, o[c][1] *= decay_top;
@@ -166,17 +178,17 @@ __global__ void __launch_bounds__(threads<SLICE>()) chunk_output_kernel(KernelPa
 #pragma unroll
   for (int c = 0; c < kColTiles; ++c) {
     *reinterpret_cast<uint32_t*>(stage + group * kLdOut + c * 8 + pair) =
-        pack2<T>(p.scale * o[c][0], p.scale * o[c][1]);
+        pack2<T>(o[c][0], o[c][1]);
     *reinterpret_cast<uint32_t*>(stage + (group + 8) * kLdOut + c * 8 + pair) =
-        pack2<T>(p.scale * o[c][2], p.scale * o[c][3]);
+        pack2<T>(o[c][2], o[c][3]);
   }
   __syncwarp();
-  T* out = static_cast<T*>(p.out) + (row0 + row_warp * kTile) * dv + v0 + col_base;
+  T* out = static_cast<T*>(p.out) + rows.row(t0 + row_warp * kTile) * dv + v0 + col_base;
 #pragma unroll
   for (int x = 0; x < kTile * kGroupV / 8 / 32; ++x) {
     const int e = lane + 32 * x, row = e / (kGroupV / 8), c8 = (e % (kGroupV / 8)) * 8;
     if (row_warp * kTile + row < n)
-      *reinterpret_cast<uint4*>(out + int64_t(row) * dv + c8) = *reinterpret_cast<const uint4*>(stage + row * kLdOut + c8);
+      *reinterpret_cast<uint4*>(out + step * row * dv + c8) = *reinterpret_cast<const uint4*>(stage + row * kLdOut + c8);
   }
 #else
   __trap();  // unreachable: launch_mma runs only where the device executes sm_80+ code
@@ -184,20 +196,21 @@ __global__ void __launch_bounds__(threads<SLICE>()) chunk_output_kernel(KernelPa
 }
 
 template <typename T, int DK, int SLICE>
-cudaError_t launch_shape(const KernelParams& params, int batch, cudaStream_t stream) {
+cudaError_t launch_shape(const KernelParams& params, int sequences, cudaStream_t stream) {
   const size_t shared = Layout<DK, SLICE>::bytes;
   cudaError_t err = cudaFuncSetAttribute(chunk_output_kernel<T, DK, SLICE>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
   if (err != cudaSuccess) return err;
-  const dim3 grid(params.num_chunks, params.dv / SLICE, batch * params.heads);
+  // Padded: one block row per (sequence, head) and chunk; packed: per head and chunk slot.
+  const dim3 grid(unsigned(params.chunk_slots), params.dv / SLICE, params.cu_seqlens ? params.heads : sequences * params.heads);
   chunk_output_kernel<T, DK, SLICE><<<grid, threads<SLICE>(), shared, stream>>>(params);
   return cudaGetLastError();
 }
 
 template <typename T, int DK>
-cudaError_t launch_dk(const KernelParams& params, int batch, cudaStream_t stream) {
-  return output_slice(params.dv) == 128 ? launch_shape<T, DK, 128>(params, batch, stream)
-                                        : launch_shape<T, DK, 64>(params, batch, stream);
+cudaError_t launch_dk(const KernelParams& params, int sequences, cudaStream_t stream) {
+  return output_slice(params.dv) == 128 ? launch_shape<T, DK, 128>(params, sequences, stream)
+                                        : launch_shape<T, DK, 64>(params, sequences, stream);
 }
 
 template <int DK>
@@ -225,11 +238,11 @@ size_t output_shared_bytes(int dk, int dv) {
 }
 
 template <typename T>
-cudaError_t launch_chunk_output(const KernelParams& params, int batch, cudaStream_t stream) {
+cudaError_t launch_chunk_output(const KernelParams& params, int sequences, cudaStream_t stream) {
   switch (params.dk) {
-    case 64: return launch_dk<T, 64>(params, batch, stream);
-    case 128: return launch_dk<T, 128>(params, batch, stream);
-    case 256: return launch_dk<T, 256>(params, batch, stream);
+    case 64: return launch_dk<T, 64>(params, sequences, stream);
+    case 128: return launch_dk<T, 128>(params, sequences, stream);
+    case 256: return launch_dk<T, 256>(params, sequences, stream);
   }
   return cudaErrorInvalidValue;
 }

@@ -1,9 +1,10 @@
 // Pass 1 of the tensor-core path: the state entering every chunk.
 //
-// One block of 8 warps owns a 64 x 64 block (rows d0.., columns v0..) of one head's state;
+// One block of 8 warps owns a 64 x 64 block (rows d0.., columns v0..) of one (sequence,
+// head)'s state;
 // each warp holds a 16 x 32 piece of it in mma.sync accumulators (fp32, registers) and the
 // block walks the chunks in order:
-//   h[c] = S (as 16-bit), then S = g^n S + K_c^T (g^(n-1-j) V_c)
+//   h[c] = S (as 16-bit), then S = g^n S + K_c^T (u g^(n-1-j) V_c)   (u: common/passes.h)
 // K and V stream through a ring of kStages shared-memory slots, kPerStep chunks each, filled
 // by asynchronous copies ahead of use. The state never leaves registers: h is written straight
 // from the accumulators, and the operands come in through ldmatrix.
@@ -17,6 +18,7 @@
 // 64-row blocks stay. flash-linear-attention's Triton pass takes 0.28 ms there.
 #include "cuda/kernels.h"
 #include "cuda/mma_common.cuh"
+#include "cuda/sequence_rows.cuh"
 
 namespace culina::gpu {
 namespace {
@@ -65,22 +67,31 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int warp_row = (warp % (kBlockD / kTile)) * kTile, warp_col = (warp / (kBlockD / kTile)) * kWarpV;
   const int group = lane / 4, pair = (lane % 4) * 2;  // accumulator row and column within a tile
-  const int dk = p.dk, dv = p.dv, t_len = p.seq_len, chunks = p.num_chunks;
+  const int dk = p.dk, dv = p.dv;
   const int v0 = blockIdx.x * kBlockV, d0 = blockIdx.y * kBlockD;
-  const int64_t bh = blockIdx.z;
-  const uint16_t* k = static_cast<const uint16_t*>(p.k) + bh * t_len * dk + d0;
-  const uint16_t* v = static_cast<const uint16_t*>(p.v) + bh * t_len * dv + v0;
+  const int head = blockIdx.z % p.heads;
+  const SequenceRows rows = sequence_rows(p, blockIdx.z / p.heads, head);
+  const int t_len = rows.length, chunks = (t_len + kChunk - 1) / kChunk;
+  const uint16_t* k = static_cast<const uint16_t*>(p.k) + d0;
+  const uint16_t* v = static_cast<const uint16_t*>(p.v) + v0;
   // This lane's first state element: row d0 + warp_row + group, column v0 + warp_col + pair.
-  const int64_t state_offset = (bh * dk + d0 + warp_row + group) * dv + v0 + warp_col + pair;
-  T* h = static_cast<T*>(p.states) + bh * chunks * dk * dv + (int64_t(d0 + warp_row) * dv + v0 + warp_col);
+  const int state_row = d0 + warp_row + group, state_col = v0 + warp_col + pair;
+  const int64_t state_offset = rows.state_index * dk * dv + int64_t(state_row) * dv + state_col;
+  T* h = static_cast<T*>(p.states) + rows.chunk_base * dk * dv + (int64_t(d0 + warp_row) * dv + v0 + warp_col);
   T* stage = reinterpret_cast<T*>(smem + Layout::stage) + warp * kTile * kLdStage;
 
-  if (tid <= kChunk) s_pow[tid] = exp2f(float(tid) * p.log2_decay[bh % p.heads]);
+  const float log2g = p.log2_decay[head];
+  const float w_update = update_weight(p, exp2f(log2g));
+  if (tid <= kChunk) s_pow[tid] = exp2f(float(tid) * log2g);
 
   float acc[kColTiles][4];
 #pragma unroll
   for (int c = 0; c < kColTiles; ++c) {
-    if (p.initial_state) {
+    if (p.initial_state && p.initial_transposed) {
+      // Stored [dv][dk]: element (row, col) at col * dk + row.
+      const float* init = p.initial_state + rows.state_index * dk * dv + int64_t(state_col + c * 8) * dk + state_row;
+      acc[c][0] = init[0], acc[c][1] = init[dk], acc[c][2] = init[8], acc[c][3] = init[dk + 8];
+    } else if (p.initial_state) {
       const float* init = p.initial_state + state_offset + c * 8;
       const float2 top = *reinterpret_cast<const float2*>(init);
       const float2 bottom = *reinterpret_cast<const float2*>(init + 8 * dv);
@@ -100,13 +111,13 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
       for (int x = 0; x < kWordsK; ++x) {
         const int e = tid + x * kThreads, i = e / (kBlockD / 8), c8 = (e % (kBlockD / 8)) * 8;
         const bool inside = t0 + i < t_len;
-        copy16_async(s_k + (slot * kRows + i) * kLd + c8, inside ? k + int64_t(t0 + i) * dk + c8 : k, inside);
+        copy16_async(s_k + (slot * kRows + i) * kLd + c8, inside ? k + rows.row(t0 + i) * dk + c8 : k, inside);
       }
 #pragma unroll
       for (int x = 0; x < kWordsV; ++x) {
         const int e = tid + x * kThreads, i = e / (kBlockV / 8), c8 = (e % (kBlockV / 8)) * 8;
         const bool inside = t0 + i < t_len;
-        copy16_async(s_v + (slot * kRows + i) * kLd + c8, inside ? v + int64_t(t0 + i) * dv + c8 : v, inside);
+        copy16_async(s_v + (slot * kRows + i) * kLd + c8, inside ? v + rows.row(t0 + i) * dv + c8 : v, inside);
       }
     }
     commit_async_copies();  // an empty group past the end keeps the group count in step
@@ -147,13 +158,13 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
     const T* buf_k = s_k + (step % kStages) * kRows * kLd;
     T* buf_v = s_v + (step % kStages) * kRows * kLd;
     wait_async_copies<kStages - 2>();  // this step's group is done; later ones may fly
-    // v rows decayed to the end of their chunk (rows past the sequence were zero-filled).
+    // v rows decayed to the end of their chunk, times u (rows past the sequence were zero-filled).
 #pragma unroll
     for (int x = 0; x < kWordsV; ++x) {
       const int e = tid + x * kThreads, i = e / (kBlockV / 8), c8 = (e % (kBlockV / 8)) * 8;
       const int j = i % kChunk, n = min(kChunk, t_len - (t0 + i - j));
       uint4* word = reinterpret_cast<uint4*>(buf_v + i * kLd + c8);
-      if (j < n) *word = scale8<T>(*word, s_pow[n - 1 - j]);
+      if (j < n) *word = scale8<T>(*word, w_update * s_pow[n - 1 - j]);
     }
     publish(step * kPerStep);
     __syncthreads();
@@ -203,11 +214,11 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
 size_t states_shared_bytes() { return Layout::bytes; }
 
 template <typename T>
-cudaError_t launch_chunk_states(const KernelParams& params, int batch, cudaStream_t stream) {
+cudaError_t launch_chunk_states(const KernelParams& params, int sequences, cudaStream_t stream) {
   cudaError_t err = cudaFuncSetAttribute(chunk_states_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          int(Layout::bytes));
   if (err != cudaSuccess) return err;
-  const dim3 grid(params.dv / kBlockV, params.dk / kBlockD, batch * params.heads);
+  const dim3 grid(params.dv / kBlockV, params.dk / kBlockD, sequences * params.heads);
   chunk_states_kernel<T><<<grid, kThreads, Layout::bytes, stream>>>(params);
   return cudaGetLastError();
 }

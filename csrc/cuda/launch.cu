@@ -2,6 +2,7 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#include <array>
 #include <cmath>
 #include <map>
 #include <mutex>
@@ -111,13 +112,13 @@ const DeviceFacts& facts_of(int device) {
   return known.emplace(device, std::move(facts)).first->second;
 }
 
-// Whether the tensor-core path takes `problem` on a device: it needs sm_80+ code in the binary
+// Whether the tensor-core path takes a pass on a device: it needs sm_80+ code in the binary
 // version the device runs (not only a new enough device: PTX of an older target JIT-compiles
 // to that target), and its whole working set in one block's shared memory (dk = 256 does not
 // fit on sm_86/89/120).
-bool use_mma(const Problem& problem, const DeviceFacts& facts) {
-  return facts.info.binary_version >= 80 && mma_handles(problem) &&
-         mma_shared_bytes(int(problem.dk), int(problem.dv)) <= size_t(facts.shared_per_block_optin);
+bool use_mma(DType dtype, const Pass& pass, const DeviceFacts& facts) {
+  return facts.info.binary_version >= 80 && mma_handles(dtype, pass) &&
+         mma_shared_bytes(int(pass.dk), int(pass.dv)) <= size_t(facts.shared_per_block_optin);
 }
 
 // The facts of a device that can run this binary, or UnsupportedDevice naming it and CUDA's reason.
@@ -127,6 +128,54 @@ const DeviceFacts& runnable_facts_of(int device) {
     throw UnsupportedDevice(facts.info.name + " (compute capability " + std::to_string(facts.info.major) + "." +
                             std::to_string(facts.info.minor) + "): " + facts.info.error);
   return facts;
+}
+
+// Queues one pass (common/passes.h) of `problem` on the current device.
+void run_pass(const Problem& problem, const Pass& pass, const DeviceFacts& facts, cudaStream_t stream) {
+  KernelParams params{};
+  params.q = pass.q;
+  params.k = pass.k;
+  params.v = pass.v;
+  params.out = pass.out;
+  params.initial_state = pass.initial_state;
+  params.final_state = pass.final_state;
+  params.initial_transposed = pass.initial_transposed;
+  params.adjoint = pass.adjoint;
+  params.heads = int(problem.heads);
+  params.seq_len = problem.seq_len;
+  params.dk = int(pass.dk);
+  params.dv = int(pass.dv);
+  params.scale = problem.scale;
+  params.cu_seqlens = problem.packed() ? problem.cu_seqlens : nullptr;
+  params.cu_seqlens_64 = problem.seqlen_bits == 64;
+  params.num_seqs = int(problem.num_seqs);
+  params.states = problem.workspace;
+  params.chunk_slots = chunk_slots(problem);
+  for (int64_t h = 0; h < problem.heads; ++h) params.log2_decay[h] = std::log2(problem.decay_of(h));
+
+  const bool mma = use_mma(problem.dtype, pass, facts) && problem.workspace &&
+                   problem.workspace_bytes >= mma_workspace_bytes(problem);
+  const int sequences = int(problem.sequences());
+  const cudaError_t err = mma ? launch_mma(params, sequences, problem.dtype, stream)
+                              : launch_generic(params, sequences, problem.dtype, stream);
+  check(err, mma ? "launching the tensor-core kernels" : "launching the generic kernel");
+}
+
+void check_limits(const Problem& problem) {
+  if (problem.heads > kMaxHeads || problem.dk > kMaxHeadDim || problem.dv > kMaxHeadDim)
+    throw std::invalid_argument("culina: " + std::to_string(problem.heads) + " heads, Dk " +
+                                std::to_string(problem.dk) + ", Dv " + std::to_string(problem.dv) +
+                                ": the kernels take at most " + std::to_string(kMaxHeads) + " heads and head size " +
+                                std::to_string(kMaxHeadDim));
+}
+
+// The tensor-core path's workspace if any of `passes` takes it, else 0.
+template <typename Passes>
+size_t workspace_for(const Problem& problem, const Passes& passes, int device) {
+  const DeviceFacts& facts = runnable_facts_of(device);
+  for (const Pass& pass : passes)
+    if (use_mma(problem.dtype, pass, facts)) return mma_workspace_bytes(problem);
+  return 0;
 }
 
 }  // namespace
@@ -159,37 +208,33 @@ std::vector<DeviceInfo> devices() {
 }
 
 size_t workspace_bytes(const Problem& problem, int device) {
-  return use_mma(problem, runnable_facts_of(device)) ? mma_workspace_bytes(problem) : 0;
+  return workspace_for(problem, std::array<Pass, 1>{forward_pass(problem)}, device);
 }
 
-void linear_attention(const Problem& problem, int device, uintptr_t stream_handle) {
-  if (problem.heads > kMaxHeads || problem.dk > kMaxHeadDim || problem.dv > kMaxHeadDim)
-    throw std::invalid_argument("culina: more heads or a larger head size than the kernels take");
+size_t backward_workspace_bytes(const Problem& problem, int device) {
+  return workspace_for(problem, backward_passes(problem, Gradients{}), device);
+}
+
+std::string kernel_path(const Problem& problem, int device) {
+  return use_mma(problem.dtype, forward_pass(problem), runnable_facts_of(device)) ? "tensor-core (sm_80+)"
+                                                                                  : "generic";
+}
+
+void linear_attention(const Problem& problem, int device, uintptr_t stream) {
+  check_limits(problem);
   const DeviceFacts& facts = runnable_facts_of(device);
   DeviceGuard guard(device);
+  run_pass(problem, forward_pass(problem), facts, reinterpret_cast<cudaStream_t>(stream));
+}
 
-  KernelParams params{};
-  params.q = problem.q;
-  params.k = problem.k;
-  params.v = problem.v;
-  params.out = problem.out;
-  params.initial_state = problem.initial_state;
-  params.final_state = problem.final_state;
-  params.heads = int(problem.heads);
-  params.seq_len = int(problem.seq_len);
-  params.dk = int(problem.dk);
-  params.dv = int(problem.dv);
-  params.scale = problem.scale;
-  params.states = problem.workspace;
-  params.num_chunks = int((problem.seq_len + 63) / 64);
-  for (int64_t h = 0; h < problem.heads; ++h) params.log2_decay[h] = std::log2(problem.decay_of(h));
-
-  auto stream = reinterpret_cast<cudaStream_t>(stream_handle);
-  const bool mma = use_mma(problem, facts) && problem.workspace &&
-                   problem.workspace_bytes >= mma_workspace_bytes(problem);
-  const cudaError_t err = mma ? launch_mma(params, int(problem.batch), problem.dtype, stream)
-                              : launch_generic(params, int(problem.batch), problem.dtype, stream);
-  check(err, mma ? "launching the tensor-core kernels" : "launching the generic kernel");
+// The three passes share the workspace: each reads only the chunk states it wrote itself,
+// and the stream orders them.
+void linear_attention_backward(const Problem& problem, const Gradients& gradients, int device, uintptr_t stream) {
+  check_limits(problem);
+  const DeviceFacts& facts = runnable_facts_of(device);
+  DeviceGuard guard(device);
+  for (const Pass& pass : backward_passes(problem, gradients))
+    run_pass(problem, pass, facts, reinterpret_cast<cudaStream_t>(stream));
 }
 
 }  // namespace culina::gpu

@@ -8,9 +8,11 @@
 
 #include <cstdint>
 
+#include "cuda/kernels.h"
+
 namespace culina::gpu::mma {
 
-constexpr int kChunk = 64;  // tokens per chunk
+constexpr int kChunk = kStateChunk;  // tokens per chunk
 constexpr int kTile = 16;   // wmma tile edge
 
 template <typename T> __device__ __forceinline__ float as_float(T x);

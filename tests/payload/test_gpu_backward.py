@@ -1,0 +1,151 @@
+"""The GPU backward and packed-sequence forward against the CPU reference, through the raw
+`_C` bindings on torch tensors (the CPU reference's own correctness is tests/kernels' job).
+
+Runs only where PyTorch sees a CUDA GPU and culina was built with CUDA.
+"""
+import pytest
+
+import culina
+from culina import _C
+
+torch = pytest.importorskip("torch", reason="the GPU kernel checks use PyTorch tensors, which is not installed")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA GPU visible to PyTorch", allow_module_level=True)
+if not culina.build_record().get("cpu_only") is False:
+    pytest.skip("culina was built without CUDA (CPU-only build)", allow_module_level=True)
+
+DTYPES = {"float32": (torch.float32, 0), "float16": (torch.float16, 1), "bfloat16": (torch.bfloat16, 2)}
+# ||gpu - cpu|| / ||cpu||: 16-bit types run on tensor cores, which round the decayed
+# attention matrix, the scaled operands and the chunk states to 16 bits.
+TOLERANCE = {"float32": 1e-4, "float16": 5e-3, "bfloat16": 2e-2}
+# (H, Dk, Dv): the first three take the tensor-core path for 16-bit types in all three
+# backward passes (Dk and Dv both in {64, 128, 256}); the others the generic one.
+HEADS = [(2, 64, 64), (1, 128, 256), (1, 256, 128), (2, 32, 48), (1, 7, 130)]
+
+
+def address(x):
+    return x.data_ptr() if x is not None else 0
+
+
+def rel_err(got, want):
+    got, want = got.double().cpu(), want.double().cpu()
+    assert torch.isfinite(got).all(), "non-finite values"
+    return ((got - want).norm() / want.norm()).item()
+
+
+class Problem:
+    """Inputs of one problem on the CPU; `run` runs forward and backward on a device."""
+
+    def __init__(self, dims, dtype, seed, decay, states, lengths=None):
+        b, h, t, dk, dv = dims
+        torch_dtype, self.code = DTYPES[dtype]
+        gen = torch.Generator().manual_seed(seed)
+        make = lambda *s: (0.5 * torch.randn(*s, generator=gen)).to(torch_dtype)
+        self.dims = list(dims)
+        self.q, self.k, self.v, self.do = make(b, h, t, dk), make(b, h, t, dk), make(b, h, t, dv), make(b, h, t, dv)
+        self.sequences = len(lengths) if lengths is not None else b
+        state_shape = (self.sequences, h, dk, dv)
+        self.s0 = torch.randn(*state_shape, generator=gen) if states else None
+        self.d_final = torch.randn(*state_shape, generator=gen) if states else None
+        self.decay = [0.97 - 0.05 * (i % 3) for i in range(h)] if decay else None
+        self.scale = dk ** -0.5
+        self.cu_seqlens = None
+        if lengths is not None:
+            self.cu_seqlens = torch.tensor([0] + lengths).cumsum(0)
+
+    def run(self, device, seqlen_bits=64):
+        on = lambda x: x.to(device) if x is not None else None
+        q, k, v, do, s0, d_final = map(on, (self.q, self.k, self.v, self.do, self.s0, self.d_final))
+        cu = None
+        packed = {}
+        if self.cu_seqlens is not None:
+            cu = self.cu_seqlens.to(device, torch.int64 if seqlen_bits == 64 else torch.int32)
+            packed = {"cu_seqlens": cu.data_ptr(), "num_seqs": self.sequences, "seqlen_bits": seqlen_bits}
+        out = torch.empty_like(v)
+        final = torch.empty(self.sequences, *self.dims[1:2], *self.dims[3:], device=device)
+        dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+        d_init = torch.full_like(final, float("nan"))
+        common = (self.dims, self.code, self.scale, self.decay)
+        if device == "cpu":
+            _C.cpu_forward(address(q), address(k), address(v), address(out), address(s0), address(final), *common,
+                           **packed)
+            _C.cpu_backward(address(q), address(k), address(v), address(do), address(s0), address(d_final),
+                            address(dq), address(dk), address(dv), address(d_init), *common, **packed)
+        else:
+            stream = torch.cuda.current_stream().cuda_stream
+            num_seqs = packed.get("num_seqs", 0)
+            size = _C.gpu_workspace_bytes(self.dims, self.code, 0, num_seqs=num_seqs)
+            workspace = torch.empty(size, dtype=torch.uint8, device=device)
+            _C.gpu_forward(address(q), address(k), address(v), address(out), address(s0), address(final), *common,
+                           0, stream, workspace.data_ptr(), size, **packed)
+            size = _C.gpu_backward_workspace_bytes(self.dims, self.code, 0, num_seqs=num_seqs)
+            workspace = torch.empty(size, dtype=torch.uint8, device=device)
+            _C.gpu_backward(address(q), address(k), address(v), address(do), address(s0), address(d_final),
+                            address(dq), address(dk), address(dv), address(d_init), *common, 0, stream,
+                            workspace.data_ptr(), size, **packed)
+            torch.cuda.synchronize()
+        return {"out": out, "final state": final, "dq": dq, "dk": dk, "dv": dv, "d initial state": d_init}
+
+
+def assert_matches_cpu(problem, dtype, **run_args):
+    got, want = problem.run("cuda", **run_args), problem.run("cpu", **run_args)
+    errors = {name: rel_err(got[name], want[name]) for name in want}
+    # The states are fp32 sums of many 16-bit products; tolerances as for the outputs.
+    assert all(err < TOLERANCE[dtype] for err in errors.values()), errors
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("heads", HEADS, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("t", [1, 63, 200])
+@pytest.mark.parametrize("mode", ["plain", "decay+states"])
+def test_backward_matches_cpu(dtype, heads, t, mode):
+    h, dk, dv = heads
+    problem = Problem((2, h, t, dk, dv), dtype, seed=t * 31 + dk, decay=mode != "plain", states=mode != "plain")
+    assert_matches_cpu(problem, dtype)
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("heads", [HEADS[0], HEADS[1], HEADS[3]], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("seqlen_bits", [32, 64])
+def test_packed_sequences_match_cpu(dtype, heads, seqlen_bits):
+    """Sequences of every kind of length (empty, one row, across chunk edges, starting
+    mid-chunk), each from its own initial state."""
+    h, dk, dv = heads
+    lengths = [70, 0, 1, 64, 130, 5, 200]
+    problem = Problem((1, h, sum(lengths), dk, dv), dtype, seed=dk + seqlen_bits, decay=True, states=True,
+                      lengths=lengths)
+    assert_matches_cpu(problem, dtype, seqlen_bits=seqlen_bits)
+
+
+def test_packed_sequences_equal_separate_calls():
+    """Packing changes nothing: each packed sequence gives what it gives alone."""
+    lengths = [100, 37, 64]
+    packed = Problem((1, 2, sum(lengths), 64, 64), "bfloat16", seed=5, decay=True, states=True,
+                     lengths=lengths).run("cuda")
+    whole = Problem((1, 2, sum(lengths), 64, 64), "bfloat16", seed=5, decay=True, states=True, lengths=lengths)
+    start = 0
+    for n, length in enumerate(lengths):
+        alone = Problem((1, 2, length, 64, 64), "bfloat16", seed=0, decay=True, states=True)
+        rows = slice(start, start + length)
+        alone.q, alone.k, alone.v, alone.do = (x[:, :, rows].contiguous()
+                                               for x in (whole.q, whole.k, whole.v, whole.do))
+        alone.s0, alone.d_final = whole.s0[n:n + 1].clone(), whole.d_final[n:n + 1].clone()
+        got = alone.run("cuda")
+        for name in ("out", "dq", "dk", "dv"):
+            torch.testing.assert_close(packed[name][:, :, rows], got[name], rtol=0, atol=0)
+        for name in ("final state", "d initial state"):
+            torch.testing.assert_close(packed[name][n:n + 1], got[name], rtol=0, atol=0)
+        start += length
+
+
+def test_kernel_path_names_the_path_taken():
+    assert _C.kernel_path(0, 2, 128, 128) == "tensor-core (sm_80+)"
+    assert _C.kernel_path(0, 0, 128, 128) == "generic"
+    assert _C.kernel_path(0, 1, 96, 64) == "generic"
+
+
+def test_backward_workspace_covers_every_pass():
+    assert _C.gpu_backward_workspace_bytes([2, 4, 1000, 128, 64], 2, 0) == 2 * 4 * 16 * 128 * 64 * 2
+    assert _C.gpu_backward_workspace_bytes([2, 4, 1000, 128, 64], 0, 0) == 0
+    # Packed: total_T / 64 + num_seqs chunk slots per head, whatever the lengths.
+    assert _C.gpu_workspace_bytes([1, 4, 1000, 64, 64], 1, 0, num_seqs=3) == 4 * (15 + 3) * 64 * 64 * 2
