@@ -5,7 +5,9 @@ The problem is so small that the GPU finishes each kernel before the host has is
 CALLS back-to-back calls, one synchronisation at the end, divided by CALLS, is the host's cost
 of one call (the time a decode step pays per layer). culina is timed on its routes: no autograd
 (straight to the kernels), inputs that require grad (the dispatcher and autograd), and forward +
-backward. Usage: python benchmarks/host_overhead_bench.py [--device cuda|cpu] [--json FILE]
+backward. --breakdown adds where one call's host time goes (culina's pieces, each timed alone) and
+the GPU time of the kernels. Usage:
+python benchmarks/host_overhead_bench.py [--device cuda|cpu] [--breakdown] [--json FILE]
 """
 from __future__ import annotations
 
@@ -41,6 +43,48 @@ def per_call_us(fn, device: str, calls: int, repeats: int) -> float:
     return statistics.median(times)
 
 
+def breakdown(q, scale: float, calls: int, repeats: int) -> dict:
+    """Host time of each piece of one culina call on CUDA tensors, and the kernels' GPU time."""
+    from culina import _C, _torch
+
+    device = q.device.index
+    stream = torch._C._cuda_getCurrentRawStream(device)
+    dims, code = list(q.shape) + [q.shape[-1]], _torch.DTYPE_CODES[q.dtype]
+    out = torch.empty_like(q)
+    grads = [torch.empty_like(q) for _ in range(3)]
+    forward_bytes = _C.gpu_workspace_bytes(dims, code, device)
+    backward_bytes = _C.gpu_backward_workspace_bytes(dims, code, device)
+    workspace = torch.empty(max(forward_bytes, backward_bytes, 1), dtype=torch.uint8, device=q.device)
+    address = q.data_ptr()
+    pieces = {
+        "torch.empty (one output)": lambda: torch.empty(q.shape, dtype=q.dtype, device=q.device),
+        "_C.gpu_forward alone": lambda: _C.gpu_forward(address, address, address, out.data_ptr(), 0, 0, dims, code,
+                                                       scale, DECAY, device, stream, workspace.data_ptr(),
+                                                       forward_bytes, 0, 0, 0),
+        "_C.gpu_backward alone": lambda: _C.gpu_backward(address, address, address, address, 0, 0, grads[0].data_ptr(),
+                                                         grads[1].data_ptr(), grads[2].data_ptr(), 0, dims, code, scale,
+                                                         DECAY, device, stream, workspace.data_ptr(), backward_bytes,
+                                                         0, 0, 0),
+        "culina._torch.forward": lambda: _torch.forward(q, q, q, DECAY, scale, None, None, False),
+        "torch.ops.culina.linear_attention": lambda: torch.ops.culina.linear_attention(q, q, q, DECAY, scale, None,
+                                                                                         None, False),
+        "culina._torch.backward": lambda: _torch.backward(q, q, q, q, DECAY, scale, None, None, None, False),
+        "torch.ops.culina.linear_attention_backward": lambda: torch.ops.culina.linear_attention_backward(
+            q, q, q, q, DECAY, scale, None, None, None, False),
+    }
+    figures = {f"host: {name}": per_call_us(fn, "cuda", calls, repeats) for name, fn in pieces.items()}
+    for name in ("_C.gpu_forward alone", "_C.gpu_backward alone"):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(100):
+            pieces[name]()
+        end.record()
+        end.synchronize()
+        figures[f"GPU: {name.split()[0]} kernels"] = start.elapsed_time(end) * 10  # ms / 100 calls -> us
+    figures["workspace bytes (forward, backward)"] = (forward_bytes, backward_bytes)
+    return figures
+
+
 def load_fla():
     try:
         from fla.ops.simple_gla import chunk_simple_gla
@@ -55,6 +99,7 @@ def main() -> int:
     parser.add_argument("--dtype", default="bfloat16", choices=["float32", "float16", "bfloat16"])
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--breakdown", action="store_true", help="also time culina's pieces (CUDA only)")
     parser.add_argument("--json", help="write the figures here too")
     args = parser.parse_args()
     dtype = getattr(torch, args.dtype)
@@ -85,6 +130,10 @@ def main() -> int:
     for name, fn in routes.items():
         figures[name] = per_call_us(fn, args.device, args.calls, args.repeats)
         print(f"  {name:34s} {figures[name]:8.1f} us/call")
+    if args.breakdown and args.device == "cuda":
+        for name, value in breakdown(q, scale, args.calls, args.repeats).items():
+            figures[name] = value
+            print(f"  {name:50s} {value if isinstance(value, tuple) else f'{value:8.1f} us'}")
     if args.json:
         Path(args.json).write_text(json.dumps({"device": args.device, "dtype": args.dtype, "shape": SHAPE,
                                                "us_per_call": figures, "fla_error": fla_error}, indent=2))

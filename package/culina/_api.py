@@ -60,7 +60,7 @@ def linear_attention(q, k, v, decay=None, *, scale=None, initial_state=None, out
     output_final_state is true.
     """
     if _frameworks.framework_of(q) == "torch":
-        from . import _torch
+        from . import _torch  # here, not at the top: culina without PyTorch never imports it
 
         return _torch.linear_attention(q, k, v, decay, scale, initial_state, output_final_state, cu_seqlens)
     arrays = {"q": q, "k": k, "v": v}
@@ -198,6 +198,8 @@ def check_decay(decay, heads: int):
 def check_scale(scale, dk: int) -> float:
     if scale is None:
         return dk ** -0.5
+    if type(scale) is float and math.isfinite(scale):  # the common case, first: this runs on every call
+        return scale
     if isinstance(scale, bool) or not isinstance(scale, numbers.Real) or not math.isfinite(scale):
         raise ValueError(f"scale: expected a finite real number, got {scale!r} (None means Dk**-0.5)")
     return float(scale)

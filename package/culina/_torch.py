@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Tuple
 
+import numpy as np
 import torch
 
 from . import _api, _C
@@ -32,35 +33,44 @@ _workspaces: dict = {}
 
 def linear_attention(q, k, v, decay, scale, initial_state, output_final_state, cu_seqlens):
     """culina.linear_attention for torch tensors (the public docstring describes it)."""
-    named_tensors(q, k, v, initial_state, cu_seqlens)
+    direct = _direct_route_serves(q, k, v, initial_state, cu_seqlens)
     heads = q.shape[1] if q.dim() == 4 else 0
-    if torch.compiler.is_compiling():
-        decay_values = _api.check_decay(decay, heads)
-        scale_value = _api.check_scale(scale, q.shape[-1])
-        out, final = torch.ops.culina.linear_attention(q, k, v, decay_values, scale_value, initial_state,
-                                                       cu_seqlens, output_final_state)
+    scale_value = _api.check_scale(scale, q.shape[-1])
+    if direct:
+        out, final = forward(q, k, v, _cached_decay(decay, heads), scale_value, initial_state, cu_seqlens,
+                             output_final_state)
     else:
-        decay_values = _cached_decay(decay, heads)
-        scale_value = _api.check_scale(scale, q.shape[-1])
-        if _needs_dispatcher(q, k, v, initial_state, cu_seqlens):
-            out, final = torch.ops.culina.linear_attention(q, k, v, decay_values, scale_value, initial_state,
-                                                           cu_seqlens, output_final_state)
-        else:
-            out, final = forward(q, k, v, decay_values, scale_value, initial_state, cu_seqlens, output_final_state)
+        out, final = torch.ops.culina.linear_attention(q, k, v, _api.check_decay(decay, heads), scale_value,
+                                                       initial_state, cu_seqlens, output_final_state)
     return (out, final) if output_final_state else out
 
 
-def _needs_dispatcher(q, k, v, initial_state, cu_seqlens) -> bool:
-    """True where autograd, a tensor subclass (fake, functional, DTensor, ...), a functorch
-    transform (vmap, grad) or a dispatch mode must see the call; plain tensors without grad skip
-    the dispatcher. Each test is one cheap call: this runs on every eager call."""
-    if torch._C._are_functorch_transforms_active() or torch._C._len_torch_dispatch_stack():
-        return True
-    grad = torch.is_grad_enabled()
-    for tensor in (q, k, v, initial_state, cu_seqlens):
-        if tensor is not None and (type(tensor) is not torch.Tensor or (grad and tensor.requires_grad)):
-            return True
-    return False
+def _direct_route_serves(q, k, v, initial_state, cu_seqlens) -> bool:
+    """Whether the call may skip the dispatcher: not while torch.compile traces, nor where
+    autograd (an input that requires grad), a tensor subclass (fake, functional, DTensor, ...), a
+    functorch transform (vmap, grad) or a dispatch mode must see it. Raises TypeError for an
+    argument that is no tensor. One pass of cheap tests: this runs on every eager call."""
+    direct = not (torch.compiler.is_compiling() or torch._C._are_functorch_transforms_active()
+                  or torch._C._len_torch_dispatch_stack())
+    grad = direct and torch.is_grad_enabled()
+    for name, tensor in (("q", q), ("k", k), ("v", v), ("initial_state", initial_state), ("cu_seqlens", cu_seqlens)):
+        if tensor is None:
+            continue
+        if type(tensor) is not torch.Tensor:
+            if not isinstance(tensor, torch.Tensor):
+                raise _not_a_tensor(name, tensor, q)
+            direct = False
+        elif grad and tensor.requires_grad:
+            direct = False
+    return direct
+
+
+def _not_a_tensor(name: str, value, q) -> Exception:
+    if isinstance(value, np.ndarray) and q.device.type != "cpu":
+        return ValueError(f"arrays on different devices: {name} is on cpu (NumPy) but q is on {q.device}; move "
+                          f"them to one device ({name} = torch.from_numpy({name}).to(q.device))")
+    return TypeError(f"{name}: expected a torch.Tensor like q, got {type(value).__module__}.{type(value).__name__}; "
+                     f"convert it with torch.as_tensor({name}, device=q.device)")
 
 
 def _cached_decay(decay, heads: int):
@@ -77,24 +87,15 @@ def _cached_decay(decay, heads: int):
         return values
 
 
-def named_tensors(q, k, v, initial_state, cu_seqlens) -> dict:
-    """The arrays given, by argument name; each must be a torch tensor like q."""
-    named = {"q": q, "k": k, "v": v}
-    if initial_state is not None:
-        named["initial_state"] = initial_state
-    if cu_seqlens is not None:
-        named["cu_seqlens"] = cu_seqlens
-    for name, tensor in named.items():
-        if not isinstance(tensor, torch.Tensor):
-            raise TypeError(f"{name}: expected a torch.Tensor like q, got {type(tensor).__module__}."
-                            f"{type(tensor).__name__}; convert it with torch.as_tensor({name}, device=q.device)")
-    return named
-
-
 def problem_of(q, k, v, initial_state, cu_seqlens) -> _api.Dims:
     """_api.check_shapes on torch tensors, after checking they share q's device."""
-    named = named_tensors(q, k, v, initial_state, cu_seqlens)
+    named = {"q": q, "k": k, "v": v}
+    for name, tensor in (("initial_state", initial_state), ("cu_seqlens", cu_seqlens)):
+        if tensor is not None:
+            named[name] = tensor
     for name, tensor in named.items():
+        if not isinstance(tensor, torch.Tensor):
+            raise _not_a_tensor(name, tensor, q)
         if tensor.device != q.device:
             raise ValueError(f"arrays on different devices: {name} is on {tensor.device} but q is on "
                              f"{q.device}; move them to one device")
@@ -156,14 +157,15 @@ def _launch(cpu_entry, gpu_entry, workspace_size_of, problem: _api.Dims, q, cu_s
 
 def forward(q, k, v, decay: Optional[List[float]], scale: float, initial_state: Optional[torch.Tensor],
             cu_seqlens: Optional[torch.Tensor], output_final_state: bool) -> Tuple[torch.Tensor, torch.Tensor]:
-    """The forward on real tensors: o, and S_T (an empty tensor unless output_final_state)."""
+    """The forward on real tensors: o, and S_T (None unless output_final_state)."""
     problem = _cached_problem(q, k, v, initial_state, cu_seqlens)
     batch, heads, seq_len, _, dv = problem.dims
-    out = torch.empty((batch, heads, seq_len, dv), dtype=v.dtype, device=q.device)
-    final = torch.empty(problem.states if output_final_state else (0,), dtype=torch.float32, device=q.device)
+    device = q.device
+    out = torch.empty((batch, heads, seq_len, dv), dtype=v.dtype, device=device)
+    final = torch.empty(problem.states, dtype=torch.float32, device=device) if output_final_state else None
     _launch(_C.cpu_forward, _C.gpu_forward, _C.gpu_workspace_bytes, problem, q, cu_seqlens,
-            (q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), _address(initial_state),
-             final.data_ptr() if output_final_state else 0, problem.dims, DTYPE_CODES[q.dtype], scale, decay))
+            (q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), _address(initial_state), _address(final),
+             problem.dims, DTYPE_CODES[q.dtype], scale, decay))
     return out, final
 
 
@@ -185,7 +187,9 @@ def backward(q, k, v, d_out, decay: Optional[List[float]], scale: float, initial
 def _forward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, decay: Optional[List[float]], scale: float,
                 initial_state: Optional[torch.Tensor], cu_seqlens: Optional[torch.Tensor],
                 output_final_state: bool) -> Tuple[torch.Tensor, torch.Tensor]:
-    return forward(q, k, v, decay, scale, initial_state, cu_seqlens, output_final_state)
+    out, final = forward(q, k, v, decay, scale, initial_state, cu_seqlens, output_final_state)
+    # An op returns tensors only: an S_T nobody asked for is an empty one.
+    return out, final if final is not None else q.new_empty((0,), dtype=torch.float32)
 
 
 @_forward_op.register_fake
