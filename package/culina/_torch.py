@@ -33,36 +33,49 @@ _workspaces: dict = {}
 
 def linear_attention(q, k, v, decay, scale, initial_state, output_final_state, cu_seqlens):
     """culina.linear_attention for torch tensors (the public docstring describes it)."""
-    direct = _direct_route_serves(q, k, v, initial_state, cu_seqlens)
+    route = _route(q, k, v, initial_state, cu_seqlens)
     heads = q.shape[1] if q.dim() == 4 else 0
     scale_value = _api.check_scale(scale, q.shape[-1])
-    if direct:
+    if route is DIRECT:
         out, final = forward(q, k, v, _cached_decay(decay, heads), scale_value, initial_state, cu_seqlens,
                              output_final_state)
+    elif route is EAGER_AUTOGRAD:
+        out, final = _EagerAutograd.apply(q, k, v, _cached_decay(decay, heads), scale_value, initial_state,
+                                          cu_seqlens, output_final_state)
     else:
         out, final = torch.ops.culina.linear_attention(q, k, v, _api.check_decay(decay, heads), scale_value,
                                                        initial_state, cu_seqlens, output_final_state)
     return (out, final) if output_final_state else out
 
 
-def _direct_route_serves(q, k, v, initial_state, cu_seqlens) -> bool:
-    """Whether the call may skip the dispatcher: not while torch.compile traces, nor where
-    autograd (an input that requires grad), a tensor subclass (fake, functional, DTensor, ...), a
-    functorch transform (vmap, grad) or a dispatch mode must see it. Raises TypeError for an
-    argument that is no tensor. One pass of cheap tests: this runs on every eager call."""
-    direct = not (torch.compiler.is_compiling() or torch._C._are_functorch_transforms_active()
-                  or torch._C._len_torch_dispatch_stack())
-    grad = direct and torch.is_grad_enabled()
-    for name, tensor in (("q", q), ("k", k), ("v", v), ("initial_state", initial_state), ("cu_seqlens", cu_seqlens)):
-        if tensor is None:
-            continue
-        if type(tensor) is not torch.Tensor:
-            if not isinstance(tensor, torch.Tensor):
-                raise _not_a_tensor(name, tensor, q)
-            direct = False
-        elif grad and tensor.requires_grad:
-            direct = False
-    return direct
+# How a call reaches the kernels. PyTorch's dispatcher costs tens of microseconds a call for an op
+# written in Python, so eager calls on plain tensors skip it: straight to the kernels without
+# autograd, or through an autograd.Function with the op's own context and backward formula.
+DIRECT, EAGER_AUTOGRAD, DISPATCHER = "direct", "eager autograd", "dispatcher"
+
+
+def _route(q, k, v, initial_state, cu_seqlens) -> str:
+    """The dispatcher while torch.compile traces, or where a tensor subclass (fake, functional,
+    DTensor, ...), a functorch transform (vmap, grad) or a dispatch mode must see the call;
+    otherwise eager autograd where an input requires grad, else direct. Raises for an argument
+    that is no tensor. Only cheap tests: this runs on every eager call."""
+    for name, value in (("k", k), ("v", v), ("initial_state", initial_state), ("cu_seqlens", cu_seqlens)):
+        if value is not None and not isinstance(value, torch.Tensor):
+            raise _not_a_tensor(name, value, q)
+    tensors = (q, k, v, initial_state, cu_seqlens)
+    if not _plain(tensors):
+        return DISPATCHER
+    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors):
+        return EAGER_AUTOGRAD
+    return DIRECT
+
+
+def _plain(tensors) -> bool:
+    """No tracing, functorch transform or dispatch mode active, and only plain tensors (or None)."""
+    if torch.compiler.is_compiling() or torch._C._are_functorch_transforms_active() \
+            or torch._C._len_torch_dispatch_stack():
+        return False
+    return all(t is None or type(t) is torch.Tensor for t in tensors)
 
 
 def _not_a_tensor(name: str, value, q) -> Exception:
@@ -187,8 +200,13 @@ def backward(q, k, v, d_out, decay: Optional[List[float]], scale: float, initial
 def _forward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, decay: Optional[List[float]], scale: float,
                 initial_state: Optional[torch.Tensor], cu_seqlens: Optional[torch.Tensor],
                 output_final_state: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+    return _forward_tensors(q, k, v, decay, scale, initial_state, cu_seqlens, output_final_state)
+
+
+def _forward_tensors(q, k, v, decay, scale, initial_state, cu_seqlens, output_final_state):
+    """forward, for the op and the autograd route, which return tensors only: an S_T nobody asked
+    for is an empty one."""
     out, final = forward(q, k, v, decay, scale, initial_state, cu_seqlens, output_final_state)
-    # An op returns tensors only: an S_T nobody asked for is an empty one.
     return out, final if final is not None else q.new_empty((0,), dtype=torch.float32)
 
 
@@ -227,9 +245,19 @@ def _backward_formula(ctx, d_out, d_final):
     d_final = d_final.contiguous() if d_final is not None and d_final.numel() else None
     d_out = torch.zeros_like(v) if d_out is None else d_out.contiguous()
     need_d_initial = initial_state is not None and ctx.needs_input_grad[5]
-    dq, dk, dv, d_initial = torch.ops.culina.linear_attention_backward(
-        q, k, v, d_out, ctx.decay, ctx.scale, initial_state, d_final, cu_seqlens, need_d_initial)
+    plain = _plain((q, k, v, d_out, initial_state, d_final, cu_seqlens))
+    run = backward if plain else torch.ops.culina.linear_attention_backward
+    dq, dk, dv, d_initial = run(q, k, v, d_out, ctx.decay, ctx.scale, initial_state, d_final, cu_seqlens, need_d_initial)
     return dq, dk, dv, None, None, d_initial if need_d_initial else None, None, None
 
 
 _forward_op.register_autograd(_backward_formula, setup_context=_setup_context)
+
+
+class _EagerAutograd(torch.autograd.Function):
+    """The eager autograd route: the op's forward, context and backward formula, without the
+    dispatcher."""
+
+    forward = staticmethod(_forward_tensors)
+    setup_context = staticmethod(_setup_context)
+    backward = staticmethod(_backward_formula)
