@@ -69,13 +69,20 @@ def test_packed_gradients_match_float64_reference(dtype, cu_seqlens):
         assert rel_err(got, ref) < TOLERANCE[dtype], name
 
 
-def test_direct_route_equals_autograd_route():
-    q, k, v = (torch.randn(1, 2, 200, 64, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+def test_routes_agree():
+    """Direct (no grad), eager autograd and the dispatcher (torch.ops, what torch.compile reaches)
+    give the same bits, forward and backward."""
+    q, k, v = (torch.randn(1, 2, 200, 64, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+    d_out = torch.randn(1, 2, 200, 64, device="cuda", dtype=torch.bfloat16)
+    eager = culina.linear_attention(q, k, v, [0.9, 0.8])
+    dispatched, _ = torch.ops.culina.linear_attention(q, k, v, [0.9, 0.8], 64 ** -0.5, None, None, False)
     with torch.no_grad():
         direct = culina.linear_attention(q, k, v, [0.9, 0.8])
-    through_op = culina.linear_attention(q.requires_grad_(), k, v, [0.9, 0.8])
-    assert through_op.grad_fn is not None and direct.grad_fn is None
-    torch.testing.assert_close(through_op.detach(), direct, rtol=0, atol=0)
+    assert direct.grad_fn is None
+    torch.testing.assert_close(eager.detach(), direct, rtol=0, atol=0)
+    torch.testing.assert_close(dispatched.detach(), direct, rtol=0, atol=0)
+    for got, want in zip(torch.autograd.grad(eager, (q, k, v), d_out), torch.autograd.grad(dispatched, (q, k, v), d_out)):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
 
 
 def test_backward_runs_on_the_current_stream():
