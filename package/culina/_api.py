@@ -18,10 +18,11 @@ SEQLEN_BITS = {"int32": 32, "int64": 64}
 
 
 class Dims(typing.NamedTuple):
-    """The checked problem: dims [B, H, T, Dk, Dv] as the extension takes them, and the number of
-    packed sequences (0 without cu_seqlens)."""
+    """The checked problem: dims (B, H, T, Dk, Dv) as the extension takes them, the number of
+    packed sequences (0 without cu_seqlens) and cu_seqlens' integer width. Hashable: it keys the
+    torch route's caches."""
 
-    dims: list
+    dims: tuple
     num_seqs: int
     seqlen_bits: int
 
@@ -146,7 +147,7 @@ def check_shapes(shapes: dict, dtypes: dict, compact: dict) -> Dims:
                              f"B={batch} (shape {tuple(shapes['q'])}); concatenate the batch along T "
                              "(flash-linear-attention's layout)")
         num_seqs, seqlen_bits = seqlens_shape[0] - 1, SEQLEN_BITS[seqlens_dtype]
-    dims = Dims([batch, heads, seq_len, dk, dv], num_seqs, seqlen_bits)
+    dims = Dims((batch, heads, seq_len, dk, dv), num_seqs, seqlen_bits)
     if "initial_state" in shapes:
         if tuple(shapes["initial_state"]) != dims.states:
             what = "[N, H, Dk, Dv] (N sequences in cu_seqlens)" if num_seqs else "[B, H, Dk, Dv]"

@@ -58,24 +58,27 @@ def _route(q, k, v, initial_state, cu_seqlens) -> str:
     """The dispatcher while torch.compile traces, or where a tensor subclass (fake, functional,
     DTensor, ...), a functorch transform (vmap, grad) or a dispatch mode must see the call;
     otherwise eager autograd where an input requires grad, else direct. Raises for an argument
-    that is no tensor. Only cheap tests: this runs on every eager call."""
-    for name, value in (("k", k), ("v", v), ("initial_state", initial_state), ("cu_seqlens", cu_seqlens)):
-        if value is not None and not isinstance(value, torch.Tensor):
-            raise _not_a_tensor(name, value, q)
-    tensors = (q, k, v, initial_state, cu_seqlens)
-    if not _plain(tensors):
+    that is no tensor. Written out test by test: this runs on every eager call."""
+    tensor = torch.Tensor
+    if not (type(q) is tensor and type(k) is tensor and type(v) is tensor
+            and (initial_state is None or type(initial_state) is tensor)
+            and (cu_seqlens is None or type(cu_seqlens) is tensor)):
+        for name, value in (("k", k), ("v", v), ("initial_state", initial_state), ("cu_seqlens", cu_seqlens)):
+            if value is not None and not isinstance(value, tensor):
+                raise _not_a_tensor(name, value, q)
         return DISPATCHER
-    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors):
+    if not _eager():
+        return DISPATCHER
+    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad
+                                    or (initial_state is not None and initial_state.requires_grad)):
         return EAGER_AUTOGRAD
     return DIRECT
 
 
-def _plain(tensors) -> bool:
-    """No tracing, functorch transform or dispatch mode active, and only plain tensors (or None)."""
-    if torch.compiler.is_compiling() or torch._C._are_functorch_transforms_active() \
-            or torch._C._len_torch_dispatch_stack():
-        return False
-    return all(t is None or type(t) is torch.Tensor for t in tensors)
+def _eager() -> bool:
+    """No torch.compile tracing, functorch transform or dispatch mode active."""
+    return not (torch.compiler.is_compiling() or torch._C._are_functorch_transforms_active()
+                or torch._C._len_torch_dispatch_stack())
 
 
 def _not_a_tensor(name: str, value, q) -> Exception:
@@ -138,7 +141,7 @@ def _cached_problem(q, k, v, initial_state, cu_seqlens) -> _api.Dims:
 
 def _workspace(size_of, problem: _api.Dims, dtype_code: int, device: torch.device):
     """Scratch memory for one GPU call from PyTorch's caching allocator: (tensor or None, bytes)."""
-    key = (size_of, tuple(problem.dims), problem.num_seqs, dtype_code, device.index)
+    key = (size_of, problem, dtype_code, device.index)
     size = _workspaces.get(key)
     if size is None:
         size = size_of(problem.dims, dtype_code, device.index, num_seqs=problem.num_seqs)
@@ -172,10 +175,8 @@ def forward(q, k, v, decay: Optional[List[float]], scale: float, initial_state: 
             cu_seqlens: Optional[torch.Tensor], output_final_state: bool) -> Tuple[torch.Tensor, torch.Tensor]:
     """The forward on real tensors: o, and S_T (None unless output_final_state)."""
     problem = _cached_problem(q, k, v, initial_state, cu_seqlens)
-    batch, heads, seq_len, _, dv = problem.dims
-    device = q.device
-    out = torch.empty((batch, heads, seq_len, dv), dtype=v.dtype, device=device)
-    final = torch.empty(problem.states, dtype=torch.float32, device=device) if output_final_state else None
+    out = torch.empty_like(v)  # o is [B, H, T, Dv] in v's dtype, v's own (checked contiguous) layout
+    final = torch.empty(problem.states, dtype=torch.float32, device=q.device) if output_final_state else None
     _launch(_C.cpu_forward, _C.gpu_forward, _C.gpu_workspace_bytes, problem, q, cu_seqlens,
             (q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), _address(initial_state), _address(final),
              problem.dims, DTYPE_CODES[q.dtype], scale, decay))
@@ -185,14 +186,14 @@ def forward(q, k, v, decay: Optional[List[float]], scale: float, initial_state: 
 def backward(q, k, v, d_out, decay: Optional[List[float]], scale: float, initial_state: Optional[torch.Tensor],
              d_final_state: Optional[torch.Tensor], cu_seqlens: Optional[torch.Tensor],
              need_d_initial_state: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """dq, dk, dv and dS0 (an empty tensor unless need_d_initial_state) on real tensors."""
+    """dq, dk, dv and dS0 (None unless need_d_initial_state) on real tensors."""
     problem = _cached_problem(q, k, v, initial_state, cu_seqlens)
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-    d_initial = torch.empty(problem.states if need_d_initial_state else (0,), dtype=torch.float32, device=q.device)
+    d_initial = torch.empty(problem.states, dtype=torch.float32, device=q.device) if need_d_initial_state else None
     _launch(_C.cpu_backward, _C.gpu_backward, _C.gpu_backward_workspace_bytes, problem, q, cu_seqlens,
             (q.data_ptr(), k.data_ptr(), v.data_ptr(), d_out.data_ptr(), _address(initial_state),
-             _address(d_final_state), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(),
-             d_initial.data_ptr() if need_d_initial_state else 0, problem.dims, DTYPE_CODES[q.dtype], scale, decay))
+             _address(d_final_state), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), _address(d_initial),
+             problem.dims, DTYPE_CODES[q.dtype], scale, decay))
     return dq, dk, dv, d_initial
 
 
@@ -223,7 +224,10 @@ def _backward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, d_out: torch
                  decay: Optional[List[float]], scale: float, initial_state: Optional[torch.Tensor],
                  d_final_state: Optional[torch.Tensor], cu_seqlens: Optional[torch.Tensor],
                  need_d_initial_state: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    return backward(q, k, v, d_out, decay, scale, initial_state, d_final_state, cu_seqlens, need_d_initial_state)
+    dq, dk, dv, d_initial = backward(q, k, v, d_out, decay, scale, initial_state, d_final_state, cu_seqlens,
+                                     need_d_initial_state)
+    # An op returns tensors only: a dS0 nobody asked for is an empty one.
+    return dq, dk, dv, d_initial if d_initial is not None else q.new_empty((0,), dtype=torch.float32)
 
 
 @_backward_op.register_fake
@@ -245,9 +249,13 @@ def _backward_formula(ctx, d_out, d_final):
     d_final = d_final.contiguous() if d_final is not None and d_final.numel() else None
     d_out = torch.zeros_like(v) if d_out is None else d_out.contiguous()
     need_d_initial = initial_state is not None and ctx.needs_input_grad[5]
-    plain = _plain((q, k, v, d_out, initial_state, d_final, cu_seqlens))
-    run = backward if plain else torch.ops.culina.linear_attention_backward
-    dq, dk, dv, d_initial = run(q, k, v, d_out, ctx.decay, ctx.scale, initial_state, d_final, cu_seqlens, need_d_initial)
+    tensors = (q, k, v, d_out, initial_state, d_final, cu_seqlens)
+    if _eager() and all(t is None or type(t) is torch.Tensor for t in tensors):
+        dq, dk, dv, d_initial = backward(q, k, v, d_out, ctx.decay, ctx.scale, initial_state, d_final, cu_seqlens,
+                                         need_d_initial)
+    else:
+        dq, dk, dv, d_initial = torch.ops.culina.linear_attention_backward(
+            q, k, v, d_out, ctx.decay, ctx.scale, initial_state, d_final, cu_seqlens, need_d_initial)
     return dq, dk, dv, None, None, d_initial if need_d_initial else None, None, None
 
 
