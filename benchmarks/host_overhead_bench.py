@@ -1,9 +1,8 @@
 """Host overhead of one call on a tiny problem (1x1x16x16 torch tensors), culina against
 flash-linear-attention's chunk_simple_gla in the same process.
 
-The problem is so small that the GPU finishes each kernel before the host has issued the next:
-CALLS back-to-back calls, one synchronisation at the end, divided by CALLS, is the host's cost
-of one call (the time a decode step pays per layer). culina is timed on its routes: no autograd
+The host's cost of one call (the time a decode step pays per layer) is timed over batches of
+back-to-back calls, the GPU drained between batches (per_call_us says why that measures the host). culina is timed on its routes: no autograd
 (straight to the kernels), inputs that require grad (the dispatcher and autograd), and forward +
 backward. --breakdown adds where one call's host time goes (culina's pieces, each timed alone) and
 the GPU time of the kernels. Usage:
@@ -28,9 +27,12 @@ DECAY = [0.95]
 
 
 def per_call_us(fn, device: str, calls: int, repeats: int) -> float:
-    """Median over `repeats` of the wall time of `calls` calls (one sync at the end) / calls."""
+    """Host time of one call: the median over `repeats` batches of `calls` calls, each batch timed
+    from its first call's start to its last call's return, with the GPU drained between batches.
+    A batch is short enough (a few hundred launches) never to fill CUDA's launch queue, so the
+    figure is what the host spends, whatever the GPU's clocks: what a decode step pays per call."""
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-    for _ in range(max(calls // 10, 10)):
+    for _ in range(calls):
         fn()
     sync()
     times = []
@@ -38,8 +40,8 @@ def per_call_us(fn, device: str, calls: int, repeats: int) -> float:
         start = time.perf_counter()
         for _ in range(calls):
             fn()
-        sync()
         times.append((time.perf_counter() - start) / calls * 1e6)
+        sync()
     return statistics.median(times)
 
 
@@ -74,7 +76,10 @@ def breakdown(q, scale: float, calls: int, repeats: int) -> dict:
     }
     figures = {f"host: {name}": per_call_us(fn, "cuda", calls, repeats) for name, fn in pieces.items()}
     for name in ("_C.gpu_forward alone", "_C.gpu_backward alone"):
+        # The GPU sleeps while the host queues 100 calls, then runs them back to back: the events
+        # time the kernels alone, without the host's gaps between launches.
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(100_000_000)
         start.record()
         for _ in range(100):
             pieces[name]()
@@ -97,8 +102,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--dtype", default="bfloat16", choices=["float32", "float16", "bfloat16"])
-    parser.add_argument("--calls", type=int, default=2000)
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--calls", type=int, default=200, help="calls per timed batch")
+    parser.add_argument("--repeats", type=int, default=50, help="timed batches; the median is reported")
     parser.add_argument("--breakdown", action="store_true", help="also time culina's pieces (CUDA only)")
     parser.add_argument("--json", help="write the figures here too")
     args = parser.parse_args()
@@ -125,7 +130,7 @@ def main() -> int:
                                    routes["culina forward (no autograd)"]().float(), rtol=2e-2, atol=2e-2)
     print(f"device: {torch.cuda.get_device_name() if args.device == 'cuda' else 'cpu'}; torch {torch.__version__}; "
           f"culina {culina.__version__}; fla: {'available' if fla else 'unavailable (' + fla_error + ')'}; "
-          f"shape {SHAPE} {args.dtype}; {args.calls} calls x {args.repeats}, median")
+          f"shape {SHAPE} {args.dtype}; host time per call, median of {args.repeats} batches of {args.calls} calls")
     figures = {}
     for name, fn in routes.items():
         figures[name] = per_call_us(fn, args.device, args.calls, args.repeats)
