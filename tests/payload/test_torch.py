@@ -141,27 +141,24 @@ def test_torch_cpu_equals_numpy():
 
 
 def test_routes_agree():
-    """Eager calls skip the dispatcher (the direct route without grad, an autograd.Function with
-    it); torch.ops.culina.linear_attention, which torch.compile and tensor subclasses reach, gives
-    the same bits, forward and backward."""
+    """An eager call without grad and an eager backward skip the dispatcher; the op
+    (torch.ops.culina.*), which autograd, torch.compile and tensor subclasses reach, gives the same
+    bits, forward and backward."""
+    from culina import _torch
+
     gen = torch.Generator().manual_seed(2)
-    leaves = [torch.randn(1, 2, 9, 4, generator=gen, requires_grad=True) for _ in range(3)]
-    s0 = torch.randn(1, 2, 4, 4, generator=gen, requires_grad=True)
-    d_out, d_final = torch.randn(1, 2, 9, 4, generator=gen), torch.randn(1, 2, 4, 4, generator=gen)
-    results = []
-    for call in (lambda: culina.linear_attention(*leaves, [0.9, 0.7], scale=0.5, initial_state=s0,
-                                                 output_final_state=True),
-                 lambda: torch.ops.culina.linear_attention(*leaves, [0.9, 0.7], 0.5, s0, None, True)):
-        out, final = call()
-        grads = torch.autograd.grad((out * d_out).sum() + (final * d_final).sum(), [*leaves, s0])
-        results.append((out.detach(), final.detach(), *grads))
-    with torch.no_grad():
-        direct = culina.linear_attention(*leaves, [0.9, 0.7], scale=0.5, initial_state=s0, output_final_state=True)
-    assert direct[0].grad_fn is None
-    for eager, dispatched in zip(results[0], results[1]):
-        torch.testing.assert_close(eager, dispatched, rtol=0, atol=0)
-    for got, want in zip(direct, results[0][:2]):
+    q, k, v = (torch.randn(1, 2, 9, 4, generator=gen) for _ in range(3))
+    s0, d_final = torch.randn(1, 2, 4, 4, generator=gen), torch.randn(1, 2, 4, 4, generator=gen)
+    d_out = torch.randn(1, 2, 9, 4, generator=gen)
+    direct = culina.linear_attention(q, k, v, [0.9, 0.7], scale=0.5, initial_state=s0, output_final_state=True)
+    dispatched = torch.ops.culina.linear_attention(q, k, v, [0.9, 0.7], 0.5, s0, None, True)
+    direct_grads = _torch.backward(q, k, v, d_out, [0.9, 0.7], 0.5, s0, d_final, None, True)
+    dispatched_grads = torch.ops.culina.linear_attention_backward(q, k, v, d_out, [0.9, 0.7], 0.5, s0, d_final,
+                                                                  None, True)
+    for got, want in zip((*direct, *direct_grads), (*dispatched, *dispatched_grads)):
         torch.testing.assert_close(got, want, rtol=0, atol=0)
+    with_grad = culina.linear_attention(q.requires_grad_(), k, v, [0.9, 0.7], scale=0.5, initial_state=s0)
+    assert with_grad.grad_fn is not None and direct[0].grad_fn is None
 
 
 def test_unused_final_state_and_no_state_grad():
