@@ -7,9 +7,9 @@ run on the CPU reference for CPU tensors and on the GPU kernels for CUDA tensors
 addresses straight from the tensors (no DLPack round trip) on the caller's current stream, with
 scratch memory from PyTorch's caching allocator.
 
-An eager call that autograd and no tensor subclass or dispatch mode needs to see goes straight
-to the implementation, skipping the dispatcher: decode-style callers pay a few microseconds per
-call rather than tens.
+An eager call that neither autograd nor a tensor subclass, functorch transform or dispatch mode
+needs to see goes straight to the implementation, skipping PyTorch's dispatcher (tens of
+microseconds a call for an op written in Python); so does an eager backward on plain tensors.
 """
 from __future__ import annotations
 
@@ -47,7 +47,8 @@ def linear_attention(q, k, v, decay, scale, initial_state, output_final_state, c
 
 # How a call reaches the kernels. PyTorch's dispatcher costs tens of microseconds a call for an op
 # written in Python, so an eager call that needs no autograd skips it. One that does goes through
-# the op: an autograd.Function of its own measured slower still (160 against 110 us a call).
+# the op: an autograd.Function of culina's own measured slower still (160 against 110 us a call
+# on the CPU, BENCHMARKS.md).
 DIRECT, DISPATCHER = "direct", "dispatcher"
 
 
