@@ -6,11 +6,15 @@ JOBS   ?= $(shell nproc)
 DEMO_ARCHS ?= 9.0
 # The CUDA toolkit `make deps` installs from PyPI where the machine has none.
 PYPI_CUDA ?= 13.0
+# PyTorch's own venv for the torch tests (tools/requirements-torch.txt says why it is apart), and
+# a folder of wheels pip may install it from (pip --find-links; empty: PyPI alone).
+TORCH_VENV   := $(BUILD)/venv-torch
+TORCH_WHEELS ?=
 
-.PHONY: deps build extension test test-cpp test-python demo bench-probe clean
+.PHONY: deps build extension test test-cpp test-torch test-python demo bench-probe clean
 
 deps:
-	@tools/install-deps.sh $(VENV) $(PYTHON) $(PYPI_CUDA)
+	@tools/install-deps.sh $(VENV) $(PYTHON) $(PYPI_CUDA) $(TORCH_VENV) $(TORCH_WHEELS)
 
 build: deps
 	@echo "[build] resolver and C++ tests -> $(BUILD)/tests"
@@ -26,12 +30,18 @@ extension: deps
 	@echo "[build] culina extension in place (CUDA for sm_90 only)"
 	@CULINA_CUDA_ARCHS=9.0 $(VENV)/bin/python setup.py -q build_ext --inplace
 
+# The PyTorch tests (autograd, cu_seqlens, torch.compile) in PyTorch's venv; in .venv they skip.
+TORCH_TESTS := tests/payload/test_torch.py tests/payload/test_gpu_autograd.py
+test-torch: build extension
+	@echo "[test] PyTorch (pytest in $(TORCH_VENV))"
+	@CULINA_BUILD_DIR=$(abspath $(BUILD)) $(TORCH_VENV)/bin/python -m pytest $(TORCH_TESTS) -q
+
 test-python: build extension
 	@echo "[test] Python (pytest)"
 	@CULINA_BUILD_DIR=$(abspath $(BUILD)) $(VENV)/bin/python -m pytest tests -q
 
-# ctest first, pytest last: the output ends with pytest's summary line.
-test: test-cpp test-python
+# ctest first, the whole pytest suite last: the output ends with pytest's summary line.
+test: test-cpp test-torch test-python
 
 # The main job: release assets served on loopback, a real `pip install culina` in a fresh venv.
 demo: build

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # One full pass on a GPU machine (the H200 device tool): build culina for this GPU's
 # architecture, build a second copy for an architecture it lacks (for the
-# UnsupportedDeviceError test), run the payload tests and the benchmark (forward and
-# forward+backward over a spread of shapes, against fla when its wheels travel in .whl/).
-# Logs go to $OUT.
+# UnsupportedDeviceError test), run the payload tests (autograd and torch.compile among them) and the
+# benchmarks (forward and forward+backward over a spread of shapes, and the host overhead of one
+# tiny call, against fla when its wheels travel in .whl/). Logs go to $OUT.
 # Usage: OUT=/some/dir benchmarks/attention_device.sh [ARCH]   (ARCH defaults to 9.0)
 # CULINA_TESTS: the pytest targets (default tests/payload); CULINA_REP_MS: timed
 # milliseconds per benchmark measurement (default 500); CULINA_BENCH_S: the benchmark's time
@@ -34,6 +34,7 @@ CULINA_FOREIGN_BUILD=$foreign/package timeout 400 python3 -m pytest ${CULINA_TES
   -p no:cacheprovider 2>&1 | tee "$out/pytest.log" | tail -25
 timeout "${CULINA_BENCH_S:-300}" python3 benchmarks/attention_bench.py --spread --rep-ms "${CULINA_REP_MS:-500}" --first "${CULINA_FIRST:-0}" --json "$out/bench.json" \
   2>&1 | tee "$out/bench.log"
+timeout 120 python3 benchmarks/host_overhead_bench.py --json "$out/host_overhead.json" 2>&1 | tee "$out/host_overhead.log"
 
 # Where the time goes inside culina's kernels (Nsight Compute, clocks left alone).
 if [[ -n ${CULINA_NCU:-} ]] && command -v ncu >/dev/null; then

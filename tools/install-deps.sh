@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Installs what building and testing culina needs on a Debian/Ubuntu machine:
 # apt packages (when missing, as root), a venv with the Python packages, and, where no CUDA
-# toolkit is installed, CUDA PYPI_CUDA from NVIDIA's PyPI packages into that venv.
-# Usage: tools/install-deps.sh VENV_DIR PYTHON PYPI_CUDA
+# toolkit is installed, CUDA PYPI_CUDA from NVIDIA's PyPI packages into that venv; and a second
+# venv, TORCH_VENV, with PyTorch for the torch tests (tools/requirements-torch.txt says why apart).
+# Usage: tools/install-deps.sh VENV_DIR PYTHON PYPI_CUDA TORCH_VENV [TORCH_WHEELS]
+#   TORCH_WHEELS: a folder of wheels pip may take torch and its needs from (--find-links)
 set -euo pipefail
 venv=${1:-.venv}
 python=${2:-python3}
 pypi_cuda=${3:-13.0}
+torch_venv=${4:-build/venv-torch}
+torch_wheels=${5:-}
 
 say() { printf '[deps] %s\n' "$*"; }
 
@@ -41,20 +45,29 @@ else
   say "apt packages: all present"
 fi
 
-stamp="$venv/.requirements.sha256"
-want=$(cat tools/requirements.txt | sha256sum | cut -d' ' -f1)
-if [[ ! -x $venv/bin/python ]]; then
-  say "creating venv $venv with $($python --version)"
-  "$python" -m venv "$venv"
-fi
-if [[ ! -f $stamp || $(cat "$stamp") != "$want" ]]; then
-  say "installing Python packages from tools/requirements.txt into $venv"
-  "$venv/bin/python" -m pip install -q --upgrade pip
-  "$venv/bin/python" -m pip install -q -r tools/requirements.txt
-  echo "$want" >"$stamp"
-else
-  say "venv $venv: up to date"
-fi
+# venv_with VENV PYTHON REQUIREMENTS [pip options]: VENV holds REQUIREMENTS (a stamp of the file
+# skips pip when nothing changed).
+venv_with() {
+  local dir=$1 interpreter=$2 requirements=$3
+  shift 3
+  local stamp="$dir/.requirements.sha256" want
+  want=$(sha256sum <"$requirements" | cut -d' ' -f1)
+  if [[ ! -x $dir/bin/python ]]; then
+    say "creating venv $dir with $($interpreter --version)"
+    "$interpreter" -m venv "$dir"
+  fi
+  if [[ ! -f $stamp || $(cat "$stamp") != "$want" ]]; then
+    say "installing Python packages from $requirements into $dir"
+    "$dir/bin/python" -m pip install -q --upgrade pip "$@"
+    "$dir/bin/python" -m pip install -q -r "$requirements" "$@"
+    echo "$want" >"$stamp"
+  else
+    say "venv $dir: up to date"
+  fi
+}
+venv_with "$venv" "$python" tools/requirements.txt
+# The same interpreter as $venv, so that the extension $venv builds in place imports here too.
+venv_with "$torch_venv" "$venv/bin/python" tools/requirements-torch.txt ${torch_wheels:+--find-links "$torch_wheels"}
 
 # The build's own toolkit search (cuda_build_ext.find_toolkit) decides whether one is needed.
 toolkit=$("$venv/bin/python" -c 'import sys; sys.path.insert(0, "resolver/adapter"); import cuda_build_ext as b

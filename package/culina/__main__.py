@@ -9,7 +9,16 @@ import os
 import sys
 from pathlib import Path
 
-from . import __version__, _C, _build
+from . import __version__, _C, _build, _frameworks
+
+# The problems `info` asks each GPU's kernel path for: every dtype, at the common head sizes.
+KERNEL_PATH_HEAD_SIZES = (64, 128, 256)
+
+
+def kernel_paths(device: int) -> dict:
+    """{"bfloat16 D=128": "tensor-core (sm_80+)", ...}: the path device `device` takes."""
+    return {f"{dtype} D={size}": _C.kernel_path(device, code, size, size)
+            for dtype, code in _frameworks.NUMPY_DTYPES.items() for size in KERNEL_PATH_HEAD_SIZES}
 
 
 def gather() -> dict:
@@ -23,6 +32,7 @@ def gather() -> dict:
         if info["supported"]:
             bv = info["binary_version"]
             entry["runs"] = f"sm_{bv} code" if bv else "unknown"
+            entry["kernel_paths"] = kernel_paths(info["ordinal"])
         else:
             entry["reason"] = info["error"]
             entry["fix"] = _build.how_to_fit((major, minor))
@@ -59,6 +69,11 @@ def render(facts: dict) -> str:
         status = (f"supported ({gpu['runs']})" if gpu["supported"]
                   else f"NOT supported: {gpu['reason']}; {gpu['fix']}")
         lines.append(f"  GPU {gpu['index']}:   {gpu['name']}, compute capability {gpu['capability']}: {status}")
+        by_path: dict = {}
+        for problem, path in gpu.get("kernel_paths", {}).items():
+            by_path.setdefault(path, []).append(problem)
+        for path, problems in by_path.items():
+            lines.append(f"    kernels: {path} for {', '.join(problems)}")
     return "\n".join(lines)
 
 

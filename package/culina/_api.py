@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import typing
 
 import numpy as np
 
@@ -12,27 +13,62 @@ from .errors import UnsupportedDeviceError
 MAX_HEAD_DIM = _C.MAX_HEAD_DIM
 MAX_HEADS = _C.MAX_HEADS
 MAX_GRID = 65535  # B*H rides on a CUDA grid dimension of this size
+# cu_seqlens element type -> the `seqlen_bits` the extension takes
+SEQLEN_BITS = {"int32": 32, "int64": 64}
 
 
-def linear_attention(q, k, v, decay=None, *, scale=None, initial_state=None, output_final_state=False):
+class Dims(typing.NamedTuple):
+    """The checked problem: dims (B, H, T, Dk, Dv) as the extension takes them, the number of
+    packed sequences (0 without cu_seqlens) and cu_seqlens' integer width. Hashable: it keys the
+    torch route's caches."""
+
+    dims: tuple
+    num_seqs: int
+    seqlen_bits: int
+
+    @property
+    def states(self) -> tuple:
+        """Shape of the initial and final states: [B or N, H, Dk, Dv]."""
+        batch, heads, _, dk, dv = self.dims
+        return (self.num_seqs or batch, heads, dk, dv)
+
+
+def linear_attention(q, k, v, decay=None, *, scale=None, initial_state=None, output_final_state=False,
+                     cu_seqlens=None):
     """Causal linear attention with an optional per-head decay.
 
-    S_t = g_h * S_(t-1) + k_t^T v_t and o_t = scale * q_t S_t, with S_0 = initial_state (zeros
-    when None).
+    S_t = g_h * S_(t-1) + k_t^T v_t and o_t = scale * q_t S_t, with S_(-1) = initial_state
+    (zeros when None).
 
     q, k: [B, H, T, Dk]; v: [B, H, T, Dv]; float32, float16 or bfloat16, all the same dtype,
     C-contiguous, Dk and Dv at most 256. decay: None (g = 1) or H values in (0, 1], given as
-    a list, tuple or NumPy array. scale: defaults to Dk ** -0.5. initial_state: float32
-    [B, H, Dk, Dv] on the same device as q.
+    a list, tuple or NumPy array; it is a fixed per-head constant, not a trainable parameter (no
+    gradient flows to it). scale: defaults to Dk ** -0.5. initial_state: float32 [B, H, Dk, Dv] on
+    the same device as q.
 
-    NumPy arrays run on the CPU reference and return NumPy. CUDA arrays from PyTorch, CuPy
-    or JAX run on their GPU on the caller's current stream, with no copy, and return arrays of
-    the same framework. Returns o [B, H, T, Dv] (v's dtype), or (o, S_T) with S_T float32
-    [B, H, Dk, Dv] when output_final_state is true.
+    cu_seqlens (packed variable-length batches, flash-linear-attention's convention): int32 or
+    int64 [N + 1] on q's device, 0 = cu_seqlens[0] <= ... <= cu_seqlens[N] = total_T, with q, k
+    and v [1, H, total_T, D]: sequence i is rows cu_seqlens[i]:cu_seqlens[i+1], each starts from
+    its own initial state, and the states (initial and final) are [N, H, Dk, Dv]. Host arrays have
+    their values checked; CUDA ones are read only by the kernels (no synchronisation).
+
+    NumPy arrays run on the CPU reference and return NumPy. PyTorch tensors (CPU or CUDA) go
+    through the custom op culina::linear_attention: differentiable with respect to q, k, v and
+    initial_state (backward on the CPU reference or the GPU kernels), and traceable by
+    torch.compile(fullgraph=True). CUDA arrays from CuPy or JAX run forward only. GPU calls run on
+    the caller's current stream, with no copy, and return arrays of the same framework. Returns
+    o [B, H, T, Dv] (v's dtype), or (o, S_T) with S_T float32 [B or N, H, Dk, Dv] when
+    output_final_state is true.
     """
+    if _frameworks.framework_of(q) == "torch":
+        from . import _torch  # here, not at the top: culina without PyTorch never imports it
+
+        return _torch.linear_attention(q, k, v, decay, scale, initial_state, output_final_state, cu_seqlens)
     arrays = {"q": q, "k": k, "v": v}
     if initial_state is not None:
         arrays["initial_state"] = initial_state
+    if cu_seqlens is not None:
+        arrays["cu_seqlens"] = cu_seqlens
     places = {name: _place(name, value) for name, value in arrays.items()}
     first = places["q"]
     for name, place in places.items():
@@ -40,8 +76,8 @@ def linear_attention(q, k, v, decay=None, *, scale=None, initial_state=None, out
             raise ValueError(f"arrays on different devices: {name} is on {_place_name(place)} but q is "
                              f"on {_place_name(first)}; move them to one device")
     if first == "cpu":
-        return _run_cpu(q, k, v, decay, scale, initial_state, output_final_state)
-    return _run_gpu(q, k, v, decay, scale, initial_state, output_final_state, device=first[1])
+        return _run_cpu(q, k, v, decay, scale, initial_state, output_final_state, cu_seqlens)
+    return _run_gpu(q, k, v, decay, scale, initial_state, output_final_state, cu_seqlens, device=first[1])
 
 
 def _place(name, value):
@@ -61,12 +97,14 @@ def _place_name(place) -> str:
     return "cpu (NumPy)" if place == "cpu" else f"cuda:{place[1]}"
 
 
-def _check_shapes(shapes: dict, dtypes: dict, compact: dict, state: tuple | None):
-    """Shared checks on shapes (tuples), dtype names and layout; returns (B, H, T, Dk, Dv)."""
-    for name, shape in shapes.items():
-        if len(shape) != 4:
+def check_shapes(shapes: dict, dtypes: dict, compact: dict) -> Dims:
+    """The one owner of the argument checks every framework shares, on shapes (tuples), dtype
+    names and layout (C-contiguous or not) of q, k, v and, where given, initial_state and
+    cu_seqlens. Raises ValueError/TypeError naming the argument, the value and the fix."""
+    for name in ("q", "k", "v"):
+        if len(shapes[name]) != 4:
             want = "[B, H, T, Dv]" if name == "v" else "[B, H, T, Dk]"
-            raise ValueError(f"{name}: expected 4 dimensions {want}, got shape {tuple(shape)}")
+            raise ValueError(f"{name}: expected 4 dimensions {want}, got shape {tuple(shapes[name])}")
     batch, heads, seq_len, dk = shapes["q"]
     if tuple(shapes["k"]) != tuple(shapes["q"]):
         raise ValueError(f"k: shape {tuple(shapes['k'])} must equal q's shape {tuple(shapes['q'])}")
@@ -95,71 +133,123 @@ def _check_shapes(shapes: dict, dtypes: dict, compact: dict, state: tuple | None
         if dtypes[name] != dtypes["q"]:
             raise TypeError(f"{name}: dtype {dtypes[name]} differs from q's {dtypes['q']}; cast all "
                             "three to one dtype")
-    if state is not None:
-        state_shape, state_dtype = state
-        if tuple(state_shape) != (batch, heads, dk, dv):
-            raise ValueError(f"initial_state: shape {tuple(state_shape)} must be [B, H, Dk, Dv] = "
-                             f"{(batch, heads, dk, dv)}")
-        if state_dtype != "float32":
-            raise TypeError(f"initial_state: dtype {state_dtype} is not supported; the state is "
-                            "float32 (cast it with .astype / .to(float32))")
+    num_seqs, seqlen_bits = 0, 0
+    if "cu_seqlens" in shapes:
+        seqlens_shape, seqlens_dtype = tuple(shapes["cu_seqlens"]), dtypes["cu_seqlens"]
+        if len(seqlens_shape) != 1 or seqlens_shape[0] < 2:
+            raise ValueError(f"cu_seqlens: expected a 1-D array of N + 1 >= 2 offsets [0, ..., total_T], "
+                             f"got shape {seqlens_shape}")
+        if seqlens_dtype not in SEQLEN_BITS:
+            raise TypeError(f"cu_seqlens: dtype {seqlens_dtype} is not supported; pass int32 or int64 "
+                            "offsets (.to(torch.int32) / .astype(np.int32))")
+        if batch != 1:
+            raise ValueError(f"cu_seqlens: packed sequences need q, k and v as [1, H, total_T, D], got "
+                             f"B={batch} (shape {tuple(shapes['q'])}); concatenate the batch along T "
+                             "(flash-linear-attention's layout)")
+        num_seqs, seqlen_bits = seqlens_shape[0] - 1, SEQLEN_BITS[seqlens_dtype]
+    dims = Dims((batch, heads, seq_len, dk, dv), num_seqs, seqlen_bits)
+    if "initial_state" in shapes:
+        if tuple(shapes["initial_state"]) != dims.states:
+            what = "[N, H, Dk, Dv] (N sequences in cu_seqlens)" if num_seqs else "[B, H, Dk, Dv]"
+            raise ValueError(f"initial_state: shape {tuple(shapes['initial_state'])} must be {what} = "
+                             f"{dims.states}")
+        if dtypes["initial_state"] != "float32":
+            raise TypeError(f"initial_state: dtype {dtypes['initial_state']} is not supported; the state "
+                            "is float32 (cast it with .astype / .to(float32))")
     for name, ok in compact.items():
         if not ok:
             raise ValueError(f"{name}: non-contiguous layouts are not supported; pass a C-contiguous "
                              f"array ({name}.contiguous() in PyTorch, np.ascontiguousarray({name}))")
-    return batch, heads, seq_len, dk, dv
+    return dims
 
 
-def _check_decay(decay, heads: int):
+def check_seqlens_values(offsets, total: int) -> None:
+    """Offsets a host can read without a synchronisation: 0 first, total_T last, never falling."""
+    offsets = np.asarray(offsets)
+    steps = np.diff(offsets)
+    if offsets[0] != 0 or offsets[-1] != total or (steps < 0).any():
+        raise ValueError(f"cu_seqlens: expected offsets rising from 0 to total_T={total} (q's T), got "
+                         f"{offsets.tolist()[:8]}{' ...' if offsets.size > 8 else ''}; pass the cumulative "
+                         "sequence lengths with a leading 0")
+
+
+def check_decay(decay, heads: int):
+    """None, or the H decay values as a list of floats in (0, 1]. Plain Python, so that
+    torch.compile traces it without a graph break."""
     if decay is None:
         return None
+    if isinstance(decay, np.ndarray):
+        if decay.ndim != 1:
+            raise ValueError(f"decay: expected shape [H] = ({heads},), got {decay.shape}")
+        decay = decay.tolist()
     try:
-        values = np.asarray(decay, dtype=np.float64)
+        values = [float(x) for x in decay]
     except (TypeError, ValueError, RuntimeError) as exc:
         raise TypeError(f"decay: expected H={heads} host values (a list, tuple or NumPy array), got "
                         f"{type(decay).__name__} ({exc}); pass decay.tolist() or decay.cpu()") from exc
-    if values.shape != (heads,):
-        raise ValueError(f"decay: expected shape [H] = ({heads},), got {values.shape}")
-    bad = ~((values > 0) & (values <= 1))
-    if bad.any():
-        head = int(np.argmax(bad))
-        raise ValueError(f"decay: every value must be in (0, 1], head {head} has {values[head]!r}; "
-                         "pass per-head decay factors such as 1 - 2**-5 (None means 1)")
-    return [float(x) for x in values]
+    if len(values) != heads:
+        raise ValueError(f"decay: expected shape [H] = ({heads},), got ({len(values)},)")
+    for head, value in enumerate(values):
+        if not 0 < value <= 1:
+            raise ValueError(f"decay: every value must be in (0, 1], head {head} has {value!r}; pass "
+                             "per-head decay factors such as 1 - 2**-5 (None means 1)")
+    return values
 
 
-def _check_scale(scale, dk: int) -> float:
+def check_scale(scale, dk: int) -> float:
     if scale is None:
         return dk ** -0.5
+    if type(scale) is float and math.isfinite(scale):  # the common case, first: this runs on every call
+        return scale
     if isinstance(scale, bool) or not isinstance(scale, numbers.Real) or not math.isfinite(scale):
         raise ValueError(f"scale: expected a finite real number, got {scale!r} (None means Dk**-0.5)")
     return float(scale)
 
 
-def _run_cpu(q, k, v, decay, scale, initial_state, output_final_state):
+def _run_cpu(q, k, v, decay, scale, initial_state, output_final_state, cu_seqlens):
     arrays = {"q": q, "k": k, "v": v}
     if initial_state is not None:
         arrays["initial_state"] = initial_state
-    state = (initial_state.shape, initial_state.dtype.name) if initial_state is not None else None
-    batch, heads, seq_len, dk, dv = _check_shapes(
-        {n: a.shape for n, a in arrays.items() if n != "initial_state"},
-        {n: a.dtype.name for n, a in arrays.items()},
-        {n: a.flags.c_contiguous for n, a in arrays.items()}, state)
-    decay_values = _check_decay(decay, heads)
-    scale_value = _check_scale(scale, dk)
-    out = np.empty((batch, heads, seq_len, dv), dtype=v.dtype)
-    final = np.empty((batch, heads, dk, dv), dtype=np.float32) if output_final_state else None
+    if cu_seqlens is not None:
+        arrays["cu_seqlens"] = cu_seqlens
+    problem = check_shapes({n: a.shape for n, a in arrays.items()}, {n: a.dtype.name for n, a in arrays.items()},
+                           {n: a.flags.c_contiguous for n, a in arrays.items()})
+    if cu_seqlens is not None:
+        check_seqlens_values(cu_seqlens, problem.dims[2])
+    decay_values = check_decay(decay, problem.dims[1])
+    scale_value = check_scale(scale, problem.dims[3])
+    out = np.empty((*problem.dims[:3], problem.dims[4]), dtype=v.dtype)
+    final = np.empty(problem.states, dtype=np.float32) if output_final_state else None
     _C.cpu_forward(q.ctypes.data, k.ctypes.data, v.ctypes.data, out.ctypes.data,
                    initial_state.ctypes.data if initial_state is not None else 0,
                    final.ctypes.data if final is not None else 0,
-                   [batch, heads, seq_len, dk, dv], _frameworks.NUMPY_DTYPES[q.dtype.name],
-                   scale_value, decay_values)
+                   problem.dims, _frameworks.NUMPY_DTYPES[q.dtype.name], scale_value, decay_values,
+                   cu_seqlens=cu_seqlens.ctypes.data if cu_seqlens is not None else 0,
+                   num_seqs=problem.num_seqs, seqlen_bits=problem.seqlen_bits)
     return (out, final) if output_final_state else out
 
 
+_ready_devices: set = set()
+
+
+def ready_device(device: int) -> None:
+    """Raises UnsupportedDeviceError unless this culina can run on CUDA device `device`. CUDA's
+    answer for one device puts a context on that device alone; a device found fit is remembered,
+    so later calls cost a set lookup."""
+    if device in _ready_devices:
+        return
+    if not _C.built_with_cuda():
+        raise _unsupported(device, "this culina was built without CUDA (no nvcc at build time)")
+    driver_problem = _build.driver_problem(_C.driver_version())
+    if driver_problem:
+        raise UnsupportedDeviceError(driver_problem)
+    support = _device_support(device)
+    if not support["supported"]:
+        raise _unsupported(device, support["error"])
+    _ready_devices.add(device)
+
+
 def _device_support(device: int) -> dict:
-    """CUDA's answer for one device: asking puts a context on that device alone (the extension
-    remembers the answer, so later calls cost nothing)."""
     count = _C.device_count()
     if not 0 <= device < count:
         raise UnsupportedDeviceError(f"CUDA device {device} is not visible to culina (CUDA sees "
@@ -180,57 +270,54 @@ def _unsupported(device: int, detail: str) -> UnsupportedDeviceError:
         f"To fix, {_build.how_to_fit(cap)}")
 
 
-def _run_gpu(q, k, v, decay, scale, initial_state, output_final_state, device: int):
-    if not _C.built_with_cuda():
-        raise _unsupported(device, "this culina was built without CUDA (no nvcc at build time)")
-    driver_problem = _build.driver_problem(_C.driver_version())
-    if driver_problem:
-        raise UnsupportedDeviceError(driver_problem)
-    support = _device_support(device)
-    if not support["supported"]:
-        raise _unsupported(device, support["error"])
+def launch_gpu(entry, device: int, *args, **kwargs):
+    """Calls a GPU entry point of the extension, turning its UnsupportedDevice into culina's error."""
+    try:
+        entry(*args, **kwargs)
+    except _C.UnsupportedDevice as exc:
+        raise _unsupported(device, str(exc)) from None
+
+
+def _run_gpu(q, k, v, decay, scale, initial_state, output_final_state, cu_seqlens, device: int):
+    ready_device(device)
     framework = _frameworks.framework_of(q)
     with _frameworks.device_scope(framework, device):
-        return _launch_gpu(q, k, v, decay, scale, initial_state, output_final_state, device, framework)
+        return _launch_dlpack(q, k, v, decay, scale, initial_state, output_final_state, cu_seqlens, device,
+                              framework)
 
 
-def _launch_gpu(q, k, v, decay, scale, initial_state, output_final_state, device: int, framework: str):
+def _launch_dlpack(q, k, v, decay, scale, initial_state, output_final_state, cu_seqlens, device: int,
+                   framework: str):
     stream = _frameworks.current_stream(framework, device)
     named = {"q": q, "k": k, "v": v}
     if initial_state is not None:
         named["initial_state"] = initial_state
+    if cu_seqlens is not None:
+        named["cu_seqlens"] = cu_seqlens
     borrowed = {name: _frameworks.borrow(value, stream) for name, value in named.items()}
     frameworks = {b.framework for b in borrowed.values()}
     if len(frameworks) > 1:
-        raise TypeError(f"q, k, v and initial_state must come from one framework (outputs are made "
-                        f"in it), got {sorted(frameworks)}; convert with from_dlpack first")
-    state = borrowed.get("initial_state")
-    batch, heads, seq_len, dk, dv = _check_shapes(
-        {n: b.shape for n, b in borrowed.items() if n != "initial_state"},
-        {n: b.dtype for n, b in borrowed.items()},
-        {n: _frameworks.is_compact(b.shape, b.strides) for n, b in borrowed.items()},
-        (state.shape, state.dtype) if state else None)
-    decay_values = _check_decay(decay, heads)
-    scale_value = _check_scale(scale, dk)
+        raise TypeError(f"q, k, v, initial_state and cu_seqlens must come from one framework (outputs are "
+                        f"made in it), got {sorted(frameworks)}; convert with from_dlpack first")
+    problem = check_shapes({n: b.shape for n, b in borrowed.items()}, {n: b.dtype for n, b in borrowed.items()},
+                           {n: _frameworks.is_compact(b.shape, b.strides) for n, b in borrowed.items()})
+    decay_values = check_decay(decay, problem.dims[1])
+    scale_value = check_scale(scale, problem.dims[3])
     like = borrowed["q"]
-    out = _frameworks.empty_like_framework(like, (batch, heads, seq_len, dv), borrowed["v"].dtype)
-    final = (_frameworks.empty_like_framework(like, (batch, heads, dk, dv), "float32")
-             if output_final_state else None)
+    out = _frameworks.empty_like_framework(like, (*problem.dims[:3], problem.dims[4]), borrowed["v"].dtype)
+    final = _frameworks.empty_like_framework(like, problem.states, "float32") if output_final_state else None
     dtype_code = _frameworks.NUMPY_DTYPES[like.dtype]
-    dims = [batch, heads, seq_len, dk, dv]
-    workspace_bytes = _C.gpu_workspace_bytes(dims, dtype_code, device)
+    workspace_bytes = _C.gpu_workspace_bytes(problem.dims, dtype_code, device, num_seqs=problem.num_seqs)
     workspace = (_frameworks.empty_like_framework(like, (workspace_bytes,), "uint8")
                  if workspace_bytes else None)
     workspace_view = _frameworks.borrow(workspace, stream) if workspace is not None else None
     out_view = _frameworks.borrow(out, stream)
     final_view = _frameworks.borrow(final, stream) if final is not None else None
     launch_stream = 0 if stream in (None, _frameworks.LEGACY_DEFAULT_STREAM) else stream
-    try:
-        _C.gpu_forward(borrowed["q"].address, borrowed["k"].address, borrowed["v"].address,
-                       out_view.address, state.address if state else 0,
-                       final_view.address if final_view else 0, dims, dtype_code, scale_value,
-                       decay_values, device, launch_stream,
-                       workspace_view.address if workspace_view else 0, workspace_bytes)
-    except _C.UnsupportedDevice as exc:
-        raise _unsupported(device, str(exc)) from None
+    address = lambda name: borrowed[name].address if name in borrowed else 0  # noqa: E731
+    launch_gpu(_C.gpu_forward, device, address("q"), address("k"), address("v"), out_view.address,
+               address("initial_state"), final_view.address if final_view else 0, problem.dims, dtype_code,
+               scale_value, decay_values, device, launch_stream,
+               workspace_view.address if workspace_view else 0, workspace_bytes,
+               cu_seqlens=address("cu_seqlens"), num_seqs=problem.num_seqs, seqlen_bits=problem.seqlen_bits)
     return (out, final) if output_final_state else out

@@ -11,8 +11,8 @@ import numpy as np
 from . import _C
 
 DLPACK_CPU, DLPACK_CUDA = 1, 2
-# DLPack (code, bits) -> culina dtype code and name
-DTYPES = {(2, 32): (0, "float32"), (2, 16): (1, "float16"), (4, 16): (2, "bfloat16")}
+# DLPack (code, bits) -> dtype name (the float types of q, k, v and the state; cu_seqlens' integers)
+DTYPES = {(2, 32): "float32", (2, 16): "float16", (4, 16): "bfloat16", (0, 32): "int32", (0, 64): "int64"}
 NUMPY_DTYPES = {"float32": 0, "float16": 1, "bfloat16": 2}
 # DLPack's stream values: 1 is the legacy default stream (0 is not allowed there).
 LEGACY_DEFAULT_STREAM = 1
@@ -82,7 +82,7 @@ def borrow(obj, stream: int | None) -> CudaArray:
     info = _C.dlpack_info(capsule)
     dtype = None
     if info["dtype_lanes"] == 1:
-        dtype = DTYPES.get((info["dtype_code"], info["dtype_bits"]), (None, None))[1]
+        dtype = DTYPES.get((info["dtype_code"], info["dtype_bits"]))
     if dtype is None:
         dtype = f"dlpack(code={info['dtype_code']}, bits={info['dtype_bits']}, lanes={info['dtype_lanes']})"
     return CudaArray(obj, framework_of(obj), capsule, tuple(info["shape"]), info["strides"], dtype,

@@ -1,4 +1,9 @@
 """CPU reference (C++) against the NumPy recurrence in conftest.reference."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from conftest import reference
@@ -71,3 +76,32 @@ def test_returns_only_output_by_default(rng):
     q = rng.standard_normal((1, 1, 4, 8)).astype(np.float32)
     out = culina.linear_attention(q, q, q)
     assert isinstance(out, np.ndarray) and out.shape == (1, 1, 4, 8)
+
+
+def test_packed_sequences_match_recurrence(rng):
+    """cu_seqlens: each sequence from its own initial state, as separate calls of the recurrence."""
+    offsets = np.array([0, 7, 7, 30, 41], dtype=np.int64)
+    q, k = make(rng, (1, 2, 41, 8), "float32"), make(rng, (1, 2, 41, 8), "float32")
+    v = make(rng, (1, 2, 41, 12), "float32")
+    s0 = rng.standard_normal((4, 2, 8, 12)).astype(np.float32)
+    out, state = culina.linear_attention(q, k, v, [0.9, 0.7], initial_state=s0, output_final_state=True,
+                                         cu_seqlens=offsets)
+    assert out.shape == (1, 2, 41, 12) and state.shape == (4, 2, 8, 12)
+    for i, (start, end) in enumerate(zip(offsets[:-1], offsets[1:])):
+        ref_out, ref_state = reference(q[:, :, start:end], k[:, :, start:end], v[:, :, start:end], [0.9, 0.7],
+                                       initial_state=s0[i:i + 1])
+        if end > start:
+            assert rel_err(out[:, :, start:end], ref_out) < 1e-5
+        assert rel_err(state[i:i + 1], ref_state) < 1e-5
+
+
+def test_numpy_calls_never_import_torch():
+    """culina keeps working without PyTorch: NumPy calls (forward, cu_seqlens) leave torch unimported."""
+    code = ("import sys, numpy as np, culina\n"
+            "x = np.ones((1, 2, 6, 4), np.float32)\n"
+            "culina.linear_attention(x, x, x, [0.5, 0.5], cu_seqlens=np.array([0, 2, 6], np.int32))\n"
+            "print('torch' in sys.modules)\n")
+    env = dict(os.environ, PYTHONPATH=str(Path(culina.__file__).resolve().parent.parent))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "False"

@@ -28,6 +28,8 @@ def test_json_reports_build_record_and_gpus():
         assert {int(x) for x in facts["binary_arch_list"].split(",")} >= expected
     for gpu in facts["gpus"]:
         assert set(gpu) >= {"index", "name", "capability", "supported"}
+        if gpu["supported"]:  # the kernel path of every dtype at D = 64, 128, 256
+            assert len(gpu["kernel_paths"]) == 9 and all(gpu["kernel_paths"].values()), gpu
 
 
 def test_text_names_build_and_driver():

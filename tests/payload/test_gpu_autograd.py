@@ -1,0 +1,129 @@
+"""PyTorch autograd, packed sequences and torch.compile (inductor) on CUDA tensors, against the
+float64 recurrence. Runs only where PyTorch sees a CUDA GPU and culina was built with CUDA."""
+import pytest
+
+import culina
+
+torch = pytest.importorskip("torch", reason="the GPU autograd tests drive culina through PyTorch, which is not installed")
+from torch_reference import reference  # noqa: E402  (imports torch)
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA GPU visible to PyTorch", allow_module_level=True)
+if culina.build_record().get("cpu_only") is not False:
+    pytest.skip("culina was built without CUDA (CPU-only build)", allow_module_level=True)
+
+TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+# ||gpu - ref|| / ||ref||: the 16-bit types run on tensor cores, which round intermediates
+# (decayed q and k, the attention matrix, the states) to 16 bits.
+TOLERANCE = {"float32": 2e-4, "float16": 1e-2, "bfloat16": 4e-2}
+# (B, H, T, Dk, Dv): tensor-core shapes first, then odd T, head sizes 1 and 256, Dk != Dv
+SHAPES = [(2, 3, 300, 64, 64), (1, 2, 129, 128, 128), (1, 1, 70, 256, 128), (2, 2, 1, 64, 128),
+          (1, 2, 63, 32, 48), (1, 1, 33, 256, 256), (1, 2, 65, 7, 5), (1, 1, 40, 1, 1)]
+
+
+def rel_err(got, ref):
+    got, ref = got.detach().double().cpu(), ref.detach().double().cpu()
+    assert torch.isfinite(got).all(), "non-finite values"
+    return ((got - ref).norm() / ref.norm()).item()
+
+
+def run_both(shape, dtype, seed, decay=None, use_state=False, use_final=False, cu_seqlens=None, scale=None):
+    """culina on CUDA and the float64 recurrence on the CPU, the same loss; (culina, reference)
+    pairs of o, S_T and the gradients of q, k, v and S0."""
+    b, h, t, dk, dv = shape
+    gen = torch.Generator().manual_seed(seed)
+    inputs = [(torch.randn(b, h, t, d, generator=gen) * 0.5).to(TORCH_DTYPES[dtype]) for d in (dk, dk, dv)]
+    states = b if cu_seqlens is None else len(cu_seqlens) - 1
+    s0 = torch.randn(states, h, dk, dv, generator=gen) if use_state else None
+    leaves = [x.cuda().requires_grad_() for x in inputs] + ([s0.cuda().requires_grad_()] if use_state else [])
+    leaves64 = [x.double().requires_grad_() for x in inputs] + ([s0.double().requires_grad_()] if use_state else [])
+    seqlens = None if cu_seqlens is None else torch.tensor(cu_seqlens, dtype=torch.int32, device="cuda")
+    out, final = culina.linear_attention(*leaves[:3], decay, scale=scale, initial_state=leaves[3] if use_state else None,
+                                         output_final_state=True, cu_seqlens=seqlens)
+    ref_out, ref_final = reference(*leaves64[:3], decay, scale, leaves64[3] if use_state else None, cu_seqlens)
+    d_out = torch.randn(out.shape, generator=gen).to(out.dtype)
+    d_final = torch.randn(final.shape, generator=gen)
+    ((out * d_out.cuda()).sum() + ((final * d_final.cuda()).sum() if use_final else 0)).backward()
+    ((ref_out * d_out.double()).sum() + ((ref_final * d_final.double()).sum() if use_final else 0)).backward()
+    return [(out, ref_out), (final, ref_final)] + [(x.grad, r.grad) for x, r in zip(leaves, leaves64)]
+
+
+@pytest.mark.parametrize("dtype", list(TORCH_DTYPES))
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("mode", ["plain", "decay+final", "decay+state+final"])
+def test_gradients_match_float64_reference(dtype, shape, mode):
+    seed = abs(hash((dtype, shape, mode))) % 2**31
+    decay = [0.8 + 0.2 * (i + 1) / shape[1] for i in range(shape[1])] if mode != "plain" else None
+    pairs = run_both(shape, dtype, seed, decay, use_state="state" in mode, use_final="final" in mode)
+    for name, (got, ref) in zip(["o", "S_T", "dq", "dk", "dv", "dS0"], pairs):
+        assert got.device.type == "cuda"
+        assert rel_err(got, ref) < TOLERANCE[dtype], name
+
+
+@pytest.mark.parametrize("dtype", list(TORCH_DTYPES))
+@pytest.mark.parametrize("cu_seqlens", [[0, 100, 100, 229, 300], [0, 1], [0, 64, 65, 200]], ids=["4-seqs", "1-row", "3-seqs"])
+def test_packed_gradients_match_float64_reference(dtype, cu_seqlens):
+    seed = abs(hash((dtype, tuple(cu_seqlens)))) % 2**31
+    pairs = run_both((1, 2, cu_seqlens[-1], 64, 64), dtype, seed, [0.9, 0.99], use_state=True, use_final=True,
+                     cu_seqlens=cu_seqlens, scale=0.2)
+    for name, (got, ref) in zip(["o", "S_T", "dq", "dk", "dv", "dS0"], pairs):
+        assert rel_err(got, ref) < TOLERANCE[dtype], name
+
+
+def test_routes_agree():
+    """An eager call without grad and an eager backward skip the dispatcher; the op
+    (torch.ops.culina.*), which autograd and torch.compile reach, gives the same bits."""
+    from culina import _torch
+
+    q, k, v, d_out = (torch.randn(1, 2, 200, 64, device="cuda", dtype=torch.bfloat16) for _ in range(4))
+    direct = culina.linear_attention(q, k, v, [0.9, 0.8])
+    dispatched, _ = torch.ops.culina.linear_attention(q, k, v, [0.9, 0.8], 64 ** -0.5, None, None, False)
+    torch.testing.assert_close(dispatched, direct, rtol=0, atol=0)
+    direct_grads = _torch.backward(q, k, v, d_out, [0.9, 0.8], 64 ** -0.5, None, None, None, False)[:3]
+    dispatched_grads = torch.ops.culina.linear_attention_backward(q, k, v, d_out, [0.9, 0.8], 64 ** -0.5, None, None,
+                                                                  None, False)[:3]
+    for got, want in zip(direct_grads, dispatched_grads):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+def test_backward_runs_on_the_current_stream():
+    """Gradients flowing from a side stream behind a long sleep: a backward on another stream
+    would read unfinished data."""
+    q, k, v = (torch.randn(2, 4, 1024, 128, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+    culina.linear_attention(q, k, v, [0.95] * 4).float().square().sum().backward()
+    expected = [x.grad.clone() for x in (q, k, v)]
+    for x in (q, k, v):
+        x.grad = None
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(200_000_000)
+        out = culina.linear_attention(q * 1, k * 1, v * 1, [0.95] * 4)
+        out.float().square().sum().backward()
+    side.synchronize()
+    for got, want in zip((q.grad, k.grad, v.grad), expected):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+def test_module_compiles_with_inductor_without_graph_break():
+    class Layer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(64, 3 * 64, device="cuda", dtype=torch.bfloat16)
+
+        def forward(self, x, state):
+            q, k, v = self.proj(x).unflatten(-1, (3, 2, 32)).permute(2, 0, 3, 1, 4).contiguous().unbind(0)
+            out, final = culina.linear_attention(q, k, v, [0.9, 0.8], initial_state=state, output_final_state=True)
+            return out.float().square().mean() + final.square().mean()
+
+    torch.manual_seed(0)
+    layer = Layer()
+    x = torch.randn(2, 100, 64, device="cuda", dtype=torch.bfloat16)
+    state = torch.randn(2, 2, 32, 32, device="cuda", requires_grad=True)
+    eager_loss = layer(x, state)
+    eager_grads = torch.autograd.grad(eager_loss, [state, *layer.parameters()])
+    compiled = torch.compile(layer, fullgraph=True)
+    loss = compiled(x, state)
+    grads = torch.autograd.grad(loss, [state, *layer.parameters()])
+    torch.testing.assert_close(loss, eager_loss, rtol=2e-2, atol=1e-3)
+    for got, want in zip(grads, eager_grads):
+        torch.testing.assert_close(got.float(), want.float(), rtol=5e-2, atol=5e-3)
