@@ -108,7 +108,7 @@ void fetch_into(const CachePaths& paths, const WheelExpectation& expected, const
         try {
             DownloadResult result;
             if (local) {
-                result = copy_local_asset(*local, paths.part, expected.size);
+                result = copy_local_asset(*local, paths.part, expected.size, options.settings.names);
             } else {
                 const DownloadRequest request{expected.url,
                                               paths.part,

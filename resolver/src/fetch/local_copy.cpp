@@ -35,12 +35,13 @@ private:
 
 }  // namespace
 
-DownloadResult copy_local_asset(const std::string& source, const std::string& part_path, std::uint64_t expected_size) {
+DownloadResult copy_local_asset(const std::string& source, const std::string& part_path, std::uint64_t expected_size,
+                                const SettingNames& names) {
     const Descriptor in(::open(source.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
     if (in.get() < 0) {
         if (errno == ENOENT) {
             throw FetchError(FetchError::Kind::unavailable,
-                             source + " does not exist: the release folder (CULINA_RELEASE_URL) lacks this wheel; "
+                             source + " does not exist: the release folder (" + names.of("RELEASE_URL") + ") lacks this wheel; "
                                       "fill it with `culina-resolver mirror`");
         }
         local_failure("read the release folder's", source);

@@ -12,6 +12,8 @@ namespace culina::fetch {
 
 // Throws FetchError: unavailable (no such file in the folder), verification (not a regular file,
 // or its size is not `expected_size`), local (cannot read it or write the part file).
-DownloadResult copy_local_asset(const std::string& source, const std::string& part_path, std::uint64_t expected_size);
+// `names`: the settings a message may name (RELEASE_URL).
+DownloadResult copy_local_asset(const std::string& source, const std::string& part_path, std::uint64_t expected_size,
+                                const SettingNames& names);
 
 }  // namespace culina::fetch
