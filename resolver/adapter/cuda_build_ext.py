@@ -29,6 +29,7 @@ from setuptools.command.build_ext import build_ext
 
 import adapter_settings
 import compile_pool
+import cuda_facts
 import install_resolution
 import project_config
 import pypi_toolkit
@@ -233,7 +234,8 @@ class CudaBuildExt(build_ext):
         ext.define_macros, ext.extra_link_args = list(ext.define_macros), list(ext.extra_link_args)
         cu_sources = [s for s in ext.sources if s.endswith(".cu")]
         cpp_sources = [s for s in ext.sources if not s.endswith(".cu")]
-        record = {"kind": "release" if settings.release_build else "local", "variant": "null", "cpu_only": True,
+        record = {"kind": "release" if settings.release_build else "local",
+                  "variant": cuda_facts.variant_label(None), "cpu_only": True,
                   "cuda_version": None, "nvcc_version": None, "toolkit_source": None, "sass_archs": [], "ptx_archs": [],
                   "compiler": compiler_version(self.compiler.compiler_so[0]),
                   "resolver": decision}
@@ -259,7 +261,7 @@ class CudaBuildExt(build_ext):
                 f"PTX {[a.label for a in ptx]}")
             nvcc_flags = cuda_flags(ext, sass, ptx)
             ext.extra_link_args += [str(toolkit.cudart_static()), "-lrt", "-lpthread", "-ldl"]
-            record.update(variant=f"cu{toolkit.version.replace('.', '')}", cpu_only=False,
+            record.update(variant=cuda_facts.variant_label(toolkit.version), cpu_only=False,
                           cuda_version=toolkit.version, nvcc_version=toolkit.full_version, nvcc=str(toolkit.nvcc),
                           toolkit_source=toolkit.source,
                           sass_archs=[a.label for a in sass], ptx_archs=[a.label for a in ptx])

@@ -27,8 +27,8 @@ Library load() {
         const char* reason = ::dlerror();
         throw local_error(std::string("cannot load libcurl.so.4 (") + (reason ? reason : "unknown reason") +
                           "): downloading a prebuilt wheel needs libcurl; install it (Debian/Ubuntu: "
-                          "apt-get install libcurl4, RHEL: dnf install libcurl) or set CULINA_VARIANT=source "
-                          "to build locally");
+                          "apt-get install libcurl4, RHEL: dnf install libcurl) or build locally "
+                          "(the VARIANT setting = source)");
     }
     Library library{};
     bind(module, "curl_global_init", library.global_init);

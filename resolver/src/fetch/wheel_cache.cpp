@@ -22,7 +22,7 @@ constexpr auto kLockPollInterval = std::chrono::milliseconds(100);
 
 [[noreturn]] void fail(const std::string& what, const std::string& path, int error) {
     throw FetchError(FetchError::Kind::local, "cannot " + what + " " + path + ": " + std::strerror(error) +
-                                                  "; make the cache writable or set CULINA_CACHE_DIR to another folder");
+                                                  "; make the cache writable, or choose another cache folder (the CACHE_DIR setting)");
 }
 
 std::string kind_of(mode_t mode) {
@@ -96,7 +96,7 @@ int open_own_file(const std::string& path, int flags, bool create) {
     if (fd < 0) {
         if (errno == ELOOP) {
             throw FetchError(FetchError::Kind::local, path + " is a symbolic link, which the cache never follows: "
-                                                             "delete it, or set CULINA_CACHE_DIR to a folder of your own");
+                                                             "delete it, or choose a cache folder of your own (the CACHE_DIR setting)");
         }
         fail("open", path, errno);
     }
@@ -110,7 +110,7 @@ int open_own_file(const std::string& path, int flags, bool create) {
     if (problem) {
         ::close(fd);
         throw FetchError(FetchError::Kind::local, "will not use " + path + ": " + *problem +
-                                                      "; delete it, or set CULINA_CACHE_DIR to a folder of your own");
+                                                      "; delete it, or choose a cache folder of your own (the CACHE_DIR setting)");
     }
     return fd;
 }
