@@ -6,17 +6,12 @@
 #include "fetch/fetch_error.h"
 #include "fetch/fetch_settings.h"
 #include "settings/helper_settings.h"
+#include "fake_environment.h"
 
 namespace culina::fetch {
 namespace {
 
-EnvLookup env_of(std::map<std::string, std::string> values) {
-    return [values](const std::string& name) -> std::optional<std::string> {
-        const auto found = values.find(name);
-        if (found == values.end()) return std::nullopt;
-        return found->second;
-    };
-}
+using test_support::env_of;
 
 FetchSettings parse_fetch_settings(const EnvLookup& env) {
     return with_host_ca_bundle(parse_helper_settings(SettingNames{}, env).fetch, env);

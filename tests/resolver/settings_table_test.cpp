@@ -9,17 +9,12 @@
 
 #include "common/setting_error.h"
 #include "settings/helper_settings.h"
+#include "fake_environment.h"
 
 namespace culina {
 namespace {
 
-EnvLookup env_of(std::map<std::string, std::string> values) {
-    return [values](const std::string& name) -> std::optional<std::string> {
-        const auto found = values.find(name);
-        if (found == values.end()) return std::nullopt;
-        return found->second;
-    };
-}
+using test_support::env_of;
 
 HelperSettings parse(std::map<std::string, std::string> values, const std::string& prefix = "CULINA_") {
     return parse_helper_settings(SettingNames{prefix}, env_of(std::move(values)));
