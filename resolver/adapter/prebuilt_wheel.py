@@ -74,8 +74,10 @@ def _metadata_fields(text: str) -> tuple[str, str]:
     return message.get("Name", ""), message.get("Version", "")
 
 
-def _canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+def normalized_name(name: str) -> str:
+    """The one project-name normaliser on the Python side, as wheel file names compare names and
+    as the helper's normalize_distribution_name does: lowercase, runs of "-_." become one "_"."""
+    return re.sub(r"[-_.]+", "_", name).lower()
 
 
 def _check_metadata(wheel: zipfile.ZipFile, asset_name: str, source: str) -> None:
@@ -92,7 +94,7 @@ def _check_metadata(wheel: zipfile.ZipFile, asset_name: str, source: str) -> Non
     except KeyError:
         raise DeliveryError(f"{source} has no {folder}/METADATA; refusing it") from None
     name, found_version = _metadata_fields(_read_small(wheel, metadata, source).decode("utf-8", "replace"))
-    if _canonical(name) != _canonical(project) or found_version != version:
+    if normalized_name(name) != normalized_name(project) or found_version != version:
         raise DeliveryError(f"{folder}/METADATA in {source} says {name} {found_version}, the asset "
                             f"{asset_name} is {project} {version}; refusing it")
 

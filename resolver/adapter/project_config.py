@@ -13,6 +13,8 @@ import functools
 import re
 from pathlib import Path
 
+from prebuilt_wheel import normalized_name
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the adapter lives in <project>/resolver/adapter
 TABLES = ("culina-resolver", "culina")
 ACCEPTED_PREFIX = "upper-case letters, digits and underscores ending in '_', such as 'CULINA_'"
@@ -56,11 +58,11 @@ class ProjectConfig:
             raise ConfigError(f"{path}: [project] needs a static name and version; the release manifest and the "
                               "wheel names are made of them")
         name = project["name"]
-        extension = tool.get("extension", f"{_import_name(name)}._C")
+        extension = tool.get("extension", f"{normalized_name(name)}._C")
         if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+", extension):
             raise ConfigError(f"{path}: {table} extension = {extension!r} must be a module inside a package, "
                               "such as 'culina._C'")
-        prefix = tool.get("env_prefix", f"{_import_name(name).upper()}_")
+        prefix = tool.get("env_prefix", f"{normalized_name(name).upper()}_")
         if not isinstance(prefix, str) or not re.fullmatch(r"[A-Z][A-Z0-9_]*_", prefix):
             raise ConfigError(f"{path}: {table} env_prefix = {prefix!r}: accepted: {ACCEPTED_PREFIX}")
         if "release_url" not in tool or "release_archs" not in tool:
@@ -87,7 +89,7 @@ class ProjectConfig:
     @property
     def cache_name(self) -> str:
         """The folder of this project's cache under XDG_CACHE_HOME or ~/.cache."""
-        return _import_name(self.name).replace("_", "-")
+        return normalized_name(self.name).replace("_", "-")
 
     def release_archs_for(self, cuda_version: str) -> str:
         """The release list for a toolkit of this CUDA version ("13.0"): its major's entry."""
@@ -102,10 +104,6 @@ class ProjectConfig:
     def newest_release_archs(self) -> str:
         """The list of the newest CUDA major listed."""
         return self.release_archs[max(self.release_archs)]
-
-
-def _import_name(distribution: str) -> str:
-    return re.sub(r"[-_.]+", "_", distribution).lower()
 
 
 @functools.lru_cache(maxsize=None)

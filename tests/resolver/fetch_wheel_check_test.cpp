@@ -180,12 +180,6 @@ TEST(Metadata, ParsesHeaderBlockOnly) {
     EXPECT_EQ(parse_metadata_fields("\nName: x\n").name, "");
 }
 
-TEST(Metadata, NormalizesProjectNames) {
-    EXPECT_EQ(normalize_project_name("Culina_Kernels"), "culina-kernels");
-    EXPECT_EQ(normalize_project_name("a.-_b"), "a-b");
-    EXPECT_EQ(normalize_project_name("culina"), "culina");
-}
-
 // fetch_wheel without the network: the cache path, offline mode and the expectation checks.
 class FetchWheel : public testing::Test {
 protected:

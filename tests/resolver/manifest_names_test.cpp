@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "common/text.h"
 #include "manifest/cuda_arch.h"
 #include "manifest/variant_properties.h"
 #include "manifest/wheel_filename.h"
@@ -87,6 +88,8 @@ TEST(WheelTags, ExpandsCompressedTags) {
 TEST(WheelNames, NormalizesDistributionNames) {
     EXPECT_EQ(normalize_distribution_name("Culina"), "culina");
     EXPECT_EQ(normalize_distribution_name("my-.-kernels"), "my_kernels");
+    EXPECT_EQ(normalize_distribution_name("Culina_Kernels"), "culina_kernels");
+    EXPECT_EQ(normalize_distribution_name("a.-_b"), "a_b");
 }
 
 TEST(VariantProperties, ParseAndDerive) {

@@ -1,5 +1,6 @@
 #include "common/text.h"
 
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -97,6 +98,21 @@ std::optional<std::string> get_env(const char* name) {
     const char* value = std::getenv(name);
     if (value == nullptr) return std::nullopt;
     return std::string(value);
+}
+
+std::string normalize_distribution_name(const std::string& name) {
+    std::string normalized;
+    bool in_separator_run = false;
+    for (char c : name) {
+        if (c == '-' || c == '_' || c == '.') {
+            if (!in_separator_run) normalized.push_back('_');
+            in_separator_run = true;
+        } else {
+            normalized.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+            in_separator_run = false;
+        }
+    }
+    return normalized;
 }
 
 }  // namespace culina

@@ -15,6 +15,9 @@ bool starts_with(const std::string& text, const std::string& prefix);
 bool ends_with(const std::string& text, const std::string& suffix);
 std::string lowercase(std::string text);  // ASCII letters only
 std::string join(const std::vector<std::string>& items, const std::string& separator);
+// The one project-name normaliser: as wheel file names and indexes compare names (PEP 503's
+// rule with "_"): lowercase, runs of "-_." become one "_".
+std::string normalize_distribution_name(const std::string& name);
 // Text from elsewhere (a server, a file) made safe for a log line: control characters, DEL and
 // bytes outside ASCII become \xNN, so that no terminal escape reaches the user's screen.
 std::string printable(const std::string& text);

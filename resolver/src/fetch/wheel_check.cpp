@@ -32,18 +32,6 @@ MetadataFields parse_metadata_fields(const std::string& text) {
     return fields;
 }
 
-std::string normalize_project_name(const std::string& name) {
-    std::string normalized;
-    for (char c : name) {
-        if (c == '-' || c == '_' || c == '.') {
-            if (normalized.empty() || normalized.back() != '-') normalized.push_back('-');
-        } else {
-            normalized.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-        }
-    }
-    return normalized;
-}
-
 std::optional<std::string> wheel_metadata_problem(const std::string& path, const std::string& project,
                                                   const std::string& version) {
     try {
@@ -57,7 +45,7 @@ std::optional<std::string> wheel_metadata_problem(const std::string& path, const
                    " top-level *.dist-info/METADATA files; a wheel has exactly one";
         }
         const MetadataFields fields = parse_metadata_fields(zip.read(*metadata.front(), kMetadataSizeLimit));
-        if (normalize_project_name(fields.name) != normalize_project_name(project)) {
+        if (normalize_distribution_name(fields.name) != normalize_distribution_name(project)) {
             return metadata.front()->name + " says Name: '" + fields.name + "', expected '" + project + "'";
         }
         if (fields.version != version) {

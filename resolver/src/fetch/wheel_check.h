@@ -17,9 +17,6 @@ struct MetadataFields {
 // blank line); empty strings for missing ones.
 MetadataFields parse_metadata_fields(const std::string& text);
 
-// PEP 503: lowercase, runs of '-', '_' and '.' become one '-'.
-std::string normalize_project_name(const std::string& name);
-
 // nullopt when the wheel matches; otherwise what is wrong with it, in words.
 std::optional<std::string> wheel_metadata_problem(const std::string& path, const std::string& project,
                                                   const std::string& version);

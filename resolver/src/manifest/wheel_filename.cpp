@@ -26,21 +26,6 @@ bool is_distribution_or_version(const std::string& part) {
 
 }  // namespace
 
-std::string normalize_distribution_name(const std::string& name) {
-    std::string normalized;
-    bool in_separator_run = false;
-    for (char c : name) {
-        if (c == '-' || c == '_' || c == '.') {
-            if (!in_separator_run) normalized.push_back('_');
-            in_separator_run = true;
-        } else {
-            normalized.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-            in_separator_run = false;
-        }
-    }
-    return normalized;
-}
-
 bool is_valid_variant_label(const std::string& label) {
     const VariantLabelFacts& rule = cuda_facts().variant_label;
     return !label.empty() && label.size() <= rule.max_length && label.find_first_not_of(rule.characters) == std::string::npos;

@@ -20,9 +20,6 @@ struct WheelFileName {
 // nullopt when `file` is not such a name (also for anything holding a path separator).
 std::optional<WheelFileName> parse_wheel_filename(const std::string& file);
 
-// Project name as wheel file names and indexes compare it: lowercase, runs of "-_." -> "_".
-std::string normalize_distribution_name(const std::string& name);
-
 // A variant label: 1 to 16 of [0-9a-z._] (wheel-variant rule), e.g. "cu130", "null".
 bool is_valid_variant_label(const std::string& label);
 
