@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 from typing import Callable, Mapping
 
+import cuda_facts
 import project_config
 from project_config import ProjectConfig
 
@@ -80,8 +81,10 @@ def arch_list(spec: str) -> list[ArchTarget]:
         if len(digits) < 2:
             raise ArchSyntaxError(f"{entry!r} is not an architecture (write 8.0 or 80)")
         suffix = suffix.lower()
-        if suffix == "a" and int(digits) < 90 or suffix == "f" and int(digits) < 100:
-            raise ArchSyntaxError(f"{entry!r}: the '{suffix}' variants exist from {'9.0' if suffix == 'a' else '10.0'} on")
+        if suffix:
+            oldest = cuda_facts.facts()["arch_suffixes"][suffix]["oldest_arch"]
+            if int(digits) < int(oldest.replace(".", "")):
+                raise ArchSyntaxError(f"{entry!r}: the '{suffix}' variants exist from {oldest} on")
         targets.append(ArchTarget(Arch(digits, suffix), bool(ptx), entry))
     return targets
 
