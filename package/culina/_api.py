@@ -122,9 +122,6 @@ def check_shapes(shapes: dict, dtypes: dict, compact: dict) -> Dims:
     if heads > MAX_HEADS:
         raise ValueError(f"q: H={heads} heads is more than culina's limit of {MAX_HEADS}; split the "
                          "heads across calls")
-    if batch * heads > MAX_GRID:
-        raise ValueError(f"q: B*H={batch * heads} is more than culina's limit of {MAX_GRID}; split "
-                         "the batch across calls")
     for name in ("q", "k", "v"):
         if dtypes[name] not in _frameworks.NUMPY_DTYPES:
             raise TypeError(f"{name}: dtype {dtypes[name]} is not supported; use float32, float16 "
@@ -148,6 +145,11 @@ def check_shapes(shapes: dict, dtypes: dict, compact: dict) -> Dims:
                              "(flash-linear-attention's layout)")
         num_seqs, seqlen_bits = seqlens_shape[0] - 1, SEQLEN_BITS[seqlens_dtype]
     dims = Dims((batch, heads, seq_len, dk, dv), num_seqs, seqlen_bits)
+    sequences = dims.states[0]
+    if sequences * heads > MAX_GRID:
+        what = f"cu_seqlens: N*H={sequences}*{heads}" if num_seqs else f"q: B*H={sequences}*{heads}"
+        raise ValueError(f"{what}={sequences * heads} is more than culina's limit of {MAX_GRID} (sequence, "
+                         "head) pairs; split the batch across calls")
     if "initial_state" in shapes:
         if tuple(shapes["initial_state"]) != dims.states:
             what = "[N, H, Dk, Dv] (N sequences in cu_seqlens)" if num_seqs else "[B, H, Dk, Dv]"

@@ -18,12 +18,12 @@ from typing import List, Optional, Tuple
 import numpy as np
 import torch
 
-from . import _api, _C
+from . import _api, _C, _frameworks
 
 # torch dtype -> the dtype names _api.check_shapes speaks (float types, cu_seqlens' integers)
 DTYPE_NAMES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16",
                torch.int32: "int32", torch.int64: "int64"}
-DTYPE_CODES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
+DTYPE_CODES = {t: _frameworks.NUMPY_DTYPES[n] for t, n in DTYPE_NAMES.items() if n in _frameworks.NUMPY_DTYPES}
 # Checked argument layouts and decay lists of eager calls; a model makes few distinct ones.
 CACHE_LIMIT = 256
 _problems: dict = {}

@@ -48,6 +48,17 @@ def test_head_size_too_large(dk, dv, name):
     raises(ValueError, rf"^{name}: head size D. ?=?{max(dk, dv)} is not supported", q, k, v)
 
 
+def test_too_many_sequence_head_pairs():
+    """B*H, or N*H with cu_seqlens, rides on a 65535-wide grid dimension: refused before any launch."""
+    q, k, v = arrays(b=32768, h=2, t=1, dk=1, dv=1)
+    raises(ValueError, r"^q: B\*H=32768\*2=65536 is more than culina's limit of 65535", q, k, v)
+    q, k, v = arrays(b=1, h=2, t=1, dk=1, dv=1)
+    offsets = np.zeros(32769, np.int32)
+    offsets[-1] = 1
+    raises(ValueError, r"^cu_seqlens: N\*H=32768\*2=65536 is more than culina's limit of 65535", q, k, v,
+           cu_seqlens=offsets)
+
+
 def test_empty_sequence():
     q, k, v = arrays(t=0)
     raises(ValueError, r"^q: B, H and T must be at least 1", q, k, v)
