@@ -39,7 +39,13 @@ class SettingError(ValueError):
     """A variable whose value cannot be understood; the message names it, the value and the fix."""
 
     def __init__(self, name: str, value: str, problem: str, accepted: str):
-        super().__init__(f"{name}={value!r} {problem}. Accepted: {accepted}")
+        super().__init__(f"{name}={redacted(value)!r} {problem}. Accepted: {accepted}")
+
+
+def redacted(value: str) -> str:
+    """A value as messages show it: the user:password of any URL in it replaced by ***, as the
+    helper's redacted_url does, so that a token in <prefix>RELEASE_URL never reaches a log."""
+    return re.sub(r"(://)[^/@]*@", r"\1***@", value)
 
 
 class ArchSyntaxError(ValueError):

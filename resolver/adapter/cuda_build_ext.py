@@ -35,9 +35,8 @@ import project_config
 import pypi_toolkit
 from adapter_settings import ACCEPTED_ARCHS, ARCHS, CCACHE, Arch, ArchSyntaxError
 from compile_pool import say
-from project_config import ProjectConfig
+from project_config import BUILD_RECORD, ProjectConfig
 
-BUILD_RECORD = "_build_info.json"
 
 
 class BuildError(RuntimeError):

@@ -15,6 +15,9 @@ from pathlib import Path
 
 from prebuilt_wheel import normalized_name
 
+# The build record the build writes beside the extension (cuda_build_ext) and delivery amends.
+BUILD_RECORD = "_build_info.json"
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the adapter lives in <project>/resolver/adapter
 TABLES = ("culina-resolver", "culina")
 ACCEPTED_PREFIX = "upper-case letters, digits and underscores ending in '_', such as 'CULINA_'"
@@ -84,7 +87,7 @@ class ProjectConfig:
     @property
     def build_record_member(self) -> str:
         """Where a wheel holds the build record: beside the extension."""
-        return f"{self.package.replace('.', '/')}/_build_info.json"
+        return f"{self.package.replace('.', '/')}/{BUILD_RECORD}"
 
     @property
     def cache_name(self) -> str:

@@ -50,6 +50,13 @@ def test_a_bad_value_is_refused_naming_variable_value_and_accepted_form(name, va
     assert str(refused.value).endswith(f"Accepted: {accepted}")
 
 
+def test_a_refused_url_is_shown_without_its_credentials():
+    with pytest.raises(adapter_settings.SettingError) as refused:
+        adapter_settings.parse({"HOME": "/home/u", "CULINA_RELEASE_URL": "https://user:se cret@example.org/r v"}, CULINA)
+    assert str(refused.value).startswith("CULINA_RELEASE_URL='https://***@example.org/r v' ")
+    assert "se cret" not in str(refused.value) and "user" not in str(refused.value)
+
+
 def test_good_values_become_typed_fields():
     settings = adapter_settings.parse({"HOME": "/home/u", "CULINA_CUDA_ARCHS": " 9.0a,10.0f+PTX ", "MAX_JOBS": "3",
                                        "CULINA_CCACHE": "0", "CULINA_HELPER": "Source", "CULINA_RELEASE_BUILD": "1",
