@@ -177,10 +177,10 @@ def _release_url(value: str, environ: Mapping[str, str]) -> str | None:
     return value.strip().rstrip("/") or None
 
 
-def variables(prefix: str) -> dict[str, tuple[Variable, ...]]:
+def variables(project: ProjectConfig) -> dict[str, tuple[Variable, ...]]:
     """Field of AdapterSettings -> its variables, named with the project's prefix; a field with
     several takes the first one set."""
-    cache = prefix.lower().rstrip("_")
+    prefix, cache = project.env_prefix, project.cache_name
     return {
         "cuda_archs": (Variable(prefix + ARCHS, ACCEPTED_ARCHS, _cuda_archs),),
         "max_jobs": tuple(Variable(name, f"a positive whole number of parallel compile jobs, e.g. {name}=4",
@@ -202,7 +202,7 @@ def variables(prefix: str) -> dict[str, tuple[Variable, ...]]:
 def parse(environ: Mapping[str, str], project: ProjectConfig) -> AdapterSettings:
     """Every variable of the project's table checked; the first bad one raises SettingError."""
     fields = {}
-    for field, field_variables in variables(project.env_prefix).items():
+    for field, field_variables in variables(project).items():
         values = []
         for variable in field_variables:
             value = environ.get(variable.name, "")
@@ -223,7 +223,7 @@ def _parsed(project: ProjectConfig, values: tuple[tuple[str, str | None], ...]) 
 def current() -> AdapterSettings:
     """This process's settings; parsed once per set of values (a test may change them)."""
     project = project_config.current()
-    names = [v.name for vs in variables(project.env_prefix).values() for v in vs] + ["HOME"]
+    names = [v.name for vs in variables(project).values() for v in vs] + ["HOME"]
     return _parsed(project, tuple((name, os.environ.get(name)) for name in names))
 
 

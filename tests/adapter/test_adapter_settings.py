@@ -37,13 +37,13 @@ BAD_VALUES = [
 
 
 def test_every_adapter_variable_has_a_bad_value_here():
-    owned = {variable.name for variables in adapter_settings.variables("CULINA_").values() for variable in variables}
+    owned = {variable.name for variables in adapter_settings.variables(CULINA).values() for variable in variables}
     assert owned == {name for name, _ in BAD_VALUES}
 
 
 @pytest.mark.parametrize("name, value", BAD_VALUES)
 def test_a_bad_value_is_refused_naming_variable_value_and_accepted_form(name, value):
-    accepted = next(v.accepted for vs in adapter_settings.variables("CULINA_").values() for v in vs if v.name == name)
+    accepted = next(v.accepted for vs in adapter_settings.variables(CULINA).values() for v in vs if v.name == name)
     with pytest.raises(adapter_settings.SettingError) as refused:
         adapter_settings.parse({"HOME": "/home/u", name: value}, CULINA)
     assert str(refused.value).startswith(f"{name}={value!r} ")
