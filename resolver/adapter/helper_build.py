@@ -105,11 +105,6 @@ def source_hash(source_dir: Path = SOURCE_DIR) -> str:
     return digest.hexdigest()
 
 
-def file_sha256(path: Path) -> str:
-    with open(path, "rb") as fh:
-        return prebuilt_wheel.sha256_of(fh)
-
-
 def private_problem(path: Path) -> str | None:
     """Why `path` may not be trusted (owned by another user, writable by others), or None."""
     try:
@@ -172,7 +167,7 @@ def prebuilt_helper(sources: str) -> tuple[Path | None, str]:
     problem = private_problem(binary)
     if problem:
         return None, problem
-    if file_sha256(binary) != entry["sha256"]:
+    if prebuilt_wheel.file_sha256(binary) != entry["sha256"]:
         return None, f"{binary} does not have the sha256 its record gives (corrupted or replaced)"
     if not os.access(binary, os.X_OK):
         binary.chmod(stat.S_IMODE(binary.stat().st_mode) | stat.S_IXUSR)
@@ -375,7 +370,7 @@ def build_prebuilt(folder: Path) -> Path:
     problem = handshake_problem(binary, sources)
     if problem:
         raise HelperBuildError(f"the prebuilt helper {binary} just built fails its handshake: {problem}")
-    entry = {"platform": platform, "file": f"{platform}/{HELPER_NAME}", "sha256": file_sha256(binary),
+    entry = {"platform": platform, "file": f"{platform}/{HELPER_NAME}", "sha256": prebuilt_wheel.file_sha256(binary),
              "source_hash": sources, "glibc": f"{libc[0]}.{libc[1]}",
              "compiler": subprocess.run([compiler, "--version"], capture_output=True, text=True).stdout.splitlines()[0]}
     write_prebuilt_record(folder, [entry])
@@ -404,7 +399,7 @@ def merge_prebuilt(folders: list[Path], target: Path) -> list[str]:
             if entry["source_hash"] != sources:
                 raise HelperBuildError(f"{binary} was built from other helper sources than this checkout's: "
                                        "rebuild the release from one commit")
-            if not binary.is_file() or file_sha256(binary) != entry["sha256"]:
+            if not binary.is_file() or prebuilt_wheel.file_sha256(binary) != entry["sha256"]:
                 raise HelperBuildError(f"{binary} is missing or differs from {record_path}: the artifact was "
                                        "altered or mixed up between jobs; rebuild it")
             if entry["platform"] in entries:

@@ -109,6 +109,12 @@ def sha256_of(stream: BinaryIO) -> str:
     return digest.hexdigest()
 
 
+def file_sha256(path: Path) -> str:
+    """Hex sha256 of a file, read in pieces."""
+    with open(path, "rb") as fh:
+        return sha256_of(fh)
+
+
 def _record_rows(text: str, record_name: str, source: str) -> list[list[str]]:
     try:
         rows = [row for row in csv.reader(io.StringIO(text)) if row]

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import fcntl
-import hashlib
 import json
 import os
 import shutil
@@ -35,6 +34,7 @@ import adapter_settings  # noqa: E402
 import binary_archs  # noqa: E402
 import cuda_build_ext as adapter  # noqa: E402
 import helper_build  # noqa: E402
+import prebuilt_wheel  # noqa: E402
 import pypi_toolkit  # noqa: E402
 from adapter_settings import ARCHS, RELEASE_BUILD  # noqa: E402
 from project_config import ProjectConfig  # noqa: E402
@@ -286,7 +286,7 @@ def merged_entries(manifests: list[Path], out: Path) -> list[Entry]:
             if not source.is_file():
                 raise ReleaseError(f"{manifest} lists {wheel['file']}, which is not beside it: download the "
                                    "job's whole artifact (wheel and manifest together)")
-            if hashlib.sha256(source.read_bytes()).hexdigest() != wheel["sha256"]:
+            if prebuilt_wheel.file_sha256(source) != wheel["sha256"]:
                 raise ReleaseError(f"{source}: sha256 differs from {manifest}; the artifact was altered or mixed "
                                    "up between jobs: rebuild it")
             if tested is None or tested.get(wheel["file"]) != wheel["sha256"]:

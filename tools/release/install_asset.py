@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "resolver" / "adapter"))
 
-from prebuilt_wheel import sha256_of, standard_name  # noqa: E402 - the resolver's own renaming, so both agree
+from prebuilt_wheel import file_sha256, standard_name  # noqa: E402 - the resolver's own renaming, so both agree
 
 MANIFEST = "release-manifest.json"
 
@@ -53,8 +53,7 @@ def checked_entry(wheel: Path, manifest_path: Path) -> dict:
     if size != entry["size"]:
         raise AssetError(f"{wheel.name} is {size} bytes; {manifest_path} says {entry['size']}: the download is "
                          "incomplete or not this release's file; download it again")
-    with open(wheel, "rb") as fh:
-        digest = sha256_of(fh)
+    digest = file_sha256(wheel)
     if digest != entry["sha256"]:
         raise AssetError(f"{wheel.name} has sha256 {digest}; {manifest_path} says {entry['sha256']}: the file is "
                          "damaged or not this release's; download it again")
