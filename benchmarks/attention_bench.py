@@ -146,6 +146,7 @@ def spread(fla, rep_ms, first):
         row = {"B": b, "H": h, "T": t, "D": d, "dtype": dtype_name}
         row["culina_fwd_ms"] = bench(ours.forward, rep_ms=rep_ms)
         row["culina_fwdbwd_ms"] = bench(ours.forward_backward, rep_ms=rep_ms)
+        row["culina_fwd_kernels_ms"] = [(kernel[:60], ms) for kernel, ms in kernel_breakdown(ours.forward)[:5]]
         row["culina_kernels_ms"] = [(kernel[:60], ms) for kernel, ms in kernel_breakdown(ours.forward_backward)[:5]]
         elem = q.element_size()
         row["fwd_bytes"] = elem * b * h * t * 4 * d
@@ -192,7 +193,7 @@ def main():
     parser.add_argument("--head-dim", type=int, default=128)
     parser.add_argument("--seq-lens", type=int, nargs="+", default=[4096, 16384])
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--only", help="time this implementation alone (e.g. culina)")
+    parser.add_argument("--only", help="time this implementation alone (e.g. culina; with --spread, culina only)")
     parser.add_argument("--spread", action="store_true", help="forward and forward+backward over SPREAD")
     parser.add_argument("--rep-ms", type=int, default=1500, help="timed milliseconds per measurement")
     parser.add_argument("--first", type=int, default=0, help="--spread from this shape on (resumes a cut run)")
@@ -203,7 +204,7 @@ def main():
     if args.spread:
         print(f"GPU: {torch.cuda.get_device_name()}; torch {torch.__version__}; culina {culina.__version__}; "
               f"fla: {'available' if fla else 'unavailable (' + fla_error + ')'}")
-        rows = spread(fla, args.rep_ms, args.first)
+        rows = spread(fla if args.only != "culina" else None, args.rep_ms, args.first)
         if args.json:
             args.json.write_text(json.dumps({"gpu": torch.cuda.get_device_name(), "rows": rows,
                                              "fla_error": fla_error}, indent=2))

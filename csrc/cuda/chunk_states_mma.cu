@@ -1,4 +1,5 @@
-// Pass 1 of the tensor-core path: the state entering every chunk.
+// Pass 1 of the tensor-core path: the state entering every chunk (before the fused pass,
+// chunk_walk_mma.cu, only the end state of each segment).
 //
 // One block of 8 warps owns a 64 x 64 block (rows d0.., columns v0..) of one (sequence,
 // head)'s state;
@@ -70,6 +71,8 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
   const int dk = p.dk, dv = p.dv;
   const int v0 = blockIdx.x * kBlockV, d0 = blockIdx.y * kBlockD;
   const int segment = blockIdx.z % p.segments, item = blockIdx.z / p.segments;
+  // Before the fused pass, only the end states of all but the last segment are needed.
+  if (p.fused && segment == p.segments - 1) return;
   const int head = item % p.heads;
   const SequenceRows rows = sequence_rows(p, item / p.heads, head);
   // This block's run of chunks: segment 0 starts from the initial state, the others from zero.
@@ -171,7 +174,7 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
       uint4* word = reinterpret_cast<uint4*>(buf_v + i * kLd + c8);
       if (j < n) *word = scale8<T>(*word, w_update * s_pow[n - 1 - j]);
     }
-    publish(step * kPerStep);
+    if (!p.fused) publish(step * kPerStep);
     __syncthreads();
     // Every warp is past the previous step's products: its slot can be refilled.
     issue(step + kStages - 1);
@@ -180,7 +183,7 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
     for (int sub = 0; sub < kPerStep; ++sub) {
       const int chunk = step * kPerStep + sub;
       if (chunk >= chunks) break;
-      if (sub > 0) publish(chunk);
+      if (sub > 0 && !p.fused) publish(chunk);
       const float chunk_decay = s_pow[min(kChunk, t_len - (first_chunk + chunk) * kChunk)];
 #pragma unroll
       for (int c = 0; c < kColTiles; ++c)
@@ -225,16 +228,13 @@ size_t states_shared_bytes() { return Layout::bytes; }
 
 template <typename T>
 cudaError_t launch_chunk_states(const KernelParams& params, int sequences, cudaStream_t stream) {
-  cudaError_t err = cudaFuncSetAttribute(chunk_states_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         int(Layout::bytes));
-  if (err != cudaSuccess) return err;
   const dim3 grid(params.dv / kBlockV, params.dk / kBlockD, sequences * params.heads * params.segments);
-  chunk_states_kernel<T><<<grid, kThreads, Layout::bytes, stream>>>(params);
-  return cudaGetLastError();
+  return launch_with_shared(chunk_states_kernel<T>, grid, kThreads, Layout::bytes, stream, params);
 }
 
 // One thread per state element of one (sequence, head): walks the segments in order, leaving
-// in each segment's slot the state entering it, and writes the final state.
+// in each segment's slot the state entering it, and writes the final state (before the fused
+// pass, which writes it, the last segment's slot holds no end state).
 __global__ void segment_scan_kernel(KernelParams p) {
   const int64_t size = int64_t(p.dk) * p.dv, e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (e >= size) return;
@@ -255,7 +255,7 @@ __global__ void segment_scan_kernel(KernelParams p) {
     slot[s * size] = carry;
     carry = exp2f(float(length) * log2g) * carry + local[s];
   }
-  if (p.final_state) p.final_state[rows.state_index * size + e] = carry;
+  if (p.final_state && !p.fused) p.final_state[rows.state_index * size + e] = carry;  // else the fused pass's
 }
 
 cudaError_t launch_segment_scan(const KernelParams& params, int sequences, cudaStream_t stream) {

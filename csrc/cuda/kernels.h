@@ -3,6 +3,8 @@
 
 #include <cuda_runtime.h>
 
+#include <optional>
+
 #include "common/passes.h"
 #include "common/problem.h"
 
@@ -37,6 +39,9 @@ struct KernelParams {
   int segments;
   int segment_chunks;
   float* segment_states;
+  // The fused pass (chunk_walk_mma.cu) runs instead of pass 2: pass 1 then only computes the
+  // segments' end states, and no chunk state goes through `states`.
+  bool fused;
   float log2_decay[kMaxHeads];
 };
 
@@ -50,29 +55,40 @@ int64_t chunk_slots(const Problem& problem);
 cudaError_t launch_generic(const KernelParams& params, int sequences, DType dtype, cudaStream_t stream);
 // Tensor-core path (mma_path.cu): fp16/bf16, dk in {64, 128, 256}, dv a multiple of 64,
 // 16-byte aligned rows. Code exists only for sm_80 and newer (__CUDA_ARCH__),
-// so the caller must check the binary version the device runs and the shared memory it
-// grants (mma_shared_bytes). Two passes: chunk states into a workspace (in segments joined by
-// a scan when the state blocks alone would leave the device idle), then all outputs.
+// so the caller must check the binary version the device runs. Either fused (padded batches):
+// the chunk walk carries the state in registers and writes the outputs,
+// after a state pass and a scan for the segments' entering states when there are several
+// segments; or in two passes: chunk states into the workspace (in segments joined by a scan
+// when the state blocks alone would leave the device idle), then all outputs in parallel.
 bool mma_handles(DType dtype, const Pass& pass);
-size_t mma_shared_bytes(int dk, int dv);
-// Segments of the state pass (KernelParams::segments) on a device of `multiprocessors`: enough
-// blocks to fill it when few (sequence, head) pairs would leave it idle, each of 8 chunks or
-// more, kMaxSegments at most (the scan keeps one value per segment in registers).
+// How the tensor-core path runs one pass on one device.
+struct MmaPlan {
+  bool fused = false;
+  int segments = 1;        // runs of segment_chunks chunks computed side by side
+  int segment_chunks = 1;
+  size_t workspace = 0;    // bytes: chunk states (two passes), then segment states
+  size_t segment_states_at = 0;
+};
+// The plan for a pass the tensor-core path handles, or none where its shared memory exceeds
+// what one block of the device may opt in to (dk = 256 on sm_86/89/120).
+std::optional<MmaPlan> plan_mma(const Problem& problem, const Pass& pass, int multiprocessors,
+                                size_t shared_per_block);
+// At most this many segments: the scan keeps one value per segment in registers.
 constexpr int kMaxSegments = 32;
-int state_segments(const Problem& problem, int multiprocessors);
-size_t mma_workspace_bytes(const Problem& problem, int segments);
-// Where the segment states start in the workspace (after the chunk states, 16-byte aligned).
-size_t segment_states_offset(const Problem& problem);
 cudaError_t launch_mma(const KernelParams& params, int sequences, DType dtype, cudaStream_t stream);
-// The two passes, for mma_path.cu (T is __half or __nv_bfloat16).
+// The kernels, for mma_path.cu (T is __half or __nv_bfloat16).
 size_t states_shared_bytes();
 size_t output_shared_bytes(int dk, int dv);
+size_t walk_shared_bytes(int dk, int dv);
 int output_slice(int dv);  // value columns per output block: 128 where dv allows, else 64
+int walk_slice(int dk, int dv);  // value columns per chunk-walk block: 128 or 64
 template <typename T>
 cudaError_t launch_chunk_states(const KernelParams& params, int sequences, cudaStream_t stream);
 template <typename T>
 cudaError_t launch_chunk_output(const KernelParams& params, int sequences, cudaStream_t stream);
-// Between the two when segments > 1: the state entering each segment, and the final state.
+template <typename T>
+cudaError_t launch_chunk_walk(const KernelParams& params, int sequences, cudaStream_t stream);
+// After pass 1 when segments > 1: the state entering each segment, and the final state.
 cudaError_t launch_segment_scan(const KernelParams& params, int sequences, cudaStream_t stream);
 // Attributes of the generic kernel for the current device: binaryVersion says which of the
 // binary's architectures the device runs (cudaErrorNoKernelImageForDevice when none).

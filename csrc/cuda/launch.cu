@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "cuda/api.h"
@@ -116,13 +117,12 @@ const DeviceFacts& facts_of(int device) {
   return known.emplace(device, std::move(facts)).first->second;
 }
 
-// Whether the tensor-core path takes a pass on a device: it needs sm_80+ code in the binary
-// version the device runs (not only a new enough device: PTX of an older target JIT-compiles
-// to that target), and its whole working set in one block's shared memory (dk = 256 does not
-// fit on sm_86/89/120).
-bool use_mma(DType dtype, const Pass& pass, const DeviceFacts& facts) {
-  return facts.info.binary_version >= 80 && mma_handles(dtype, pass) &&
-         mma_shared_bytes(int(pass.dk), int(pass.dv)) <= size_t(facts.shared_per_block_optin);
+// The tensor-core path's plan for a pass on a device, or none: it needs sm_80+ code in the
+// binary version the device runs (not only a new enough device: PTX of an older target
+// JIT-compiles to that target), and its working set in one block's shared memory.
+std::optional<MmaPlan> mma_plan(const Problem& problem, const Pass& pass, const DeviceFacts& facts) {
+  if (facts.info.binary_version < 80 || !mma_handles(problem.dtype, pass)) return std::nullopt;
+  return plan_mma(problem, pass, facts.multiprocessors, size_t(facts.shared_per_block_optin));
 }
 
 // The facts of a device that can run this binary, or UnsupportedDevice naming it and CUDA's reason.
@@ -153,16 +153,19 @@ void run_pass(const Problem& problem, const Pass& pass, const DeviceFacts& facts
   params.cu_seqlens = problem.packed() ? problem.cu_seqlens : nullptr;
   params.cu_seqlens_64 = problem.seqlen_bits == 64;
   params.num_seqs = int(problem.num_seqs);
-  params.states = problem.workspace;
-  params.chunk_slots = chunk_slots(problem);
-  params.segments = state_segments(problem, facts.multiprocessors);
-  params.segment_chunks = int(std::max<int64_t>(1, (params.chunk_slots + params.segments - 1) / params.segments));
-  params.segment_states = reinterpret_cast<float*>(static_cast<char*>(problem.workspace) +
-                                                   segment_states_offset(problem));
   for (int64_t h = 0; h < problem.heads; ++h) params.log2_decay[h] = std::log2(problem.decay_of(h));
 
-  const bool mma = use_mma(problem.dtype, pass, facts) && problem.workspace &&
-                   problem.workspace_bytes >= mma_workspace_bytes(problem, params.segments);
+  std::optional<MmaPlan> plan = mma_plan(problem, pass, facts);
+  if (plan && problem.workspace_bytes < plan->workspace) plan.reset();  // the caller's workspace falls short
+  const bool mma = plan.has_value();
+  if (mma) {
+    params.fused = plan->fused;
+    params.states = plan->fused ? nullptr : problem.workspace;
+    params.chunk_slots = chunk_slots(problem);
+    params.segments = plan->segments;
+    params.segment_chunks = plan->segment_chunks;
+    params.segment_states = reinterpret_cast<float*>(static_cast<char*>(problem.workspace) + plan->segment_states_at);
+  }
   const int sequences = int(problem.sequences());
   const cudaError_t err = mma ? launch_mma(params, sequences, problem.dtype, stream)
                               : launch_generic(params, sequences, problem.dtype, stream);
@@ -177,14 +180,14 @@ void check_limits(const Problem& problem) {
                                 std::to_string(kMaxHeadDim));
 }
 
-// The tensor-core path's workspace if any of `passes` takes it, else 0.
+// The largest tensor-core workspace any of `passes` needs, else 0.
 template <typename Passes>
 size_t workspace_for(const Problem& problem, const Passes& passes, int device) {
   const DeviceFacts& facts = runnable_facts_of(device);
+  size_t bytes = 0;
   for (const Pass& pass : passes)
-    if (use_mma(problem.dtype, pass, facts))
-      return mma_workspace_bytes(problem, state_segments(problem, facts.multiprocessors));
-  return 0;
+    if (const std::optional<MmaPlan> plan = mma_plan(problem, pass, facts)) bytes = std::max(bytes, plan->workspace);
+  return bytes;
 }
 
 }  // namespace
@@ -225,8 +228,9 @@ size_t backward_workspace_bytes(const Problem& problem, int device) {
 }
 
 std::string kernel_path(const Problem& problem, int device) {
-  return use_mma(problem.dtype, forward_pass(problem), runnable_facts_of(device)) ? "tensor-core (sm_80+)"
-                                                                                  : "generic";
+  const std::optional<MmaPlan> plan = mma_plan(problem, forward_pass(problem), runnable_facts_of(device));
+  if (!plan) return "generic";
+  return plan->fused ? "tensor-core, fused (sm_80+)" : "tensor-core, two passes (sm_80+)";
 }
 
 void linear_attention(const Problem& problem, int device, uintptr_t stream) {

@@ -7,6 +7,7 @@
 #include <mma.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda/kernels.h"
 
@@ -49,6 +50,19 @@ __device__ __forceinline__ void copy16_async(void* smem, const void* gmem, bool 
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(address), "l"(gmem),
                "r"(valid ? 16 : 0));
 #endif
+}
+
+// Asynchronous copies of rows x WIDTH 16-bit elements, global (row stride src_ld) -> shared (row stride dst_ld);
+// rows at or past `valid` are zero-filled.
+template <int ROWS, int WIDTH, int THREADS>
+__device__ __forceinline__ void stage_rows(void* dst, int dst_ld, const uint16_t* src, int64_t src_ld, int valid) {
+  constexpr int kVectors = WIDTH / 8;
+  uint16_t* out = static_cast<uint16_t*>(dst);
+#pragma unroll 4
+  for (int e = threadIdx.x; e < ROWS * kVectors; e += THREADS) {
+    const int i = e / kVectors, c = (e % kVectors) * 8;
+    copy16_async(out + i * dst_ld + c, i < valid ? src + i * src_ld + c : src, i < valid);
+  }
 }
 
 // Closes the group of copies issued since the last commit.
@@ -124,6 +138,28 @@ template <typename T>
 __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
   alignas(4) T pair[2] = {from_float32<T>(lo), from_float32<T>(hi)};
   return *reinterpret_cast<const uint32_t*>(pair);
+}
+
+// f(std::integral_constant<int, DK>) for the head size dk in {64, 128, 256} the kernels are
+// built for; `otherwise` for any other.
+template <typename F, typename R>
+R with_head_size(int dk, F&& f, R otherwise) {
+  switch (dk) {
+    case 64: return f(std::integral_constant<int, 64>{});
+    case 128: return f(std::integral_constant<int, 128>{});
+    case 256: return f(std::integral_constant<int, 256>{});
+  }
+  return otherwise;
+}
+
+// Raises `kernel`'s dynamic shared-memory limit to `shared` bytes, then queues it.
+template <typename Kernel>
+cudaError_t launch_with_shared(Kernel kernel, dim3 grid, int threads, size_t shared, cudaStream_t stream,
+                               const KernelParams& params) {
+  const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
+  if (err != cudaSuccess) return err;
+  kernel<<<grid, threads, shared, stream>>>(params);
+  return cudaGetLastError();
 }
 
 }  // namespace culina::gpu::mma

@@ -1,4 +1,4 @@
-// The tensor-core path's host side: which problems it takes, what it needs, both launches.
+// The tensor-core path's host side: which problems it takes, its plan for a pass, the launches.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -12,14 +12,45 @@ namespace {
 // Rows move in 16-byte words; the fp32 states are read and written as float pairs.
 bool aligned(const void* ptr, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(ptr) % bytes == 0; }
 
+#ifndef CULINA_CHUNK_WALK
+#define CULINA_CHUNK_WALK 1  // a tuning knob: 0 keeps every pass on the two-pass path
+#endif
+
 // Below this many chunks per segment, the scan and the fix-up cost more than they save.
 constexpr int kMinSegmentChunks = 8;
 
 template <typename T>
-cudaError_t launch_both(const KernelParams& params, int sequences, cudaStream_t stream) {
-  cudaError_t err = launch_chunk_states<T>(params, sequences, stream);
+cudaError_t launch_passes(const KernelParams& params, int sequences, cudaStream_t stream) {
+  cudaError_t err = cudaSuccess;
+  if (!params.fused || params.segments > 1) err = launch_chunk_states<T>(params, sequences, stream);
   if (err == cudaSuccess && params.segments > 1) err = launch_segment_scan(params, sequences, stream);
-  return err != cudaSuccess ? err : launch_chunk_output<T>(params, sequences, stream);
+  if (err != cudaSuccess) return err;
+  return params.fused ? launch_chunk_walk<T>(params, sequences, stream)
+                      : launch_chunk_output<T>(params, sequences, stream);
+}
+
+// Segments that give `blocks` blocks per segment about `waves` blocks per multiprocessor, each
+// segment of kMinSegmentChunks or more, kMaxSegments at most.
+int segments_for(int64_t blocks, int64_t chunks, int waves, int multiprocessors) {
+  const int64_t wanted = (waves * int64_t(multiprocessors) + blocks - 1) / std::max<int64_t>(blocks, 1);
+  return int(std::max<int64_t>(1, std::min({wanted, chunks / kMinSegmentChunks, int64_t(kMaxSegments)})));
+}
+
+// Segments for the chunk walk, whose blocks each walk segment_chunks chunks one after another:
+// the fewest that minimise (waves of blocks) x (chunks per segment), that is the chunk steps
+// the busiest multiprocessor takes, with the state pass and the scan that several segments
+// need counted as a third more.
+int walk_segments(int64_t blocks, int64_t chunks, int resident, int multiprocessors) {
+  const int64_t most = std::max<int64_t>(1, std::min<int64_t>(chunks / kMinSegmentChunks, kMaxSegments));
+  const int64_t per_wave = std::max<int64_t>(1, int64_t(resident) * multiprocessors);
+  int best = 1;
+  double best_cost = 0;
+  for (int64_t segments = 1; segments <= most; ++segments) {
+    const int64_t waves = (blocks * segments + per_wave - 1) / per_wave;
+    const double cost = double(waves * ((chunks + segments - 1) / segments)) * (segments > 1 ? 4.0 / 3.0 : 1.0);
+    if (segments == 1 || cost < best_cost) best = int(segments), best_cost = cost;
+  }
+  return best;
 }
 
 }  // namespace
@@ -30,38 +61,39 @@ bool mma_handles(DType dtype, const Pass& pass) {
          aligned(pass.initial_state, 8) && aligned(pass.final_state, 8);
 }
 
-size_t mma_shared_bytes(int dk, int dv) { return std::max(states_shared_bytes(), output_shared_bytes(dk, dv)); }
-
 int64_t chunk_slots(const Problem& problem) {
   return problem.packed() ? problem.seq_len / kStateChunk + problem.num_seqs
                           : (problem.seq_len + kStateChunk - 1) / kStateChunk;
 }
 
-int state_segments(const Problem& problem, int multiprocessors) {
-  if (problem.packed()) return 1;
-  // Every pass has the same (dk / 64) * (dv / 64) state blocks per (sequence, head).
-  const int64_t blocks = (problem.dk / 64) * (problem.dv / 64) * problem.batch * problem.heads;
-  const int64_t wanted = (3 * int64_t(multiprocessors) + blocks - 1) / std::max<int64_t>(blocks, 1);
-  const int64_t longest = chunk_slots(problem) / kMinSegmentChunks;
-  return int(std::max<int64_t>(1, std::min({wanted, longest, int64_t(kMaxSegments)})));
-}
-
-size_t segment_states_offset(const Problem& problem) {
+std::optional<MmaPlan> plan_mma(const Problem& problem, const Pass& pass, int multiprocessors,
+                                size_t shared_per_block) {
+  const int dk = int(pass.dk), dv = int(pass.dv);
   const int64_t rows = problem.packed() ? problem.heads : problem.batch * problem.heads;
-  return (size_t(rows * chunk_slots(problem) * problem.dk * problem.dv) * 2 + 15) / 16 * 16;
-}
-
-// Every pass of a problem has dk * dv state elements, so one size serves the backward too.
-size_t mma_workspace_bytes(const Problem& problem, int segments) {
-  const size_t segment_bytes =
-      segments > 1 ? size_t(problem.batch * problem.heads * segments * problem.dk * problem.dv) * 4 : 0;
-  return segment_states_offset(problem) + segment_bytes;
+  const int64_t chunks = chunk_slots(problem);
+  MmaPlan plan;
+  const size_t walk_shared = walk_shared_bytes(dk, dv);
+  plan.fused = CULINA_CHUNK_WALK && !problem.packed() && std::max(walk_shared, states_shared_bytes()) <= shared_per_block;
+  if (!plan.fused && std::max(states_shared_bytes(), output_shared_bytes(dk, dv)) > shared_per_block)
+    return std::nullopt;
+  // Packed sequences stay in one segment (their state pass walks whole sequences). Two passes:
+  // the state pass's 64 x 64 blocks, about three per multiprocessor.
+  if (!problem.packed())
+    plan.segments = plan.fused ? walk_segments((dv / walk_slice(dk, dv)) * rows, chunks,
+                                               int(std::max<size_t>(1, shared_per_block / walk_shared)), multiprocessors)
+                               : segments_for((dk / 64) * (dv / 64) * rows, chunks, 3, multiprocessors);
+  plan.segment_chunks = int(std::max<int64_t>(1, (chunks + plan.segments - 1) / plan.segments));
+  plan.segments = int(std::max<int64_t>(1, (chunks + plan.segment_chunks - 1) / plan.segment_chunks));
+  const size_t chunk_state_bytes = plan.fused ? 0 : (size_t(rows * chunks * dk * dv) * 2 + 15) / 16 * 16;
+  plan.segment_states_at = chunk_state_bytes;
+  plan.workspace = chunk_state_bytes + (plan.segments > 1 ? size_t(rows * plan.segments * dk * dv) * 4 : 0);
+  return plan;
 }
 
 cudaError_t launch_mma(const KernelParams& params, int sequences, DType dtype, cudaStream_t stream) {
   switch (dtype) {
-    case DType::kFloat16: return launch_both<__half>(params, sequences, stream);
-    case DType::kBFloat16: return launch_both<__nv_bfloat16>(params, sequences, stream);
+    case DType::kFloat16: return launch_passes<__half>(params, sequences, stream);
+    case DType::kBFloat16: return launch_passes<__nv_bfloat16>(params, sequences, stream);
     case DType::kFloat32: break;
   }
   return cudaErrorInvalidValue;

@@ -16,7 +16,7 @@ KERNEL_PATH_HEAD_SIZES = (64, 128, 256)
 
 
 def kernel_paths(device: int) -> dict:
-    """{"bfloat16 D=128": "tensor-core (sm_80+)", ...}: the path device `device` takes."""
+    """{"bfloat16 D=128": "tensor-core, fused (sm_80+)", ...}: the path device `device` takes."""
     return {f"{dtype} D={size}": _C.kernel_path(device, code, size, size)
             for dtype, code in _frameworks.NUMPY_DTYPES.items() for size in KERNEL_PATH_HEAD_SIZES}
 

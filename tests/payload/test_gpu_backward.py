@@ -118,7 +118,9 @@ def test_packed_sequences_match_cpu(dtype, heads, seqlen_bits):
 
 
 def test_packed_sequences_equal_separate_calls():
-    """Packing changes nothing: each packed sequence gives what it gives alone."""
+    """Packing changes nothing: each packed sequence gives what it gives alone. Packed runs
+    take the two-pass kernels and a sequence alone the fused one, which round the decayed
+    operands at other places: equal up to 16-bit rounding."""
     lengths = [100, 37, 64]
     packed = Problem((1, 2, sum(lengths), 64, 64), "bfloat16", seed=5, decay=True, states=True,
                      lengths=lengths).run("cuda")
@@ -132,26 +134,30 @@ def test_packed_sequences_equal_separate_calls():
         alone.s0, alone.d_final = whole.s0[n:n + 1].clone(), whole.d_final[n:n + 1].clone()
         got = alone.run("cuda")
         for name in ("out", "dq", "dk", "dv"):
-            torch.testing.assert_close(packed[name][:, :, rows], got[name], rtol=0, atol=0)
+            assert rel_err(packed[name][:, :, rows], got[name]) < 1e-2, name
         for name in ("final state", "d initial state"):
-            torch.testing.assert_close(packed[name][n:n + 1], got[name], rtol=0, atol=0)
+            assert rel_err(packed[name][n:n + 1], got[name]) < 1e-2, name
         start += length
 
 
 def test_kernel_path_names_the_path_taken():
-    assert _C.kernel_path(0, 2, 128, 128) == "tensor-core (sm_80+)"
+    assert _C.kernel_path(0, 2, 128, 128) == "tensor-core, fused (sm_80+)"
+    assert _C.kernel_path(0, 1, 64, 256) == "tensor-core, fused (sm_80+)"
+    assert _C.kernel_path(0, 2, 256, 128) == "tensor-core, fused (sm_80+)"
     assert _C.kernel_path(0, 0, 128, 128) == "generic"
     assert _C.kernel_path(0, 1, 96, 64) == "generic"
 
 
-def test_backward_workspace_covers_every_pass():
-    # Every pass has Dk * Dv state elements: the forward's workspace serves all three.
-    for dims in ([2, 4, 1000, 128, 64], [1, 1, 40000, 64, 128], [64, 16, 512, 128, 128]):
+def test_workspace_follows_the_plan():
+    # Fused, few (sequence, head) pairs: segment states only (fp32), the same for every pass.
+    for dims in ([2, 4, 1000, 128, 64], [1, 1, 40000, 64, 128]):
         assert _C.gpu_backward_workspace_bytes(dims, 2, 0) == _C.gpu_workspace_bytes(dims, 2, 0) > 0
-    # Enough (sequence, head) pairs to fill the GPU: one segment, the chunk states alone.
-    assert _C.gpu_workspace_bytes([64, 16, 512, 128, 128], 2, 0) == 64 * 16 * 8 * 128 * 128 * 2
+        assert _C.gpu_workspace_bytes(dims, 2, 0) % (dims[0] * dims[1] * dims[3] * dims[4] * 4) == 0
+    # Fused, enough pairs to fill the GPU: one segment, no workspace at all.
+    assert _C.gpu_workspace_bytes([64, 16, 512, 128, 128], 2, 0) == 0
     assert _C.gpu_backward_workspace_bytes([2, 4, 1000, 128, 64], 0, 0) == 0
-    # Packed: total_T / 64 + num_seqs chunk slots per head, whatever the lengths.
+    # Packed sequences take the two passes, with a state per chunk slot: total_T / 64 +
+    # num_seqs slots per head, whatever the lengths.
     assert _C.gpu_workspace_bytes([1, 4, 1000, 64, 64], 1, 0, num_seqs=3) == 4 * (15 + 3) * 64 * 64 * 2
 
 
@@ -159,11 +165,10 @@ def test_backward_workspace_covers_every_pass():
 @pytest.mark.parametrize("heads", [(1, 64, 64), (1, 128, 128), (2, 64, 256)], ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("decay", [False, True])
 def test_long_sequences_split_the_state_pass(dtype, heads, decay):
-    """Few (sequence, head) pairs and many chunks: the state pass runs in segments side by
-    side, and the scan between them must join their seams as one walk would."""
+    """Few (sequence, head) pairs and many chunks: the sequence runs in segments side by side,
+    and the scan between them must join their seams as one walk would."""
     h, dk, dv = heads
     dims = (1, h, 64 * 40 + 17, dk, dv)
-    chunk_state_bytes = h * 41 * dk * dv * 2
-    assert _C.gpu_workspace_bytes(list(dims), DTYPES[dtype][1], 0) > chunk_state_bytes, "no segment states"
+    assert _C.gpu_workspace_bytes(list(dims), DTYPES[dtype][1], 0) > 0, "no segment states"
     problem = Problem(dims, dtype, seed=11 + dk, decay=decay, states=True)
     assert_matches_cpu(problem, dtype)

@@ -1,0 +1,161 @@
+// One warp's share of a chunk's output on mma.sync, for both output kernels (the two-pass
+// path's chunk_output_mma.cu and the fused chunk_walk_mma.cu): 16 query rows i of the chunk
+// and COLS value columns, with q, k, v and the entering state h staged in shared memory as
+// 16-bit rows:
+//   S = Q K^T (key tiles up to the diagonal) -> P = scale S g^(i-j) (zero above the diagonal)
+//   O = w g^i (Q h) + P V        (w: common/passes.h)
+// Warps whose rows are the same (one per group of columns) split the scores between them and
+// share P through shared memory: computed once, not once per group. q comes in from shared
+// memory once per product rather than being held: registers go to more warps instead.
+#pragma once
+
+#include "cuda/mma_common.cuh"
+
+namespace culina::gpu::mma {
+
+constexpr int kRowWarps = kChunk / kTile;  // 4 warps cover the chunk's 64 query rows
+constexpr int kLdP = kChunk + 8;           // rows of P in shared memory (16-bit, padded)
+constexpr size_t kScoreBytes = size_t(kChunk) * kLdP * 2;
+
+// A warp's output staging rows: 16 rows of COLS 16-bit values, padded by 16 bytes.
+template <int COLS>
+__host__ __device__ constexpr int staging_ld() { return COLS + 8; }
+template <int COLS>
+__host__ __device__ constexpr size_t staging_bytes() { return size_t(kTile) * staging_ld<COLS>() * 2; }
+
+// Waits for the THREADS threads (whole warps) whose rows are row_warp's, and orders their
+// shared-memory accesses: barrier 1 + row_warp (0 is __syncthreads'). The ids are constants,
+// so that the kernel reserves 5 barriers, not all 16.
+template <int THREADS>
+__device__ __forceinline__ void sync_row_warps(int row_warp) {
+  switch (row_warp) {
+    case 0: asm volatile("bar.sync 1, %0;\n" ::"n"(THREADS) : "memory"); break;
+    case 1: asm volatile("bar.sync 2, %0;\n" ::"n"(THREADS) : "memory"); break;
+    case 2: asm volatile("bar.sync 3, %0;\n" ::"n"(THREADS) : "memory"); break;
+    default: asm volatile("bar.sync 4, %0;\n" ::"n"(THREADS) : "memory"); break;
+  }
+}
+
+// Where this lane's values sit in mma.sync tiles and which row address it gives ldmatrix.
+struct LaneRoles {
+  int group, pair;  // accumulator row (lane / 4) and first column (2 * (lane % 4)) in a tile
+  int m, r;         // ldmatrix: this lane names row r of matrix m
+  __device__ explicit LaneRoles(int lane) : group(lane / 4), pair((lane % 4) * 2), m(lane / 8), r(lane % 8) {}
+};
+
+// Columns kk * 16 .. + 15 of this warp's 16 rows of a row-major [..][ld] 16-bit array, as an
+// A operand.
+__device__ __forceinline__ void load_rows_a(uint32_t (&a)[4], const uint16_t* rows, int ld, int row_warp, int kk,
+                                            const LaneRoles& lane) {
+  load_matrices(a, rows + (row_warp * kTile + lane.r + 8 * (lane.m % 2)) * ld + kk * kTile + 8 * (lane.m / 2));
+}
+
+// P = scale (Q K^T) g^(i-j) for keys j <= i, as 16-bit into s_p ([64][kLdP]): this warp's 16
+// rows, for the key-tile pairs kp = first, first + stride, ... up to the diagonal (warps that
+// share rows share the work; the tiles above the diagonal are never read). powers[x] = g^x.
+// Even and odd steps over dk accumulate apart: two short chains rather than one long one.
+template <typename T, int DK>
+__device__ __forceinline__ void causal_scores(void* s_p, const void* s_q, const void* s_k, int ld, int row_warp,
+                                              const LaneRoles& lane, float scale, const float* powers, int first,
+                                              int stride) {
+  const uint16_t* q = static_cast<const uint16_t*>(s_q);
+  const uint16_t* k = static_cast<const uint16_t*>(s_k);
+  T* out = static_cast<T*>(s_p);
+  const int i_top = row_warp * kTile + lane.group;  // this lane's rows: i_top and i_top + 8
+  for (int kp = first; kp <= row_warp; kp += stride) {
+    float s[2][2][4] = {};  // [parity of kk][key tile 2kp, 2kp+1][element]
+#pragma unroll
+    for (int kk = 0; kk < DK / kTile; ++kk) {
+      uint32_t a[4], b[4];  // K rows as B (= K^T column-major): tiles 2kp and 2kp+1
+      load_rows_a(a, q, ld, row_warp, kk, lane);
+      load_matrices(b, k + (kp * kTile + lane.r + 8 * (lane.m / 2)) * ld + kk * kTile + 8 * (lane.m % 2));
+      mma_16816<T>(s[kk % 2][0], a, b[0], b[1]);
+      mma_16816<T>(s[kk % 2][1], a, b[2], b[3]);
+    }
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int t = 2 * kp + half;
+      float masked[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int i = i_top + 8 * (e / 2), j = t * 8 + lane.pair + (e % 2);
+        masked[e] = j <= i ? scale * (s[0][half][e] + s[1][half][e]) * powers[i - j] : 0.0f;
+      }
+      *reinterpret_cast<uint32_t*>(out + i_top * kLdP + t * 8 + lane.pair) = pack2<T>(masked[0], masked[1]);
+      *reinterpret_cast<uint32_t*>(out + (i_top + 8) * kLdP + t * 8 + lane.pair) = pack2<T>(masked[2], masked[3]);
+    }
+  }
+}
+
+// o += a B for one 16-step of the inner dimension: B the 16 rows from `b_rows` (row-major,
+// [16][ld] 16-bit), COLS columns from `col`.
+template <typename T, int COLS>
+__device__ __forceinline__ void multiply_rows(float (&o)[COLS / 8][4], const uint32_t (&a)[4], const uint16_t* b_rows,
+                                              int ld, int col, const LaneRoles& lane) {
+  const uint16_t* b_start = b_rows + (lane.r + 8 * (lane.m % 2)) * ld + col + 8 * (lane.m / 2);
+#pragma unroll
+  for (int cp = 0; cp < COLS / 16; ++cp) {
+    uint32_t b[4];
+    load_matrices_transposed(b, b_start + cp * kTile);
+    mma_16816<T>(o[2 * cp], a, b[0], b[1]);
+    mma_16816<T>(o[2 * cp + 1], a, b[2], b[3]);
+  }
+}
+
+// O = w_state g^i (Q h) + P V for this warp's 16 rows and the COLS columns from `col` of s_h
+// (DK rows) and s_v (64 rows); P from s_p (causal_scores), up to the diagonal.
+template <typename T, int DK, int COLS>
+__device__ __forceinline__ void output_rows(float (&o)[COLS / 8][4], const void* s_q, int ld_qk, const void* s_p,
+                                            const void* s_h, const void* s_v, int ld_v, int col, int row_warp,
+                                            const LaneRoles& lane, float w_state, const float* powers) {
+  constexpr int kTiles = COLS / 8;
+  const uint16_t* q = static_cast<const uint16_t*>(s_q);
+  const uint16_t* h = static_cast<const uint16_t*>(s_h);
+  const uint16_t* v = static_cast<const uint16_t*>(s_v);
+#pragma unroll
+  for (int c = 0; c < kTiles; ++c) o[c][0] = o[c][1] = o[c][2] = o[c][3] = 0.0f;
+#pragma unroll
+  for (int kk = 0; kk < DK / kTile; ++kk) {
+    uint32_t a[4];
+    load_rows_a(a, q, ld_qk, row_warp, kk, lane);
+    multiply_rows<T, COLS>(o, a, h + kk * kTile * ld_v, ld_v, col, lane);
+  }
+  const int i_top = row_warp * kTile + lane.group;
+  const float decay_top = w_state * powers[i_top], decay_bottom = w_state * powers[i_top + 8];
+#pragma unroll
+  for (int c = 0; c < kTiles; ++c) {
+    o[c][0] *= decay_top, o[c][1] *= decay_top;
+    o[c][2] *= decay_bottom, o[c][3] *= decay_bottom;
+  }
+  const uint16_t* p = static_cast<const uint16_t*>(s_p);
+#pragma unroll
+  for (int kk = 0; kk < kChunk / kTile; ++kk) {
+    if (kk > row_warp) continue;
+    uint32_t a[4];
+    load_rows_a(a, p, kLdP, row_warp, kk, lane);
+    multiply_rows<T, COLS>(o, a, v + kk * kTile * ld_v, ld_v, col, lane);
+  }
+}
+
+// The warp's 16 x COLS output to device memory through its own staging rows
+// (staging_bytes<COLS>()), so that device memory sees whole 16-byte words. `out` is the first
+// row's first column, `row_stride` elements between rows; rows at or past `valid` are skipped.
+template <typename T, int COLS>
+__device__ __forceinline__ void store_rows(const float (&o)[COLS / 8][4], T* stage, T* out, int64_t row_stride,
+                                           int valid, const LaneRoles& lane, int lane_index) {
+  constexpr int kLd = staging_ld<COLS>();
+#pragma unroll
+  for (int c = 0; c < COLS / 8; ++c) {
+    *reinterpret_cast<uint32_t*>(stage + lane.group * kLd + c * 8 + lane.pair) = pack2<T>(o[c][0], o[c][1]);
+    *reinterpret_cast<uint32_t*>(stage + (lane.group + 8) * kLd + c * 8 + lane.pair) = pack2<T>(o[c][2], o[c][3]);
+  }
+  __syncwarp();
+#pragma unroll
+  for (int x = 0; x < kTile * COLS / 8 / 32; ++x) {
+    const int e = lane_index + 32 * x, row = e / (COLS / 8), c8 = (e % (COLS / 8)) * 8;
+    if (row < valid)
+      *reinterpret_cast<uint4*>(out + row_stride * row + c8) = *reinterpret_cast<const uint4*>(stage + row * kLd + c8);
+  }
+}
+
+}  // namespace culina::gpu::mma

@@ -1,0 +1,266 @@
+// The fused tensor-core pass: one block walks one segment of one (sequence, head)'s chunks in
+// order, carrying SLICE columns of the state in mma.sync accumulators, and writes each
+// chunk's output on the way (common/passes.h):
+//   out_i = scale sum_(j<=i) g^(i-j) (q_i.k_j) v_j + w g^i q_i H_c        (chunk_rows_mma.cuh)
+//   H_(c+1) = g^n H_c + K_c^T (u g^(n-1-j) V_c)
+// The two-pass path writes every chunk's state to device memory and reads it back; for
+// dk = dv = 128 those states are twice the size of q, so that round trip was 40% of the
+// forward's memory traffic. Here the state stays in registers and goes through shared memory
+// (16-bit, double-buffered) only as the B operand of Q H.
+//
+// Each warp has two roles: for the output, 16 query rows x 32 columns (warp % 4, warp / 4);
+// for the state, dk / 4 rows x the same 32 columns. q, k and v stream through a ring of two
+// shared-memory slots, the next chunk's copies in flight while this chunk is computed; one
+// barrier per chunk, and one among the warps of the same rows, which share P. Narrow column
+// groups make many warps with few registers each: 16 warps at 128 columns.
+#include "cuda/chunk_rows_mma.cuh"
+#include "cuda/kernels.h"
+#include "cuda/sequence_rows.cuh"
+
+namespace culina::gpu {
+namespace {
+
+using namespace mma;
+
+constexpr int kGroupV = 32;              // value columns per warp (a group of 4 warps)
+#ifndef CULINA_WALK_SLOTS
+#define CULINA_WALK_SLOTS 2  // a tuning knob: at most this many ring slots (copies slots - 1 chunks ahead)
+#endif
+constexpr int kWalkSlots = CULINA_WALK_SLOTS;
+constexpr size_t kMaxBlockShared = 227 * 1024;  // what sm_90 lets one block opt in to
+constexpr int kColTiles = kGroupV / 8;   // its m16n8 tiles
+
+template <int SLICE>
+__host__ __device__ constexpr int threads() { return 32 * kRowWarps * (SLICE / kGroupV); }
+
+// Rows padded by 16 bytes: the 8 row starts of an ldmatrix land on distinct banks.
+template <int DK, int SLICE>
+struct Layout {
+  static constexpr int ld_qk = DK + 8;
+  static constexpr int ld_v = SLICE + 8;
+  // One ring slot: q [64][ld_qk], k [64][ld_qk], v [64][ld_v], 16-bit.
+  static constexpr size_t slot_q = 0;
+  static constexpr size_t slot_k = slot_q + size_t(kChunk) * ld_qk * 2;
+  static constexpr size_t slot_v = slot_k + size_t(kChunk) * ld_qk * 2;
+  static constexpr size_t slot_bytes = slot_v + size_t(kChunk) * ld_v * 2;
+  static constexpr size_t h_bytes = size_t(DK) * ld_v * 2;  // one state buffer, [DK][ld_v] 16-bit
+  static constexpr size_t fixed_bytes =  // per-warp output staging rows, P, the decay powers
+      size_t(threads<SLICE>() / 32) * staging_bytes<kGroupV>() + kScoreBytes + (kChunk + 1) * 4;
+  // kWalkSlots ring slots where they fit beside one state buffer, else 2; two state buffers
+  // save a barrier per chunk, where the ring leaves room for them.
+  static constexpr int slots = kWalkSlots * slot_bytes + h_bytes + fixed_bytes <= kMaxBlockShared ? kWalkSlots : 2;
+  static constexpr int h_buffers = slots * slot_bytes + 2 * h_bytes + fixed_bytes <= kMaxBlockShared ? 2 : 1;
+  static constexpr size_t ring = 0;
+  static constexpr size_t h = ring + slots * slot_bytes;
+  static constexpr size_t stage = h + h_buffers * h_bytes;
+  static constexpr size_t scores = stage + size_t(threads<SLICE>() / 32) * staging_bytes<kGroupV>();  // P
+  static constexpr size_t powers = scores + kScoreBytes;
+  static constexpr size_t bytes = powers + (kChunk + 1) * 4;
+};
+
+// Two 16-bit values in one word, times f_lo and f_hi.
+template <typename T>
+__device__ __forceinline__ uint32_t scale2(uint32_t word, float f_lo, float f_hi) {
+  alignas(4) T pair[2];
+  *reinterpret_cast<uint32_t*>(pair) = word;
+  return pack2<T>(f_lo * as_float(pair[0]), f_hi * as_float(pair[1]));
+}
+
+template <typename T, int DK, int SLICE>
+__global__ void __launch_bounds__(threads<SLICE>(), 1) chunk_walk_kernel(KernelParams p) {
+#if __CUDA_ARCH__ >= 800
+  using L = Layout<DK, SLICE>;
+  constexpr int kThreads = threads<SLICE>();
+  constexpr int kStateRows = DK / kRowWarps;        // state rows per warp
+  constexpr int kStateTiles = kStateRows / kTile;   // their m16 tiles
+  static_assert(kStateTiles >= 1, "dk of 64 or more");
+  extern __shared__ __align__(128) unsigned char smem[];
+  float* s_pow = reinterpret_cast<float*>(smem + L::powers);
+
+  const int tid = threadIdx.x, warp = tid / 32;
+  const LaneRoles lane(tid % 32);
+  constexpr int kGroups = SLICE / kGroupV;
+  const int row_warp = warp % kRowWarps, group = warp / kRowWarps, col_base = group * kGroupV;
+  const int dk = DK, dv = p.dv, v0 = blockIdx.x * SLICE;
+  const int segment = blockIdx.y, head = blockIdx.z % p.heads;
+  const SequenceRows rows = sequence_rows(p, blockIdx.z / p.heads, head);
+  const int all_chunks = (rows.length + kChunk - 1) / kChunk;
+  const int first_chunk = segment * p.segment_chunks;
+  const int chunks = max(0, min(all_chunks - first_chunk, p.segment_chunks));
+  const int64_t step = rows.step;
+  const float log2g = p.log2_decay[head], g = exp2f(log2g);
+  const float w_state = state_weight(p, g), w_update = update_weight(p, g);
+
+  // This lane's state elements: rows state_row + 16 t (+ 8), columns state_col + 8 c (+ 1).
+  const int state_row = row_warp * kStateRows + lane.group, state_col = v0 + col_base + lane.pair;
+  float acc[kStateTiles][kColTiles][4];
+  {
+    // Segment 0 starts from the initial state, the others from the scan's entering state.
+    const float* from = segment == 0 ? p.initial_state
+                                     : p.segment_states + (rows.state_index * p.segments + segment) * dk * dv;
+    const bool transposed = segment == 0 && p.initial_transposed;
+    if (from && segment == 0) from += rows.state_index * dk * dv;
+#pragma unroll
+    for (int t = 0; t < kStateTiles; ++t)
+#pragma unroll
+      for (int c = 0; c < kColTiles; ++c)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int d = state_row + t * kTile + 8 * (e / 2), col = state_col + c * 8 + (e % 2);
+          acc[t][c][e] = !from ? 0.0f : transposed ? from[int64_t(col) * dk + d] : from[int64_t(d) * dv + col];
+        }
+  }
+
+  auto slot = [&](int c) { return smem + L::ring + (c % L::slots) * L::slot_bytes; };
+  auto issue = [&](int c) {
+    if (c < chunks) {
+      const int t0 = (first_chunk + c) * kChunk, n = min(kChunk, rows.length - t0);
+      const int64_t row0 = rows.row(t0);
+      unsigned char* to = slot(c);
+      stage_rows<kChunk, DK, kThreads>(to + L::slot_q, L::ld_qk, static_cast<const uint16_t*>(p.q) + row0 * DK,
+                                       step * DK, n);
+      stage_rows<kChunk, DK, kThreads>(to + L::slot_k, L::ld_qk, static_cast<const uint16_t*>(p.k) + row0 * DK,
+                                       step * DK, n);
+      stage_rows<kChunk, SLICE, kThreads>(to + L::slot_v, L::ld_v,
+                                          static_cast<const uint16_t*>(p.v) + row0 * dv + v0, step * dv, n);
+    }
+    commit_async_copies();
+  };
+#pragma unroll
+  for (int c = 0; c < L::slots - 1; ++c) issue(c);
+  if (tid <= kChunk) s_pow[tid] = exp2f(float(tid) * log2g);
+
+  // ldmatrix rows for the state update (as in chunk_states_mma.cu): A = K^T tiles (rows d,
+  // columns j) and B = V tile pairs (rows j, columns c), both from row-major [j][..] slots.
+  const int a_row = lane.r + 8 * (lane.m / 2), a_col = row_warp * kStateRows + 8 * (lane.m % 2);
+  const int b_row = lane.r + 8 * (lane.m % 2), b_col = col_base + 8 * (lane.m / 2);
+  T* stage = reinterpret_cast<T*>(smem + L::stage + warp * staging_bytes<kGroupV>());
+
+  for (int c = 0; c < chunks; ++c) {
+    // The state entering chunk c into its buffer; the other buffer may still be read for c - 1.
+    T* s_h = reinterpret_cast<T*>(smem + L::h + (c % L::h_buffers) * L::h_bytes);
+    if (L::h_buffers == 1 && c > 0) __syncthreads();  // every warp is past chunk c - 1's Q H
+#pragma unroll
+    for (int t = 0; t < kStateTiles; ++t)
+#pragma unroll
+      for (int x = 0; x < kColTiles; ++x) {
+        T* at = s_h + (row_warp * kStateRows + t * kTile + lane.group) * L::ld_v + col_base + x * 8 + lane.pair;
+        *reinterpret_cast<uint32_t*>(at) = pack2<T>(acc[t][x][0], acc[t][x][1]);
+        *reinterpret_cast<uint32_t*>(at + 8 * L::ld_v) = pack2<T>(acc[t][x][2], acc[t][x][3]);
+      }
+    wait_async_copies<L::slots - 2>();  // chunk c's copies; later ones may fly
+    __syncthreads();  // chunk c's rows and state are in; every warp is past chunk c - 1
+    issue(c + L::slots - 1);  // into the slot chunk c - 1 used
+
+    const unsigned char* here = slot(c);
+    const T* s_q = reinterpret_cast<const T*>(here + L::slot_q);
+    const T* s_k = reinterpret_cast<const T*>(here + L::slot_k);
+    const T* s_v = reinterpret_cast<const T*>(here + L::slot_v);
+    const int t0 = (first_chunk + c) * kChunk, n = min(kChunk, rows.length - t0);
+
+    {
+      void* s_p = smem + L::scores;
+      causal_scores<T, DK>(s_p, s_q, s_k, L::ld_qk, row_warp, lane, p.scale, s_pow, group, kGroups);
+      sync_row_warps<32 * kGroups>(row_warp);
+      float o[kColTiles][4];
+      output_rows<T, DK, kGroupV>(o, s_q, L::ld_qk, s_p, s_h, s_v, L::ld_v, col_base, row_warp, lane, w_state, s_pow);
+      T* out = static_cast<T*>(p.out) + rows.row(t0 + row_warp * kTile) * dv + v0 + col_base;
+      store_rows<T, kGroupV>(o, stage, out, step * dv, n - row_warp * kTile, lane, tid % 32);
+    }
+
+    // H = g^n H + K^T (u g^(n-1-j) V): the decay goes onto the A operand (K^T), whose word
+    // pairs hold columns j = 16 kk + pair (+1) and 16 kk + 8 + pair (+1).
+    const float chunk_decay = s_pow[n];
+#pragma unroll
+    for (int t = 0; t < kStateTiles; ++t)
+#pragma unroll
+      for (int x = 0; x < kColTiles; ++x)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[t][x][e] *= chunk_decay;
+#pragma unroll
+    for (int kk = 0; kk < kChunk / kTile; ++kk) {
+      float f[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int j = kk * kTile + lane.pair + 8 * (e / 2) + (e % 2);
+        f[e] = j < n ? w_update * s_pow[n - 1 - j] : 0.0f;
+      }
+      uint32_t a[kStateTiles][4];
+#pragma unroll
+      for (int t = 0; t < kStateTiles; ++t) {
+        load_matrices_transposed(a[t], s_k + (kk * kTile + a_row) * L::ld_qk + a_col + t * kTile);
+        a[t][0] = scale2<T>(a[t][0], f[0], f[1]);
+        a[t][1] = scale2<T>(a[t][1], f[0], f[1]);
+        a[t][2] = scale2<T>(a[t][2], f[2], f[3]);
+        a[t][3] = scale2<T>(a[t][3], f[2], f[3]);
+      }
+#pragma unroll
+      for (int x = 0; x < kColTiles / 2; ++x) {
+        uint32_t b[4];
+        load_matrices_transposed(b, s_v + (kk * kTile + b_row) * L::ld_v + x * kTile + b_col);
+#pragma unroll
+        for (int t = 0; t < kStateTiles; ++t) {
+          mma_16816<T>(acc[t][2 * x], a[t], b[0], b[1]);
+          mma_16816<T>(acc[t][2 * x + 1], a[t], b[2], b[3]);
+        }
+      }
+    }
+  }
+
+  // The segment holding the sequence's last chunk (segment 0 for an empty sequence) ends in
+  // the final state.
+  const int last_segment = max(0, all_chunks - 1) / p.segment_chunks;
+  if (p.final_state && segment == last_segment) {
+    float* to = p.final_state + rows.state_index * dk * dv;
+#pragma unroll
+    for (int t = 0; t < kStateTiles; ++t)
+#pragma unroll
+      for (int x = 0; x < kColTiles; ++x) {
+        float* at = to + int64_t(state_row + t * kTile) * dv + state_col + x * 8;
+        *reinterpret_cast<float2*>(at) = make_float2(acc[t][x][0], acc[t][x][1]);
+        *reinterpret_cast<float2*>(at + 8 * dv) = make_float2(acc[t][x][2], acc[t][x][3]);
+      }
+  }
+#else
+  __trap();  // unreachable: launch_mma runs only where the device executes sm_80+ code
+#endif
+}
+
+template <typename T, int DK, int SLICE>
+cudaError_t launch_shape(const KernelParams& params, int sequences, cudaStream_t stream) {
+  const dim3 grid(params.dv / SLICE, params.segments, sequences * params.heads);
+  return launch_with_shared(chunk_walk_kernel<T, DK, SLICE>, grid, threads<SLICE>(), Layout<DK, SLICE>::bytes, stream,
+                            params);
+}
+
+template <int DK>
+size_t shared_bytes(int dv) {
+  if constexpr (DK != 256)
+    if (walk_slice(DK, dv) == 128) return Layout<DK, 128>::bytes;
+  return Layout<DK, 64>::bytes;
+}
+
+}  // namespace
+
+// 128 columns where dv allows (16 warps), but 64 at dk = 256, whose 128-column blocks would
+// not fit in shared memory.
+int walk_slice(int dk, int dv) { return dk != 256 && dv % 128 == 0 ? 128 : 64; }
+
+size_t walk_shared_bytes(int dk, int dv) {
+  return with_head_size(dk, [&](auto head) { return shared_bytes<decltype(head)::value>(dv); }, size_t(0));
+}
+
+template <typename T>
+cudaError_t launch_chunk_walk(const KernelParams& params, int sequences, cudaStream_t stream) {
+  return with_head_size(params.dk, [&](auto head) {
+    constexpr int kDk = decltype(head)::value;
+    if constexpr (kDk != 256)
+      if (walk_slice(kDk, params.dv) == 128) return launch_shape<T, kDk, 128>(params, sequences, stream);
+    return launch_shape<T, kDk, 64>(params, sequences, stream);
+  }, cudaErrorInvalidValue);
+}
+
+template cudaError_t launch_chunk_walk<__half>(const KernelParams&, int, cudaStream_t);
+template cudaError_t launch_chunk_walk<__nv_bfloat16>(const KernelParams&, int, cudaStream_t);
+
+}  // namespace culina::gpu
