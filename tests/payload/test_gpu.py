@@ -170,6 +170,44 @@ def test_jax_in_jax_out():
     np.testing.assert_allclose(np.asarray(out), culina.linear_attention(q, k, v).cpu().numpy(), rtol=1e-5, atol=1e-5)
 
 
+def packed_inputs(dtype, seed):
+    """q, k, v [1, 2, 150, 64, 64] in three packed sequences (one of a single row), int32
+    cu_seqlens, per-head decays and an initial state per sequence, all torch on the GPU."""
+    q, k, v = random_inputs((1, 2, 150, 64, 64), dtype, seed=seed)
+    cu_seqlens = torch.tensor([0, 40, 41, 150], dtype=torch.int32, device="cuda")
+    s0 = torch.randn(3, 2, 64, 64, device="cuda", generator=torch.Generator(device="cuda").manual_seed(seed))
+    return q, k, v, cu_seqlens, [0.9, 0.97], s0
+
+
+def test_cupy_packed_sequences_match_torch():
+    cupy = pytest.importorskip("cupy", reason="CuPy is not installed")
+    q, k, v, cu_seqlens, decay, s0 = packed_inputs("float16", seed=8)
+    expected, expected_state = culina.linear_attention(q, k, v, decay, initial_state=s0, output_final_state=True,
+                                                       cu_seqlens=cu_seqlens)
+    out, state = culina.linear_attention(*(cupy.from_dlpack(x) for x in (q, k, v)), decay,
+                                         initial_state=cupy.from_dlpack(s0), output_final_state=True,
+                                         cu_seqlens=cupy.from_dlpack(cu_seqlens))
+    assert isinstance(out, cupy.ndarray) and isinstance(state, cupy.ndarray)
+    torch.testing.assert_close(torch.from_dlpack(out), expected, rtol=0, atol=0)
+    torch.testing.assert_close(torch.from_dlpack(state), expected_state, rtol=0, atol=0)
+
+
+def test_jax_packed_sequences_match_torch():
+    jax = pytest.importorskip("jax", reason="JAX is not installed")
+    if not any(d.platform == "gpu" for d in jax.devices()):
+        pytest.skip("JAX sees no GPU")
+    q, k, v, cu_seqlens, decay, s0 = packed_inputs("float16", seed=9)
+    expected, expected_state = culina.linear_attention(q, k, v, decay, initial_state=s0, output_final_state=True,
+                                                       cu_seqlens=cu_seqlens)
+    torch.cuda.synchronize()
+    out, state = culina.linear_attention(*(jax.dlpack.from_dlpack(x) for x in (q, k, v)), decay,
+                                         initial_state=jax.dlpack.from_dlpack(s0), output_final_state=True,
+                                         cu_seqlens=jax.dlpack.from_dlpack(cu_seqlens))
+    assert isinstance(out, jax.Array) and isinstance(state, jax.Array)
+    np.testing.assert_array_equal(np.asarray(out), expected.cpu().numpy())
+    np.testing.assert_array_equal(np.asarray(state), expected_state.cpu().numpy())
+
+
 @pytest.mark.skipif(not os.environ.get("CULINA_FOREIGN_BUILD"),
                     reason="set CULINA_FOREIGN_BUILD to a package dir built for an architecture this GPU lacks")
 def test_unsupported_device_error_names_gpu_and_fix():
