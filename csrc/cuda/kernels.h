@@ -45,7 +45,7 @@ struct KernelParams {
   float log2_decay[kMaxHeads];
 };
 
-// Rows per chunk of the tensor-core path, whose workspace holds one state per chunk.
+// Rows per chunk of the tensor-core path (whose two-pass workspace holds one state per chunk).
 constexpr int kStateChunk = 64;
 // Chunk slots of one workspace row: padded, ceil(T / 64); packed, T / 64 + num_seqs, so that
 // sequence n's chunks start at slot cu_seqlens[n] / 64 + n without overlapping n+1's.
@@ -54,12 +54,12 @@ int64_t chunk_slots(const Problem& problem);
 // Any head sizes up to kMaxHeadDim, every dtype, every architecture (CUDA cores, fp32 math).
 cudaError_t launch_generic(const KernelParams& params, int sequences, DType dtype, cudaStream_t stream);
 // Tensor-core path (mma_path.cu): fp16/bf16, dk in {64, 128, 256}, dv a multiple of 64,
-// 16-byte aligned rows. Code exists only for sm_80 and newer (__CUDA_ARCH__),
-// so the caller must check the binary version the device runs. Either fused (padded batches):
-// the chunk walk carries the state in registers and writes the outputs,
-// after a state pass and a scan for the segments' entering states when there are several
-// segments; or in two passes: chunk states into the workspace (in segments joined by a scan
-// when the state blocks alone would leave the device idle), then all outputs in parallel.
+// 16-byte aligned rows. Code exists only for sm_80 and newer (__CUDA_ARCH__), so the caller
+// must check the binary version the device runs. Either fused (padded batches, where the
+// walk's shared memory fits): the chunk walk carries the state in registers and writes the
+// outputs, after a state pass and a scan for the segments' entering states when there are
+// several segments; or in two passes: chunk states into the workspace (in segments joined by a
+// scan when the state blocks alone would leave the device idle), then all outputs in parallel.
 bool mma_handles(DType dtype, const Pass& pass);
 // How the tensor-core path runs one pass on one device.
 struct MmaPlan {
@@ -69,8 +69,8 @@ struct MmaPlan {
   size_t workspace = 0;    // bytes: chunk states (two passes), then segment states
   size_t segment_states_at = 0;
 };
-// The plan for a pass the tensor-core path handles, or none where its shared memory exceeds
-// what one block of the device may opt in to (dk = 256 on sm_86/89/120).
+// The plan for a pass the tensor-core path handles, or none where neither way fits in the
+// shared memory one block of the device may opt in to (dk = 256 on sm_86/89/120).
 std::optional<MmaPlan> plan_mma(const Problem& problem, const Pass& pass, int multiprocessors,
                                 size_t shared_per_block);
 // At most this many segments: the scan keeps one value per segment in registers.
