@@ -86,7 +86,7 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
   const uint16_t* v = static_cast<const uint16_t*>(p.v) + v0;
   // This lane's first state element: row d0 + warp_row + group, column v0 + warp_col + pair.
   const int state_row = d0 + warp_row + group, state_col = v0 + warp_col + pair;
-  const int64_t state_offset = rows.state_index * dk * dv + int64_t(state_row) * dv + state_col;
+  const int64_t state_element = int64_t(state_row) * dv + state_col;  // within one [dk][dv] state
   T* h = static_cast<T*>(p.states) + (rows.chunk_base + first_chunk) * dk * dv +
          (int64_t(d0 + warp_row) * dv + v0 + warp_col);
   T* stage = reinterpret_cast<T*>(smem + Layout::stage) + warp * kTile * kLdStage;
@@ -103,7 +103,7 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
       const float* init = initial_state + rows.state_index * dk * dv + int64_t(state_col + c * 8) * dk + state_row;
       acc[c][0] = init[0], acc[c][1] = init[dk], acc[c][2] = init[8], acc[c][3] = init[dk + 8];
     } else if (initial_state) {
-      const float* init = initial_state + state_offset + c * 8;
+      const float* init = initial_state + rows.state_index * dk * dv + state_element + c * 8;
       const float2 top = *reinterpret_cast<const float2*>(init);
       const float2 bottom = *reinterpret_cast<const float2*>(init + 8 * dv);
       acc[c][0] = top.x, acc[c][1] = top.y, acc[c][2] = bottom.x, acc[c][3] = bottom.y;
@@ -207,15 +207,15 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
       }
     }
   }
-  // One segment: the final state; several: this segment's end state, for the scan.
-  // (state_offset below counts from this (sequence, head)'s state: rows.state_index * dk * dv.)
-  float* end_state = p.segments > 1
-                         ? p.segment_states + (int64_t(blockIdx.z) - rows.state_index) * dk * dv  // slot [item][segment]
-                         : p.final_state;
+  // One segment: the final state; several: this segment's end state, for the scan, in slot
+  // [item][segment], which is blockIdx.z.
+  float* end_state = p.segments > 1 ? p.segment_states + int64_t(blockIdx.z) * dk * dv
+                     : p.final_state ? p.final_state + rows.state_index * dk * dv
+                                     : nullptr;
   if (end_state) {
 #pragma unroll
     for (int c = 0; c < kColTiles; ++c) {
-      float* fin = end_state + state_offset + c * 8;
+      float* fin = end_state + state_element + c * 8;
       *reinterpret_cast<float2*>(fin) = make_float2(acc[c][0], acc[c][1]);
       *reinterpret_cast<float2*>(fin + 8 * dv) = make_float2(acc[c][2], acc[c][3]);
     }
