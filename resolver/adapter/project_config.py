@@ -36,6 +36,18 @@ def load_pyproject(root: Path = PROJECT_ROOT) -> dict:
         return tomllib.load(fh)
 
 
+def release_base(path: Path, table: str, template, version: str) -> str:
+    """The release URL template with {version} filled in, or ConfigError naming the template."""
+    fix = "a URL with {version} as its only placeholder, e.g. 'https://github.com/o/r/releases/download/v{version}'"
+    if not isinstance(template, str):
+        raise ConfigError(f"{path}: {table} release_url = {template!r} must be a string: {fix}")
+    try:
+        return template.format(version=version).rstrip("/")
+    except (KeyError, IndexError, ValueError) as exc:
+        raise ConfigError(f"{path}: {table} release_url = {template!r} is not a template the build adapter can fill "
+                          f"({type(exc).__name__}: {exc}): {fix}") from None
+
+
 @dataclasses.dataclass(frozen=True)
 class ProjectConfig:
     name: str                         # the distribution name ([project] name)
@@ -75,8 +87,8 @@ class ProjectConfig:
         if not isinstance(archs, dict) or not all(str(k).isdigit() and isinstance(v, str) for k, v in archs.items()):
             raise ConfigError(f"{path}: {table} release_archs = {archs!r} must be a table of CUDA major to list, "
                               f'e.g. [{table[1:-1]}.release_archs] "13" = "7.5;8.0;12.0+PTX"')
-        return cls(name, project["version"], extension, prefix,
-                   tool["release_url"].format(version=project["version"]).rstrip("/"),
+        return cls(name, project["version"], extension, prefix, release_base(path, table, tool["release_url"],
+                                                                             project["version"]),
                    {int(major): value for major, value in archs.items()}, table)
 
     @property

@@ -94,6 +94,12 @@ def test_another_project_reads_its_own_prefix_and_ignores_culinas(tmp_path):
     ('[tool.culina-resolver]\nenv_prefix = "tiny"\n', "env_prefix = 'tiny': accepted: upper-case letters"),
     ('[tool.culina-resolver]\nextension = "_C"\n', "extension = '_C' must be a module inside a package"),
     ('[tool.culina-resolver]\nrelease_url = "x"\n', "needs release_url"),
+    ('[tool.culina-resolver]\nrelease_url = 3\n[tool.culina-resolver.release_archs]\n"13" = "9.0"\n',
+     "release_url = 3 must be a string"),
+    ('[tool.culina-resolver]\nrelease_url = "https://h/{tag}"\n[tool.culina-resolver.release_archs]\n"13" = "9.0"\n',
+     "release_url = 'https://h/{tag}' is not a template the build adapter can fill (KeyError: 'tag')"),
+    ('[tool.culina-resolver]\nrelease_url = "https://h/{version"\n[tool.culina-resolver.release_archs]\n"13" = "9.0"\n',
+     "is not a template the build adapter can fill (ValueError"),
 ])
 def test_a_configuration_the_adapter_cannot_use_is_named_with_the_fix(tmp_path, table, problem):
     (tmp_path / "pyproject.toml").write_text(f'[project]\nname = "tiny"\nversion = "1"\n{table}')
