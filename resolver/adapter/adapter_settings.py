@@ -33,6 +33,7 @@ CCACHE = "CCACHE"
 CACHE_DIR = "CACHE_DIR"
 RELEASE_URL = "RELEASE_URL"
 MAX_JOBS = "MAX_JOBS"  # <prefix>MAX_JOBS, then the unprefixed MAX_JOBS: the first one set bounds the compile pool
+JSON_INCLUDE_DIR = "JSON_INCLUDE_DIR"  # building an sdist: where nlohmann/json.hpp is, before the system folders
 
 
 class SettingError(ValueError):
@@ -105,6 +106,7 @@ class AdapterSettings:
     release_build: bool
     cache_dir: Path | None             # <prefix>CACHE_DIR made absolute; None: helper_build.cache_root's default
     release_url: str                   # <prefix>RELEASE_URL, else the project's release URL
+    json_include_dir: Path | None      # <prefix>JSON_INCLUDE_DIR (sdist builds); None: the system's folders
 
     def var(self, suffix: str) -> str:
         """The full name of one of this project's variables: var(ARCHS) -> 'CULINA_CUDA_ARCHS'."""
@@ -177,6 +179,12 @@ def _release_url(value: str, environ: Mapping[str, str]) -> str | None:
     return value.strip().rstrip("/") or None
 
 
+def _json_include_dir(value: str, environ: Mapping[str, str]) -> Path | None:
+    if value and not os.path.isabs(value):
+        raise ValueError("is not an absolute path")
+    return Path(value) if value else None
+
+
 def variables(project: ProjectConfig) -> dict[str, tuple[Variable, ...]]:
     """Field of AdapterSettings -> its variables, named with the project's prefix; a field with
     several takes the first one set."""
@@ -196,6 +204,8 @@ def variables(project: ProjectConfig) -> dict[str, tuple[Variable, ...]]:
         "release_url": (Variable(prefix + RELEASE_URL, "the base URL of the release assets (https://...), or a "
                                  "release folder filled by `culina-resolver mirror` (a path or file:// URL)",
                                  _release_url),),
+        "json_include_dir": (Variable(prefix + JSON_INCLUDE_DIR, "the absolute path of the folder holding "
+                                      "nlohmann/json.hpp, e.g. /opt/json/include", _json_include_dir),),
     }
 
 

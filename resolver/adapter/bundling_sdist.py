@@ -4,34 +4,35 @@ the install flow imports (bundled_python). The repository never carries them: th
 from the machine that builds the sdist."""
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
 from setuptools.command.sdist import sdist
 
+import adapter_settings
 import bundled_python
-import project_config
 
 BUNDLE_DIR = Path("resolver") / "bundled"
 HEADER_ROOTS = ("/usr/include", "/usr/local/include")
 LICENSE_FILES = ("/usr/share/doc/nlohmann-json3-dev/copyright", "/usr/share/licenses/json-devel/LICENSE.MIT")
 
 
-def find_json_headers() -> Path:
-    variable = project_config.current().env_prefix + "JSON_INCLUDE_DIR"  # CULINA_JSON_INCLUDE_DIR for culina
-    roots = [os.environ[variable]] if os.environ.get(variable) else []
-    for root in [*roots, *HEADER_ROOTS]:
-        if (Path(root) / "nlohmann" / "json.hpp").is_file():
-            return Path(root) / "nlohmann"
+def find_json_headers(settings: adapter_settings.AdapterSettings) -> Path:
+    roots = [settings.json_include_dir] if settings.json_include_dir else []
+    for root in [*roots, *map(Path, HEADER_ROOTS)]:
+        if (root / "nlohmann" / "json.hpp").is_file():
+            return root / "nlohmann"
     raise SystemExit("building the sdist needs the nlohmann/json headers to bundle: install them "
-                     f"(Debian/Ubuntu: apt-get install nlohmann-json3-dev) or set {variable}")
+                     f"(Debian/Ubuntu: apt-get install nlohmann-json3-dev) or set "
+                     f"{settings.var(adapter_settings.JSON_INCLUDE_DIR)} (looked in "
+                     f"{', '.join(str(r) for r in [*roots, *HEADER_ROOTS])})")
 
 
 class BundlingSdist(sdist):
     def make_release_tree(self, base_dir, files):
         super().make_release_tree(base_dir, files)
-        headers = find_json_headers()
+        settings = adapter_settings.settings_or_exit()
+        headers = find_json_headers(settings)
         target = Path(base_dir) / BUNDLE_DIR
         shutil.copytree(headers, target / "nlohmann", dirs_exist_ok=True)
         license_file = next((Path(p) for p in LICENSE_FILES if Path(p).is_file()), None)
@@ -39,7 +40,7 @@ class BundlingSdist(sdist):
             raise SystemExit(f"found {headers} but not its license ({', '.join(LICENSE_FILES)}): "
                              "the sdist must carry nlohmann/json's license beside its headers")
         shutil.copy2(license_file, target / "nlohmann-json-LICENSE")
-        name = project_config.current().name
+        name = settings.project.name
         print(f"[{name} sdist] bundled {headers} and its license into {BUNDLE_DIR}")
         python = bundled_python.bundle_into(target / "python")
         print(f"[{name} sdist] bundled {', '.join(python)} (sources and licenses) into {BUNDLE_DIR / 'python'}")

@@ -33,6 +33,7 @@ BAD_VALUES = [
     ("CULINA_CACHE_DIR", "relative/cache"),
     ("CULINA_CACHE_DIR", "~other/cache"),
     ("CULINA_RELEASE_URL", "https://example.org/a b"),
+    ("CULINA_JSON_INCLUDE_DIR", "relative/include"),
 ]
 
 
@@ -60,14 +61,17 @@ def test_a_refused_url_is_shown_without_its_credentials():
 def test_good_values_become_typed_fields():
     settings = adapter_settings.parse({"HOME": "/home/u", "CULINA_CUDA_ARCHS": " 9.0a,10.0f+PTX ", "MAX_JOBS": "3",
                                        "CULINA_CCACHE": "0", "CULINA_HELPER": "Source", "CULINA_RELEASE_BUILD": "1",
-                                       "CULINA_CACHE_DIR": "~/c/../cache", "CULINA_RELEASE_URL": "/srv/r/"}, CULINA)
+                                       "CULINA_CACHE_DIR": "~/c/../cache", "CULINA_RELEASE_URL": "/srv/r/",
+                                       "CULINA_JSON_INCLUDE_DIR": "/opt/json/include"}, CULINA)
     assert settings == adapter_settings.AdapterSettings(
         project=CULINA, cuda_archs="9.0a,10.0f+PTX", max_jobs=(3, "MAX_JOBS=3"), ccache=False, helper="source",
-        release_build=True, cache_dir=Path("/home/u/cache"), release_url="/srv/r")
+        release_build=True, cache_dir=Path("/home/u/cache"), release_url="/srv/r",
+        json_include_dir=Path("/opt/json/include"))
     defaults = adapter_settings.parse({}, CULINA)
     assert defaults == adapter_settings.AdapterSettings(
         project=CULINA, cuda_archs=None, max_jobs=None, ccache=True, helper="auto", release_build=False,
-        cache_dir=None, release_url="https://github.com/culina-dev/culina/releases/download/v0.1.0")
+        cache_dir=None, release_url="https://github.com/culina-dev/culina/releases/download/v0.1.0",
+        json_include_dir=None)
     assert adapter_settings.parse({"CULINA_MAX_JOBS": "2", "MAX_JOBS": "8"}, CULINA).max_jobs == (2, "CULINA_MAX_JOBS=2")
 
 

@@ -32,6 +32,7 @@ BAD = [
     ("CULINA_RELEASE_BUILD", "true", "1 (the release scripts'"),
     ("CULINA_CACHE_DIR", "relative/cache", "an absolute path"),
     ("CULINA_RELEASE_URL", "https://example.org/a b", "the base URL of the release assets"),
+    ("CULINA_JSON_INCLUDE_DIR", "relative/include", "the absolute path of the folder holding"),
     ("CULINA_VARIANT", "bogus!", "auto, source, null (alias cpu)"),
     ("CULINA_OFFLINE", "yes", "1 (no network, cache only)"),
     ("CULINA_OVERRIDE_CUDA", "thirteen", "the driver's CUDA version"),
