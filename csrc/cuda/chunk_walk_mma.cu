@@ -6,13 +6,14 @@
 // The two-pass path writes every chunk's state to device memory and reads it back; for
 // dk = dv = 128 those states are twice the size of q, so that round trip was 40% of the
 // forward's memory traffic. Here the state stays in registers and goes through shared memory
-// (16-bit, double-buffered) only as the B operand of Q H.
+// (16-bit) only as the B operand of Q H.
 //
 // Each warp has two roles: for the output, 16 query rows x 32 columns (warp % 4, warp / 4);
-// for the state, dk / 4 rows x the same 32 columns. q, k and v stream through a ring of two
-// shared-memory slots, the next chunk's copies in flight while this chunk is computed; one
-// barrier per chunk, and one among the warps of the same rows, which share P. Narrow column
-// groups make many warps with few registers each: 16 warps at 128 columns.
+// for the state, dk / 4 rows x the same 32 columns. Narrow column groups make many warps with
+// few registers each: 16 warps at 128 columns. q, k and v stream through a ring of shared-memory
+// slots, the next chunk's copies in flight while this chunk is computed. One barrier per chunk
+// (two at dk = 256, whose state has one buffer rather than two), and one among the warps of the
+// same rows, which share P.
 #include "cuda/chunk_rows_mma.cuh"
 #include "cuda/kernels.h"
 #include "cuda/sequence_rows.cuh"
@@ -23,12 +24,12 @@ namespace {
 using namespace mma;
 
 constexpr int kGroupV = 32;              // value columns per warp (a group of 4 warps)
+constexpr int kColTiles = kGroupV / 8;   // their m16n8 tiles
 #ifndef CULINA_WALK_SLOTS
 #define CULINA_WALK_SLOTS 2  // a tuning knob: at most this many ring slots (copies slots - 1 chunks ahead)
 #endif
 constexpr int kWalkSlots = CULINA_WALK_SLOTS;
 constexpr size_t kMaxBlockShared = 227 * 1024;  // what sm_90 lets one block opt in to
-constexpr int kColTiles = kGroupV / 8;   // its m16n8 tiles
 
 template <int SLICE>
 __host__ __device__ constexpr int threads() { return 32 * kRowWarps * (SLICE / kGroupV); }
