@@ -139,7 +139,7 @@ const PolicyCase kCases[] = {
       "install a CUDA 11.x toolkit"},
      {}},
     {"toolkit_newer_than_driver_cannot_build", {"9.0"}, "12.4", "13.0", {cu130()}, "auto", Action::error, "",
-     {"code built by CUDA 13.0 needs a driver supporting CUDA >= 13.0", "install a CUDA 11.x or 12.x toolkit"}, {}},
+     {"code built with CUDA 13.0, needs a driver supporting CUDA >= 13.0", "install a CUDA 11.x or 12.x toolkit"}, {}},
     {"gpu_without_driver_cuda", {"9.0"}, "", "", {cu130(), cpu()}, "auto", Action::error, "",
      {"no NVIDIA driver CUDA version was found"}, {}},
     // --- tags ---

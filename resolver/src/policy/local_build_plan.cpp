@@ -33,14 +33,23 @@ LocalBuildPlan build_cpu(const std::string& reason) {
     return plan;
 }
 
+// Why a CUDA `toolkit` cannot build for each GPU group here ("label: reason"); empty when it
+// can build for all of them.
+std::vector<std::string> gpu_build_problems(const PolicyHost& host, const CudaVersion& toolkit) {
+    std::vector<std::string> problems;
+    for (const GpuGroup& group : host.gpus) {
+        if (const std::optional<std::string> problem = toolkit_arch_problem(toolkit, sass_for(group.cc))) {
+            problems.push_back(group.label() + ": " + *problem);
+        }
+    }
+    return problems;
+}
+
 // The driver's CUDA version, when a toolkit of it from PyPI can build for every GPU here.
 std::optional<CudaVersion> pypi_toolkit_for_gpus(const PolicyHost& host) {
     const std::optional<CudaVersion>& driver = host.input.host.driver.cuda;
     if (!host.input.pypi_toolkit_allowed || !driver || driver->major < kFirstMajorWithPypiNvcc) return std::nullopt;
-    const bool builds_all = std::all_of(host.gpus.begin(), host.gpus.end(), [&](const GpuGroup& g) {
-        return !toolkit_arch_problem(*driver, sass_for(g.cc));
-    });
-    return builds_all ? driver : std::nullopt;
+    return gpu_build_problems(host, *driver).empty() ? driver : std::nullopt;
 }
 
 std::vector<std::string> fixes_for_gpus(const PolicyHost& host, const std::vector<Candidate>& candidates,
@@ -66,10 +75,7 @@ std::vector<std::string> fixes_for_gpus(const PolicyHost& host, const std::vecto
     }
     std::vector<std::string> usable_toolkits;
     for (const CudaVersion& toolkit : cuda_facts().toolkits_to_suggest) {
-        const bool builds_all = std::all_of(host.gpus.begin(), host.gpus.end(), [&](const GpuGroup& g) {
-            return !toolkit_arch_problem(toolkit, sass_for(g.cc));
-        });
-        if (builds_all && (!driver || driver_runs_sass_of(*driver, toolkit))) {
+        if (gpu_build_problems(host, toolkit).empty() && !host.driver_problem(toolkit)) {
             usable_toolkits.push_back(std::to_string(toolkit.major) + ".x");
         }
     }
@@ -88,16 +94,8 @@ LocalBuildPlan build_for_gpus(const PolicyHost& host, const std::vector<Candidat
     const std::vector<std::string> archs = detected_build_archs(host);
     std::vector<std::string> problems;
     if (toolkit) {
-        for (const GpuGroup& group : host.gpus) {
-            if (const std::optional<std::string> problem = toolkit_arch_problem(toolkit->cuda, sass_for(group.cc))) {
-                problems.push_back(group.label() + ": " + *problem);
-            }
-        }
-        const std::optional<CudaVersion>& driver = host.input.host.driver.cuda;
-        if (driver && !driver_runs_sass_of(*driver, toolkit->cuda)) {
-            problems.push_back("code built by CUDA " + toolkit->cuda.str() + " needs " + describe_driver_needed_for(toolkit->cuda) +
-                               "; this driver supports CUDA " + driver->str());
-        }
+        problems = gpu_build_problems(host, toolkit->cuda);
+        if (const std::optional<std::string> problem = host.driver_problem(toolkit->cuda)) problems.push_back("code " + *problem);
         if (problems.empty()) {
             LocalBuildPlan plan;
             plan.action = Action::build_local;
