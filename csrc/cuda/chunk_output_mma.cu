@@ -23,19 +23,15 @@ constexpr int kGroupV = 64;  // value columns per warp (a group of 4 warps)
 template <int SLICE>
 __host__ __device__ constexpr int threads() { return 32 * kRowWarps * (SLICE / kGroupV); }
 
-// Rows padded by 16 bytes: the 8 row starts of an ldmatrix land on distinct banks.
+// The chunk's q, k, v, then its entering state h ([DK][ld_v] 16-bit), P and the decay powers.
 template <int DK, int SLICE>
-struct Layout {
-  static constexpr int ld_qk = DK + 8;
-  static constexpr int ld_v = SLICE + 8;
-  static constexpr size_t q = 0;
-  static constexpr size_t k = q + size_t(kChunk) * ld_qk * 2;
-  static constexpr size_t v = k + size_t(kChunk) * ld_qk * 2;
-  static constexpr size_t h = v + size_t(kChunk) * ld_v * 2;
-  static constexpr size_t scores = h + size_t(DK) * ld_v * 2;  // P, [64][kLdP] 16-bit
+struct Layout : ChunkTiles<DK, SLICE> {
+  using Tiles = ChunkTiles<DK, SLICE>;
+  static constexpr size_t h = Tiles::bytes;
+  static constexpr size_t scores = h + size_t(DK) * Tiles::ld_v * 2;  // P, [64][kLdP] 16-bit
   static constexpr size_t powers = scores + kScoreBytes;
   static constexpr size_t bytes = powers + (kChunk + 1) * 4;
-  static_assert(v - q >= size_t(threads<SLICE>() / 32) * staging_bytes<kGroupV>(),
+  static_assert(Tiles::v - Tiles::q >= size_t(threads<SLICE>() / 32) * staging_bytes<kGroupV>(),
                 "the output staging rows must fit in the q and k regions");
 };
 
@@ -135,17 +131,18 @@ int output_slice(int dv) { return CULINA_OUTPUT_MAX_SLICE == 128 && dv % 128 == 
 
 size_t output_shared_bytes(int dk, int dv) {
   return with_head_size(dk, [&](auto head) {
-    constexpr int kDk = decltype(head)::value;
-    return output_slice(dv) == 128 ? Layout<kDk, 128>::bytes : Layout<kDk, 64>::bytes;
+    return with_slice(output_slice(dv), [&](auto slice) {
+      return Layout<decltype(head)::value, decltype(slice)::value>::bytes;
+    });
   }, size_t(0));
 }
 
 template <typename T>
 cudaError_t launch_chunk_output(const KernelParams& params, int sequences, cudaStream_t stream) {
   return with_head_size(params.dk, [&](auto head) {
-    constexpr int kDk = decltype(head)::value;
-    return output_slice(params.dv) == 128 ? launch_shape<T, kDk, 128>(params, sequences, stream)
-                                          : launch_shape<T, kDk, 64>(params, sequences, stream);
+    return with_slice(output_slice(params.dv), [&](auto slice) {
+      return launch_shape<T, decltype(head)::value, decltype(slice)::value>(params, sequences, stream);
+    });
   }, cudaErrorInvalidValue);
 }
 

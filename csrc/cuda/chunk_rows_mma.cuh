@@ -17,6 +17,18 @@ constexpr int kRowWarps = kChunk / kTile;  // 4 warps cover the chunk's 64 query
 constexpr int kLdP = kChunk + 8;           // rows of P in shared memory (16-bit, padded)
 constexpr size_t kScoreBytes = size_t(kChunk) * kLdP * 2;
 
+// One chunk's q and k ([64][DK] 16-bit) and v ([64][COLS]) in shared memory, one after another,
+// rows padded by 16 bytes so that the 8 row starts of an ldmatrix land on distinct banks.
+template <int DK, int COLS>
+struct ChunkTiles {
+  static constexpr int ld_qk = DK + 8;
+  static constexpr int ld_v = COLS + 8;
+  static constexpr size_t q = 0;
+  static constexpr size_t k = q + size_t(kChunk) * ld_qk * 2;
+  static constexpr size_t v = k + size_t(kChunk) * ld_qk * 2;
+  static constexpr size_t bytes = v + size_t(kChunk) * ld_v * 2;
+};
+
 // A warp's output staging rows: 16 rows of COLS 16-bit values, padded by 16 bytes.
 template <int COLS>
 __host__ __device__ constexpr int staging_ld() { return COLS + 8; }

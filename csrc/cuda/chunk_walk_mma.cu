@@ -34,16 +34,13 @@ constexpr size_t kMaxBlockShared = 227 * 1024;  // what sm_90 lets one block opt
 template <int SLICE>
 __host__ __device__ constexpr int threads() { return 32 * kRowWarps * (SLICE / kGroupV); }
 
-// Rows padded by 16 bytes: the 8 row starts of an ldmatrix land on distinct banks.
+// A ring of chunks (each slot one ChunkTiles), the state buffers, the per-warp output staging
+// rows, P and the decay powers.
 template <int DK, int SLICE>
 struct Layout {
-  static constexpr int ld_qk = DK + 8;
-  static constexpr int ld_v = SLICE + 8;
-  // One ring slot: q [64][ld_qk], k [64][ld_qk], v [64][ld_v], 16-bit.
-  static constexpr size_t slot_q = 0;
-  static constexpr size_t slot_k = slot_q + size_t(kChunk) * ld_qk * 2;
-  static constexpr size_t slot_v = slot_k + size_t(kChunk) * ld_qk * 2;
-  static constexpr size_t slot_bytes = slot_v + size_t(kChunk) * ld_v * 2;
+  using Slot = ChunkTiles<DK, SLICE>;
+  static constexpr int ld_qk = Slot::ld_qk, ld_v = Slot::ld_v;
+  static constexpr size_t slot_bytes = Slot::bytes;
   static constexpr size_t h_bytes = size_t(DK) * ld_v * 2;  // one state buffer, [DK][ld_v] 16-bit
   static constexpr size_t fixed_bytes =  // per-warp output staging rows, P, the decay powers
       size_t(threads<SLICE>() / 32) * staging_bytes<kGroupV>() + kScoreBytes + (kChunk + 1) * 4;
@@ -118,11 +115,11 @@ __global__ void __launch_bounds__(threads<SLICE>(), 1) chunk_walk_kernel(KernelP
       const int t0 = (first_chunk + c) * kChunk, n = min(kChunk, rows.length - t0);
       const int64_t row0 = rows.row(t0);
       unsigned char* to = slot(c);
-      stage_rows<kChunk, DK, kThreads>(to + L::slot_q, L::ld_qk, static_cast<const uint16_t*>(p.q) + row0 * DK,
+      stage_rows<kChunk, DK, kThreads>(to + L::Slot::q, L::ld_qk, static_cast<const uint16_t*>(p.q) + row0 * DK,
                                        step * DK, n);
-      stage_rows<kChunk, DK, kThreads>(to + L::slot_k, L::ld_qk, static_cast<const uint16_t*>(p.k) + row0 * DK,
+      stage_rows<kChunk, DK, kThreads>(to + L::Slot::k, L::ld_qk, static_cast<const uint16_t*>(p.k) + row0 * DK,
                                        step * DK, n);
-      stage_rows<kChunk, SLICE, kThreads>(to + L::slot_v, L::ld_v,
+      stage_rows<kChunk, SLICE, kThreads>(to + L::Slot::v, L::ld_v,
                                           static_cast<const uint16_t*>(p.v) + row0 * dv + v0, step * dv, n);
     }
     commit_async_copies();
@@ -154,9 +151,9 @@ __global__ void __launch_bounds__(threads<SLICE>(), 1) chunk_walk_kernel(KernelP
     issue(c + L::slots - 1);  // into the slot chunk c - 1 used
 
     const unsigned char* here = slot(c);
-    const T* s_q = reinterpret_cast<const T*>(here + L::slot_q);
-    const T* s_k = reinterpret_cast<const T*>(here + L::slot_k);
-    const T* s_v = reinterpret_cast<const T*>(here + L::slot_v);
+    const T* s_q = reinterpret_cast<const T*>(here + L::Slot::q);
+    const T* s_k = reinterpret_cast<const T*>(here + L::Slot::k);
+    const T* s_v = reinterpret_cast<const T*>(here + L::Slot::v);
     const int t0 = (first_chunk + c) * kChunk, n = min(kChunk, rows.length - t0);
 
     {
@@ -234,30 +231,27 @@ cudaError_t launch_shape(const KernelParams& params, int sequences, cudaStream_t
                             params);
 }
 
-template <int DK>
-size_t shared_bytes(int dv) {
-  if constexpr (DK != 256)
-    if (walk_slice(DK, dv) == 128) return Layout<DK, 128>::bytes;
-  return Layout<DK, 64>::bytes;
-}
-
 }  // namespace
 
 // 128 columns where dv allows (16 warps), but 64 at dk = 256, whose 128-column blocks would
 // not fit in shared memory.
 int walk_slice(int dk, int dv) { return dk != 256 && dv % 128 == 0 ? 128 : 64; }
 
+// (The 128-column blocks are not built at dk = 256.)
 size_t walk_shared_bytes(int dk, int dv) {
-  return with_head_size(dk, [&](auto head) { return shared_bytes<decltype(head)::value>(dv); }, size_t(0));
+  return with_head_size(dk, [&](auto head) {
+    constexpr int kDk = decltype(head)::value;
+    return with_slice<kDk != 256>(walk_slice(kDk, dv), [&](auto slice) { return Layout<kDk, decltype(slice)::value>::bytes; });
+  }, size_t(0));
 }
 
 template <typename T>
 cudaError_t launch_chunk_walk(const KernelParams& params, int sequences, cudaStream_t stream) {
   return with_head_size(params.dk, [&](auto head) {
     constexpr int kDk = decltype(head)::value;
-    if constexpr (kDk != 256)
-      if (walk_slice(kDk, params.dv) == 128) return launch_shape<T, kDk, 128>(params, sequences, stream);
-    return launch_shape<T, kDk, 64>(params, sequences, stream);
+    return with_slice<kDk != 256>(walk_slice(kDk, params.dv), [&](auto slice) {
+      return launch_shape<T, kDk, decltype(slice)::value>(params, sequences, stream);
+    });
   }, cudaErrorInvalidValue);
 }
 

@@ -96,13 +96,8 @@ template <typename T>
 cudaError_t launch_typed(const KernelParams& params, int sequences, cudaStream_t stream) {
   const size_t shared = sizeof(float) * (2 * kChunk * params.dk + kChunk * kSliceV +
                                          kChunk * kChunk + params.dk * kSliceV);
-  // Above 48 KiB a kernel must opt in to its dynamic shared memory (dk = 256 needs ~51 KiB).
-  cudaError_t err = cudaFuncSetAttribute(chunked_generic_kernel<T>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
-  if (err != cudaSuccess) return err;
   const dim3 grid((params.dv + kSliceV - 1) / kSliceV, params.heads, sequences);
-  chunked_generic_kernel<T><<<grid, kThreads, shared, stream>>>(params);
-  return cudaGetLastError();
+  return launch_with_shared(chunked_generic_kernel<T>, grid, kThreads, shared, stream, params);  // dk = 256: ~51 KiB
 }
 
 }  // namespace

@@ -90,6 +90,17 @@ template <typename T>
 cudaError_t launch_chunk_walk(const KernelParams& params, int sequences, cudaStream_t stream);
 // After pass 1 when segments > 1: the state entering each segment, and the final state.
 cudaError_t launch_segment_scan(const KernelParams& params, int sequences, cudaStream_t stream);
+// Raises `kernel`'s dynamic shared-memory limit to `shared` bytes (above 48 KiB a kernel must
+// opt in), then queues it.
+template <typename Kernel>
+cudaError_t launch_with_shared(Kernel kernel, dim3 grid, int threads, size_t shared, cudaStream_t stream,
+                               const KernelParams& params) {
+  const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
+  if (err != cudaSuccess) return err;
+  kernel<<<grid, threads, shared, stream>>>(params);
+  return cudaGetLastError();
+}
+
 // Attributes of the generic kernel for the current device: binaryVersion says which of the
 // binary's architectures the device runs (cudaErrorNoKernelImageForDevice when none).
 cudaError_t generic_kernel_attributes(cudaFuncAttributes* attributes);

@@ -152,14 +152,13 @@ R with_head_size(int dk, F&& f, R otherwise) {
   return otherwise;
 }
 
-// Raises `kernel`'s dynamic shared-memory limit to `shared` bytes, then queues it.
-template <typename Kernel>
-cudaError_t launch_with_shared(Kernel kernel, dim3 grid, int threads, size_t shared, cudaStream_t stream,
-                               const KernelParams& params) {
-  const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
-  if (err != cudaSuccess) return err;
-  kernel<<<grid, threads, shared, stream>>>(params);
-  return cudaGetLastError();
+// f(std::integral_constant<int, SLICE>) for a block of `slice` value columns, 128 or 64; where
+// WIDE is false only the 64-column version is built.
+template <bool WIDE = true, typename F>
+auto with_slice(int slice, F&& f) {
+  if constexpr (WIDE)
+    if (slice == 128) return f(std::integral_constant<int, 128>{});
+  return f(std::integral_constant<int, 64>{});
 }
 
 }  // namespace culina::gpu::mma
