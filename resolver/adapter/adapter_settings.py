@@ -21,7 +21,7 @@ from typing import Callable, Mapping
 
 import cuda_facts
 import project_config
-from project_config import ProjectConfig
+from project_config import ProjectConfig, redacted
 
 # Suffixes after the project's prefix.
 ARCHS = "CUDA_ARCHS"
@@ -41,12 +41,6 @@ class SettingError(ValueError):
 
     def __init__(self, name: str, value: str, problem: str, accepted: str):
         super().__init__(f"{name}={redacted(value)!r} {problem}. Accepted: {accepted}")
-
-
-def redacted(value: str) -> str:
-    """A value as messages show it: the user:password of any URL in it replaced by ***, as the
-    helper's redacted_url does, so that a token in <prefix>RELEASE_URL never reaches a log."""
-    return re.sub(r"(://)[^/@]*@", r"\1***@", value)
 
 
 class ArchSyntaxError(ValueError):

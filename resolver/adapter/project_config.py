@@ -36,6 +36,12 @@ def load_pyproject(root: Path = PROJECT_ROOT) -> dict:
         return tomllib.load(fh)
 
 
+def redacted(value: str) -> str:
+    """A value as messages show it: the user:password of any URL in it replaced by ***, as the
+    helper's redacted_url does, so that a token in a release URL never reaches a log."""
+    return re.sub(r"(://)[^/@]*@", r"\1***@", value)
+
+
 def release_base(path: Path, table: str, template, version: str) -> str:
     """The release URL template with {version} filled in, or ConfigError naming the template."""
     fix = "a URL with {version} as its only placeholder, e.g. 'https://github.com/o/r/releases/download/v{version}'"
@@ -44,7 +50,7 @@ def release_base(path: Path, table: str, template, version: str) -> str:
     try:
         return template.format(version=version).rstrip("/")
     except (KeyError, IndexError, ValueError) as exc:
-        raise ConfigError(f"{path}: {table} release_url = {template!r} is not a template the build adapter can fill "
+        raise ConfigError(f"{path}: {table} release_url = {redacted(template)!r} is not a template the build adapter can fill "
                           f"({type(exc).__name__}: {exc}): {fix}") from None
 
 

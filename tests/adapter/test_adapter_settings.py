@@ -104,6 +104,8 @@ def test_another_project_reads_its_own_prefix_and_ignores_culinas(tmp_path):
      "release_url = 'https://h/{tag}' is not a template the build adapter can fill (KeyError: 'tag')"),
     ('[tool.culina-resolver]\nrelease_url = "https://h/{version"\n[tool.culina-resolver.release_archs]\n"13" = "9.0"\n',
      "is not a template the build adapter can fill (ValueError"),
+    ('[tool.culina-resolver]\nrelease_url = "https://me:tok3n@h/{tag}"\n[tool.culina-resolver.release_archs]\n'
+     '"13" = "9.0"\n', "release_url = 'https://***@h/{tag}' is not a template"),
 ])
 def test_a_configuration_the_adapter_cannot_use_is_named_with_the_fix(tmp_path, table, problem):
     (tmp_path / "pyproject.toml").write_text(f'[project]\nname = "tiny"\nversion = "1"\n{table}')
