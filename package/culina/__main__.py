@@ -55,6 +55,9 @@ def render(facts: dict) -> str:
         how = {"local": "local build", "release": "release wheel"}.get(record["kind"], record["kind"])
         lines.append(f"  build:   {how}, variant {record.get('variant')}"
                      + (" (CPU only)" if record.get("cpu_only") else ""))
+        reason = _build.local_build_reason(record)
+        if reason:
+            lines.append(f"  why:     {reason}")
         if not record.get("cpu_only"):
             lines.append(f"  CUDA:    {record.get('cuda_version')} (nvcc {record.get('nvcc_version')})")
             lines.append(f"  archs:   {_build.describe_archs(record)}")

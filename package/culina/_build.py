@@ -26,6 +26,14 @@ def build_record() -> dict:
     return json.loads(text)
 
 
+def local_build_reason(record: dict) -> str | None:
+    """Why the resolver had this copy built locally (its decision's reason: no wheel fits, the chosen
+    wheel could not be fetched, VARIANT=source, ...), or None for a release wheel or a build the
+    resolver did not decide (`setup.py build_ext`)."""
+    decision = record.get("resolver") if record.get("kind") == "local" else None
+    return decision.get("reason") if isinstance(decision, dict) else None
+
+
 def describe_archs(record: dict) -> str:
     sass = ", ".join(record.get("sass_archs") or []) or "none"
     ptx = ", ".join(record.get("ptx_archs") or []) or "none"

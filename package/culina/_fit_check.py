@@ -91,5 +91,7 @@ def _named_gpus(gpus: list[dict], entries: list[str]) -> list[dict]:
 
 
 def warn_if_mismatched() -> None:
+    reason = _build.local_build_reason(_build.build_record())
+    why_local = f" (this copy was built locally: {reason})" if reason else ""
     for problem in problems():
-        warnings.warn(f"culina: {problem}", BuildMismatchWarning, stacklevel=3)
+        warnings.warn(f"culina: {problem}{why_local}", BuildMismatchWarning, stacklevel=3)

@@ -83,6 +83,16 @@ def test_the_warning_is_a_build_mismatch_warning(host):
         _fit_check.warn_if_mismatched()
 
 
+def test_the_warning_of_a_local_build_says_why_it_was_built_locally(host):
+    reason = ("the chosen wheel culina-0.1.0-cu130.whl from https://example.invalid/r could not be fetched "
+              "(HTTP 404); building for 9.0")
+    host(record={**CU130_RELEASE, "kind": "local", "resolver": {"action": "build_local", "reason": reason}},
+         driver=12080, gpus=[gpu(0, (9, 0))])
+    with pytest.warns(culina.BuildMismatchWarning) as caught:
+        _fit_check.warn_if_mismatched()
+    assert f"this copy was built locally: {reason}" in str(caught[0].message)
+
+
 ALIKE = [gpu(0, (9, 0), "H200"), gpu(1, (9, 0), "H200"), gpu(2, (9, 0), "H200")]
 MIXED = [gpu(0, (9, 0), "H200"), gpu(1, (6, 1), "P40")]
 

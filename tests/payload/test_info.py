@@ -36,3 +36,15 @@ def test_text_names_build_and_driver():
     text = run_info()
     assert text.startswith(f"culina {culina.__version__}")
     assert "build:" in text and "driver:" in text
+
+
+def test_text_says_why_a_copy_was_built_locally():
+    from culina.__main__ import render
+    facts = {"version": "0.1.0", "binary_arch_list": None, "driver_cuda_version": None, "gpus": [],
+             "build": {"kind": "local", "variant": "cu130", "cpu_only": False, "cuda_version": "13.0",
+                       "nvcc_version": "13.0.88", "sass_archs": ["9.0"], "ptx_archs": [], "compiler": "g++",
+                       "resolver": {"action": "build_local",
+                                    "reason": "the chosen wheel x.whl could not be fetched (HTTP 404)"}}}
+    assert "  why:     the chosen wheel x.whl could not be fetched (HTTP 404)" in render(facts).splitlines()
+    facts["build"].update(kind="release", resolver={"action": "install_wheel", "reason": "cu130 covers every GPU"})
+    assert "why:" not in render(facts)
