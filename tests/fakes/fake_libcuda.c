@@ -6,7 +6,13 @@
  *   FAKE_CUDA_MODE            "hang" (cuInit never returns), "stub" (CUDA_ERROR_STUB_LIBRARY),
  *                             "crash" (cuInit aborts), "fork" (cuInit starts a process that
  *                             sleeps FAKE_CUDA_FORK_SECONDS, 30 by default, holding every descriptor
- *                             it inherited, then returns as usual)
+ *                             it inherited, then returns as usual), "setsid" (as "fork", but the
+ *                             process leaves the probe's process group and session with setsid()
+ *                             before cuInit returns, as some drivers' helper daemons do),
+ *                             "hostile_name" (every GPU is named kHostileName: invalid UTF-8, a
+ *                             newline that would forge a line, a terminal escape)
+ *   FAKE_CUDA_PID_FILE        "fork"/"setsid": the forked process's pid is written here before
+ *                             cuInit returns, so a test can check that it is gone
  *   FAKE_CUDA_DEVICE_COUNT    cuDeviceGetCount's answer instead of the GPUs' number (e.g.
  *                             2000000000); every device then reads as FAKE_CUDA_GPUS' first GPU
  *   FAKE_CUDA_CALL_LOG        a file to which cuInit and cuGetProcAddress append a line each, so a
@@ -16,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "fake_gpus.h"
@@ -58,14 +65,42 @@ int cuDriverGetVersion(int* version) {
     return 0;
 }
 
-int cuInit(unsigned flags) {
-    (void)flags;
-    log_call("cuInit", NULL);
-    if (mode_is("fork") && fork() == 0) {
+/* "\xff" and "\xc3(" are not UTF-8; after the newline comes what a line-based reader would take
+ * for a GPU of its own (sm 12.0); ESC [2J clears a terminal. */
+static const char kHostileName[] = "Evil\xff\xc3(GPU\ngpu 7 12 0 forged\x1b[2J\t\x7f end";
+
+/* Starts the long-lived process of the "fork" and "setsid" modes. It holds every descriptor it
+ * inherited; cuInit returns only once it has left the session (a pipe closes when it has), so
+ * that a probe cannot kill it with its process group by luck of timing. */
+static void start_lingering_process(int own_session) {
+    int ready[2];
+    if (pipe(ready) != 0) return;
+    const pid_t pid = fork();
+    if (pid == 0) {
+        close(ready[0]);
+        if (own_session) setsid();
+        close(ready[1]);
         const char* seconds = getenv("FAKE_CUDA_FORK_SECONDS");
         sleep(seconds ? (unsigned)atoi(seconds) : 30u);
         _exit(0);
     }
+    close(ready[1]);
+    char byte;
+    while (pid > 0 && read(ready[0], &byte, 1) > 0) {
+    }
+    close(ready[0]);
+    const char* pid_file = getenv("FAKE_CUDA_PID_FILE");
+    FILE* out = pid_file && *pid_file && pid > 0 ? fopen(pid_file, "w") : NULL;
+    if (out) {
+        fprintf(out, "%d\n", (int)pid);
+        fclose(out);
+    }
+}
+
+int cuInit(unsigned flags) {
+    (void)flags;
+    log_call("cuInit", NULL);
+    if (mode_is("fork") || mode_is("setsid")) start_lingering_process(mode_is("setsid"));
     if (mode_is("hang")) {
         for (;;) pause();
     }
@@ -105,7 +140,7 @@ int cuDeviceGet(int* device, int ordinal) {
 int cuDeviceGetName(char* name, int length, int device) {
     device = listed_device(device);
     if (device < 0 || device >= gpu_count) return 101;
-    snprintf(name, (size_t)length, "%s", gpus[device].name);
+    snprintf(name, (size_t)length, "%s", mode_is("hostile_name") ? kHostileName : gpus[device].name);
     return 0;
 }
 

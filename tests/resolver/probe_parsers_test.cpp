@@ -1,6 +1,7 @@
 // Every parser the probe uses, on real-world text and on malformed input.
 #include <gtest/gtest.h>
 
+#include "common/text.h"
 #include "probe/cpu_probe.h"
 #include "probe/cuda_driver_probe.h"
 #include "probe/driver_version.h"
@@ -9,6 +10,8 @@
 
 namespace culina {
 namespace {
+
+using namespace std::string_literals;  // the child's records end in NUL
 
 TEST(DriverVersion, ReadsSysfsModuleVersion) {
     EXPECT_EQ(parse_nvidia_module_version("580.159.04\n"), "580.159.04");
@@ -75,6 +78,12 @@ TEST(Libc, ReadsMuslLoaderBanner) {
     EXPECT_FALSE(parse_musl_loader_banner("ld.so: not a musl loader").has_value());
 }
 
+TEST(Libc, AMuslVersionIsShownAsData) {
+    const std::optional<LibcInfo> libc = parse_musl_loader_banner("musl libc\nVersion 1.2.4\x1b]0;owned\x07\xff\n");
+    ASSERT_TRUE(libc.has_value());
+    EXPECT_EQ(libc->version, "1.2.4\\x1b]0;owned\\x07\xef\xbf\xbd");
+}
+
 TEST(OsHints, RecognisesWslKernelsAndContainerCgroups) {
     EXPECT_TRUE(kernel_release_is_wsl("5.15.153.1-microsoft-standard-WSL2"));
     EXPECT_TRUE(kernel_release_is_wsl("4.4.0-19041-Microsoft"));
@@ -95,6 +104,17 @@ TEST(Cpu, ReadsX86ProcCpuinfo) {
     EXPECT_EQ(cpu.isa_level, "x86-64-v3");
     EXPECT_NE(std::find(cpu.features.begin(), cpu.features.end(), "lzcnt"), cpu.features.end());
     EXPECT_EQ(std::find(cpu.features.begin(), cpu.features.end(), "fpu"), cpu.features.end());
+}
+
+// In a container /proc/cpuinfo may be whatever a FUSE file serves.
+TEST(Cpu, NamesFromProcCpuinfoAreShownAsData) {
+    const CpuInfo cpu = parse_proc_cpuinfo(
+        "vendor_id\t: Genuine\x1b[31mIntel\nmodel name\t: Evil\xff " + std::string(1000, 'x') + "\nflags\t\t: avx2\n",
+        "x86_64");
+    EXPECT_EQ(cpu.vendor, "Genuine\\x1b[31mIntel");
+    EXPECT_TRUE(starts_with(cpu.model, "Evil\xef\xbf\xbd xxx"));
+    EXPECT_TRUE(ends_with(cpu.model, kCutMarker));
+    EXPECT_EQ(cpu.features, std::vector<std::string>{"avx2"});
 }
 
 TEST(Cpu, IsaLevelsFollowThePsAbi) {
@@ -126,8 +146,8 @@ TEST(Cpu, ReadsArmProcCpuinfo) {
 
 TEST(LibcudaReport, ReadsLibraryVersionAndEveryGpu) {
     const CudaDriverReport report = parse_libcuda_report(
-        "library /usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04\ndriver_cuda 13000\n"
-        "gpu 0 9 0 NVIDIA H200\ngpu 1 8 6 NVIDIA GeForce RTX 3090\n");
+        "library /usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04\0driver_cuda 13000\0"
+        "gpu 0 9 0 NVIDIA H200\0gpu 1 8 6 NVIDIA GeForce RTX 3090\0"s);
     EXPECT_TRUE(report.library_found);
     EXPECT_EQ(report.cuda, (CudaVersion{13, 0}));
     ASSERT_EQ(report.gpus.size(), 2u);
@@ -138,20 +158,20 @@ TEST(LibcudaReport, ReadsLibraryVersionAndEveryGpu) {
 
 TEST(LibcudaReport, StubLibraryIsAnErrorAndNoDriver) {
     const CudaDriverReport by_code = parse_libcuda_report(
-        "library /opt/libcuda.so.1\ndriver_cuda 13000\ninit_error 34 CUDA_ERROR_STUB_LIBRARY\n");
+        "library /opt/libcuda.so.1\0driver_cuda 13000\0init_error 34 CUDA_ERROR_STUB_LIBRARY\0"s);
     EXPECT_FALSE(by_code.cuda.has_value());
     ASSERT_EQ(by_code.errors.size(), 1u);
     EXPECT_NE(by_code.errors[0].find("stub"), std::string::npos);
 
     const CudaDriverReport by_path =
-        parse_libcuda_report("library /usr/local/cuda/lib64/stubs/libcuda.so.1\ndriver_cuda 13000\n");
+        parse_libcuda_report("library /usr/local/cuda/lib64/stubs/libcuda.so.1\0driver_cuda 13000\0"s);
     EXPECT_FALSE(by_path.cuda.has_value());
     EXPECT_EQ(by_path.errors.size(), 1u);
 }
 
 TEST(LibcudaReport, InitFailureKeepsTheDriverVersion) {
     const CudaDriverReport report =
-        parse_libcuda_report("library /lib/libcuda.so.1\ndriver_cuda 12080\ninit_error 999 CUDA_ERROR_UNKNOWN\n");
+        parse_libcuda_report("library /lib/libcuda.so.1\0driver_cuda 12080\0init_error 999 CUDA_ERROR_UNKNOWN\0"s);
     EXPECT_EQ(report.cuda, (CudaVersion{12, 8}));
     EXPECT_TRUE(report.gpus.empty());
     ASSERT_EQ(report.errors.size(), 1u);
@@ -159,9 +179,25 @@ TEST(LibcudaReport, InitFailureKeepsTheDriverVersion) {
 }
 
 TEST(LibcudaReport, MissingLibraryIsNotAnError) {
-    const CudaDriverReport report = parse_libcuda_report("missing libcuda.so.1: cannot open shared object file\n");
+    const CudaDriverReport report = parse_libcuda_report("missing libcuda.so.1: cannot open shared object file\0"s);
     EXPECT_FALSE(report.library_found);
     EXPECT_TRUE(report.errors.empty());
+}
+
+// A name is the driver's bytes: a newline in it forges no GPU, and what is kept is printable.
+TEST(LibcudaReport, AHostileNameIsOneGpuShownAsData) {
+    const CudaDriverReport report = parse_libcuda_report(
+        "library /lib/libcuda.so.1\0driver_cuda 13000\0gpu 0 9 0 Evil\xff\ngpu 7 12 0 forged\x1b[2J\0"s);
+    ASSERT_EQ(report.gpus.size(), 1u);
+    EXPECT_EQ(report.gpus[0].sm, (ComputeCapability{9, 0}));
+    EXPECT_EQ(report.gpus[0].name, "Evil\xef\xbf\xbd\\x0agpu 7 12 0 forged\\x1b[2J");
+}
+
+TEST(LibcudaReport, ALongNameIsCut) {
+    const CudaDriverReport report = parse_libcuda_report("gpu 0 9 0 " + std::string(4000, '\n') + '\0');
+    ASSERT_EQ(report.gpus.size(), 1u);
+    EXPECT_LE(report.gpus[0].name.size(), kForeignTextLimit + std::string(kCutMarker).size());
+    EXPECT_TRUE(ends_with(report.gpus[0].name, kCutMarker));
 }
 
 }  // namespace

@@ -19,7 +19,7 @@ int probe_command(const Args& args, const HelperSettings& settings) {
     }
     const HostInfo host = probe_host(settings.probe);
     if (json) {
-        std::cout << host_to_json(host).dump(2) << "\n";
+        std::cout << host_json_text(host_to_json(host)) << "\n";
     } else {
         std::cout << host_to_table(host);
     }

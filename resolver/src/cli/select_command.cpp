@@ -42,7 +42,7 @@ int select_command(const Args& args, const HelperSettings& settings) {
     if (options->json) {
         nlohmann::json out = decision_to_json(decision);
         out["probe"] = host_to_json(input.host);
-        std::cout << out.dump(2) << "\n";
+        std::cout << host_json_text(out) << "\n";
     } else {
         std::cout << decision_to_table(decision, settings.names);
     }

@@ -1,14 +1,19 @@
 #include "common/subprocess.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
+#include <sstream>
+
+#include "common/text.h"
 
 namespace culina {
 namespace {
@@ -38,8 +43,8 @@ void drain(int read_fd, ChildOutcome& outcome) {
 }
 
 // Reads the child's pipe until the child exits, its output passes kChildOutputLimit or the limit
-// passes; then kills the child's whole process group, so that a grandchild it started (a driver
-// forking in cuInit) neither outlives the probe nor keeps the pipe open, and reaps the child.
+// passes; then kills the child's whole process group and reaps the child. Its exit ends the
+// reading even while a grandchild holds the pipe open or keeps writing to it.
 ChildOutcome collect(pid_t pid, int read_fd, std::chrono::milliseconds limit) {
     ChildOutcome outcome;
     const Clock::time_point deadline = Clock::now() + limit;
@@ -53,7 +58,12 @@ ChildOutcome collect(pid_t pid, int read_fd, std::chrono::milliseconds limit) {
             killed = true;
             break;
         }
-        // Short polls: the child's exit is noticed even while a grandchild holds the pipe open.
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            reaped = true;
+            drain(read_fd, outcome);
+            break;
+        }
+        // Short polls, so that the child's exit is seen soon after it happens.
         pollfd fd{read_fd, POLLIN, 0};
         const int ready = poll(&fd, 1, static_cast<int>(std::min<long long>(left.count(), 50)));
         if (ready < 0 && errno != EINTR) break;
@@ -62,12 +72,6 @@ ChildOutcome collect(pid_t pid, int read_fd, std::chrono::milliseconds limit) {
             if (n < 0 && errno == EINTR) continue;
             if (n <= 0) break;
             if (!keep_output(outcome, buffer, n)) break;
-            continue;
-        }
-        if (waitpid(pid, &status, WNOHANG) == pid) {
-            reaped = true;
-            drain(read_fd, outcome);
-            break;
         }
     }
     kill(-pid, SIGKILL);
@@ -116,13 +120,86 @@ std::string ChildOutcome::describe() const {
 
 namespace {
 
+// How long killed descendants get to die and be reaped; one stuck in the kernel is left behind.
+constexpr std::chrono::seconds kDescendantReapLimit{2};
+
+// A process that leaves the child's group (a driver daemon calling setsid() in cuInit) escapes
+// the group kill. While this lives, this process is a child subreaper: whatever the child leaves
+// behind when it dies is re-parented here, whichever group or session it moved to, rather than
+// to init, so that end_orphaned_descendants finds it.
+class SubreaperScope {
+public:
+    SubreaperScope() {
+        prctl(PR_GET_CHILD_SUBREAPER, &was_subreaper_);
+        prctl(PR_SET_CHILD_SUBREAPER, 1);
+    }
+    ~SubreaperScope() {
+        if (!was_subreaper_) prctl(PR_SET_CHILD_SUBREAPER, 0);
+    }
+    SubreaperScope(const SubreaperScope&) = delete;
+    SubreaperScope& operator=(const SubreaperScope&) = delete;
+
+private:
+    int was_subreaper_ = 0;
+};
+
+// This process's children, from /proc/<pid>/stat (the parent pid is the second field after the
+// command name's closing parenthesis; the name itself may hold spaces and parentheses).
+std::vector<pid_t> own_children() {
+    std::vector<pid_t> children;
+    DIR* proc = opendir("/proc");
+    if (proc == nullptr) return children;
+    const pid_t self = getpid();
+    while (const dirent* entry = readdir(proc)) {
+        const std::optional<int> pid = parse_small_uint(entry->d_name);
+        if (!pid) continue;
+        const std::optional<std::string> stat = read_text_file("/proc/" + std::to_string(*pid) + "/stat");
+        const size_t name_end = stat ? stat->rfind(')') : std::string::npos;
+        if (name_end == std::string::npos) continue;
+        std::istringstream fields(stat->substr(name_end + 1));
+        char state = 0;
+        long parent = 0;
+        if (fields >> state >> parent && parent == self) children.push_back(*pid);
+    }
+    closedir(proc);
+    return children;
+}
+
+// This process's children but those in `earlier`.
+std::vector<pid_t> children_since(const std::vector<pid_t>& earlier) {
+    std::vector<pid_t> children = own_children();
+    children.erase(std::remove_if(children.begin(), children.end(),
+                                  [&earlier](pid_t pid) {
+                                      return std::find(earlier.begin(), earlier.end(), pid) != earlier.end();
+                                  }),
+                   children.end());
+    return children;
+}
+
+// Once the child is reaped, this process's children other than `earlier` (those it had before the
+// fork, such as a job of a shell that exec'd the helper) are what the child left behind: kills
+// and reaps them. Killing one re-parents its own children here in turn, so this repeats until
+// none is left (or, for one stuck in the kernel, until kDescendantReapLimit).
+void end_orphaned_descendants(const std::vector<pid_t>& earlier) {
+    const Clock::time_point give_up = Clock::now() + kDescendantReapLimit;
+    for (std::vector<pid_t> orphans = children_since(earlier); !orphans.empty() && Clock::now() < give_up;
+         orphans = children_since(earlier)) {
+        for (const pid_t orphan : orphans) kill(orphan, SIGKILL);
+        for (const pid_t orphan : orphans) {
+            while (waitpid(orphan, nullptr, WNOHANG) == 0 && Clock::now() < give_up) usleep(1000);
+        }
+    }
+}
+
 // Forks; the child runs `in_child(write_fd)` and must not return. The parent collects what the
-// child writes to the pipe until it exits or the limit passes.
+// child writes to the pipe until it exits or the limit passes, then ends every descendant.
 ChildOutcome fork_and_collect(const std::function<void(int)>& in_child, std::chrono::milliseconds limit) {
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) {
         return {ChildOutcome::Status::could_not_start, -1, 0, std::string("pipe: ") + std::strerror(errno)};
     }
+    const SubreaperScope subreaper;
+    const std::vector<pid_t> earlier_children = own_children();
     const pid_t pid = fork();
     if (pid < 0) {
         close(fds[0]);
@@ -146,7 +223,9 @@ ChildOutcome fork_and_collect(const std::function<void(int)>& in_child, std::chr
     // Also set here: the parent may kill the group before the child ran its own setpgid.
     setpgid(pid, pid);
     close(fds[1]);
-    return collect(pid, fds[0], limit);
+    ChildOutcome outcome = collect(pid, fds[0], limit);
+    end_orphaned_descendants(earlier_children);
+    return outcome;
 }
 
 }  // namespace

@@ -26,7 +26,9 @@ using ChildEmit = std::function<void(const std::string&)>;
 
 // Runs body(emit) in a forked child in a process group of its own, with stdio on /dev/null;
 // everything emitted is handed back as output. At the limit, at the output cap or when the
-// child exits, the whole group is killed: nothing it started outlives the call.
+// child exits, the whole group is killed, and so is every other descendant (one that moved to a
+// group or session of its own too): nothing it started outlives the call. The call returns when
+// the child has exited, not when every holder of the output pipe has closed it.
 ChildOutcome run_in_child(const std::function<void(const ChildEmit&)>& body, std::chrono::milliseconds limit);
 
 // Runs argv[0] (found on PATH when it has no slash) and captures stdout and stderr.

@@ -59,19 +59,76 @@ std::string join(const std::vector<std::string>& items, const std::string& separ
     return joined;
 }
 
-std::string printable(const std::string& text) {
+namespace {
+
+bool is_continuation(unsigned char byte) { return (byte & 0xc0) == 0x80; }
+
+// The length of the well-formed UTF-8 sequence at text[at] (RFC 3629: no overlong forms, no
+// surrogates, nothing past U+10FFFF), or 0 when the bytes there are not one.
+std::size_t utf8_sequence_length(const std::string& text, std::size_t at) {
+    const auto byte = [&text](std::size_t i) { return i < text.size() ? static_cast<unsigned char>(text[i]) : 0; };
+    const unsigned char lead = byte(at);
+    if (lead < 0x80) return 1;
+    std::size_t length = 0;
+    unsigned char second_low = 0x80;
+    unsigned char second_high = 0xbf;
+    if (lead >= 0xc2 && lead <= 0xdf) {
+        length = 2;
+    } else if (lead >= 0xe0 && lead <= 0xef) {
+        length = 3;
+        if (lead == 0xe0) second_low = 0xa0;
+        if (lead == 0xed) second_high = 0x9f;
+    } else if (lead >= 0xf0 && lead <= 0xf4) {
+        length = 4;
+        if (lead == 0xf0) second_low = 0x90;
+        if (lead == 0xf4) second_high = 0x8f;
+    } else {
+        return 0;
+    }
+    if (byte(at + 1) < second_low || byte(at + 1) > second_high) return 0;
+    for (std::size_t i = 2; i < length; ++i) {
+        if (!is_continuation(byte(at + i))) return 0;
+    }
+    return length;
+}
+
+// C0, DEL, C1 (U+0080..U+009F), the line and paragraph separators and the bidirectional
+// controls (U+200E, U+200F, U+202A..U+202E, U+2066..U+2069), given as a well-formed sequence.
+bool must_escape(const std::string& sequence) {
+    const auto byte = [&sequence](std::size_t i) { return static_cast<unsigned char>(sequence[i]); };
+    if (sequence.size() == 1) return byte(0) < 0x20 || byte(0) == 0x7f;
+    if (sequence.size() == 2) return byte(0) == 0xc2 && byte(1) < 0xa0;
+    if (sequence.size() != 3 || byte(0) != 0xe2) return false;
+    const unsigned code = (byte(1) & 0x3fu) << 6 | (byte(2) & 0x3fu);  // U+2000 + code
+    return code == 0x0e || code == 0x0f || (code >= 0x28 && code <= 0x2e) || (code >= 0x66 && code <= 0x69);
+}
+
+std::string escaped_bytes(const std::string& sequence) {
     static const char* const kHex = "0123456789abcdef";
     std::string shown;
-    shown.reserve(text.size());
-    for (const char c : text) {
+    for (const char c : sequence) {
         const auto byte = static_cast<unsigned char>(c);
-        if (byte >= 0x20 && byte < 0x7f) {
-            shown.push_back(c);
-        } else {
-            shown += "\\x";
-            shown.push_back(kHex[byte >> 4]);
-            shown.push_back(kHex[byte & 15]);
-        }
+        shown += "\\x";
+        shown.push_back(kHex[byte >> 4]);
+        shown.push_back(kHex[byte & 15]);
+    }
+    return shown;
+}
+
+}  // namespace
+
+std::string printable(const std::string& text, std::size_t limit) {
+    static const std::string kReplacement = "\xef\xbf\xbd";  // U+FFFD
+    std::string shown;
+    std::size_t at = 0;
+    while (at < text.size()) {
+        const std::size_t length = utf8_sequence_length(text, at);
+        const std::string sequence = text.substr(at, length == 0 ? 1 : length);
+        const std::string piece = length == 0 ? kReplacement : must_escape(sequence) ? escaped_bytes(sequence) : sequence;
+        // Whole pieces only: a cut never splits a character or an escape.
+        if (shown.size() + piece.size() > limit) return shown + kCutMarker;
+        shown += piece;
+        at += sequence.size();
     }
     return shown;
 }

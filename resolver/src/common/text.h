@@ -1,6 +1,7 @@
 // Small string helpers shared by the parsers.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,9 +19,16 @@ std::string join(const std::vector<std::string>& items, const std::string& separ
 // The one project-name normaliser: as wheel file names and indexes compare names (PEP 503's
 // rule with "_"): lowercase, runs of "-_." become one "_".
 std::string normalize_distribution_name(const std::string& name);
-// Text from elsewhere (a server, a file) made safe for a log line: control characters, DEL and
-// bytes outside ASCII become \xNN, so that no terminal escape reaches the user's screen.
-std::string printable(const std::string& text);
+// Text from elsewhere (a server, a file, a driver) made safe for a log line, a text table and
+// JSON: bytes that are not UTF-8 become U+FFFD; control characters (C0, DEL, C1) and the
+// characters that break or reorder a line (U+2028, U+2029, bidirectional controls) are shown as
+// the \xNN of their bytes, so that no line is forged and no terminal escape reaches the user's
+// screen. Past `limit` bytes the rest is cut and kCutMarker says so.
+std::string printable(const std::string& text, std::size_t limit = std::string::npos);
+inline constexpr const char* kCutMarker = "...[cut]";
+// Where a name or one-line message comes from outside our control (a driver's GPU name, a CPU
+// model, a kernel release): real ones are well under this.
+inline constexpr std::size_t kForeignTextLimit = 256;
 // Digits only, at most 9 of them; nullopt otherwise (no sign, no spaces).
 std::optional<int> parse_small_uint(const std::string& text);
 // Whole file, or nullopt when it cannot be read.

@@ -41,4 +41,8 @@ nlohmann::json host_to_json(const HostInfo& host) {
     };
 }
 
+std::string host_json_text(const nlohmann::json& document) {
+    return document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 }  // namespace culina

@@ -87,7 +87,7 @@ bool fill_from_cpuinfo(CpuInfo& cpu) {
     if (!cpuinfo_initialize()) return false;
     const cpuinfo_package* package = cpuinfo_get_package(0);
     const cpuinfo_core* core = cpuinfo_get_core(0);
-    if (package) cpu.model = trim(package->name);
+    if (package) cpu.model = printable(trim(package->name), kForeignTextLimit);
     if (core) cpu.vendor = vendor_name(core->vendor);
 #if CPUINFO_ARCH_X86 || CPUINFO_ARCH_X86_64
     cpu.features = cpuinfo_x86_features();
@@ -109,17 +109,20 @@ CpuInfo parse_proc_cpuinfo(const std::string& text, const std::string& arch) {
     while (std::getline(lines, line)) {
         const std::string key = trim(line.substr(0, line.find(':')));
         const std::string value = value_after_colon(line);
-        if (key == "vendor_id" && cpu.vendor.empty()) cpu.vendor = value;
-        if (key == "model name" && cpu.model.empty()) cpu.model = value;
-        if (key == "CPU implementer" && cpu.vendor.empty()) cpu.vendor = value == "0x41" ? "ARM" : value;
-        if (key == "CPU part" && cpu.model.empty()) cpu.model = "part " + value;
+        // /proc/cpuinfo is the kernel's, or in a container whatever a FUSE file (lxcfs) serves:
+        // what is kept of it as text is made printable here. (x86 flags are kept only by name.)
+        const std::string shown = printable(value, kForeignTextLimit);
+        if (key == "vendor_id" && cpu.vendor.empty()) cpu.vendor = shown;
+        if (key == "model name" && cpu.model.empty()) cpu.model = shown;
+        if (key == "CPU implementer" && cpu.vendor.empty()) cpu.vendor = value == "0x41" ? "ARM" : shown;
+        if (key == "CPU part" && cpu.model.empty()) cpu.model = "part " + shown;
         const bool flag_line = x86 ? key == "flags" : key == "Features";
         if (!flag_line || !cpu.features.empty()) continue;
         std::istringstream words(value);
         std::string word;
         while (words >> word) {
             if (!x86) {
-                cpu.features.push_back(word);
+                cpu.features.push_back(printable(word, kForeignTextLimit));
             } else if (auto named = x86_flag_names().find(word); named != x86_flag_names().end()) {
                 cpu.features.push_back(named->second);
             }

@@ -44,17 +44,20 @@ std::string loaded_path(void* lib) {
     return realpath(map->l_name, resolved) ? resolved : map->l_name;
 }
 
-// Runs in the child: a crash or hang here costs only the child.
-void query_libcuda(bool wsl, const ChildEmit& emit) {
+// Runs in the child: a crash or hang here costs only the child. Each record ends in a NUL, which
+// no C string from the driver can hold, so that a name reaches parse_libcuda_report byte for byte
+// (a newline in it forges no record) and is made printable there, once.
+void query_libcuda(bool wsl, const ChildEmit& emit_text) {
+    const auto emit = [&emit_text](const std::string& record) { emit_text(record + '\0'); };
     unsetenv("CUDA_VISIBLE_DEVICES");  // every GPU, whatever the build environment hides
     void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!lib && wsl) lib = dlopen("/usr/lib/wsl/lib/libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         const char* why = dlerror();
-        emit(std::string("missing ") + (why ? why : "libcuda.so.1 not found") + "\n");
+        emit(std::string("missing ") + (why ? why : "libcuda.so.1 not found"));
         return;
     }
-    emit("library " + loaded_path(lib) + "\n");
+    emit("library " + loaded_path(lib));
 
     auto get_version = reinterpret_cast<CuDriverGetVersion>(dlsym(lib, "cuDriverGetVersion"));
     auto init = reinterpret_cast<CuInit>(dlsym(lib, "cuInit"));
@@ -63,22 +66,22 @@ void query_libcuda(bool wsl, const ChildEmit& emit) {
     auto get_name = reinterpret_cast<CuDeviceGetName>(dlsym(lib, "cuDeviceGetName"));
     auto get_attribute = reinterpret_cast<CuDeviceGetAttribute>(dlsym(lib, "cuDeviceGetAttribute"));
     if (!get_version || !init || !get_count || !get_device || !get_name || !get_attribute) {
-        emit("broken the library lacks driver API entry points (cuInit, cuDriverGetVersion, ...)\n");
+        emit("broken the library lacks driver API entry points (cuInit, cuDriverGetVersion, ...)");
         return;
     }
 
     int version = 0;
-    if (get_version(&version) == kCudaSuccess && version > 0) emit("driver_cuda " + std::to_string(version) + "\n");
+    if (get_version(&version) == kCudaSuccess && version > 0) emit("driver_cuda " + std::to_string(version));
 
     const int init_status = init(0);
     if (init_status != kCudaSuccess) {
-        emit("init_error " + std::to_string(init_status) + " " + error_name(lib, init_status) + "\n");
+        emit("init_error " + std::to_string(init_status) + " " + error_name(lib, init_status));
         return;
     }
     int count = 0;
     if (get_count(&count) != kCudaSuccess || count < 0) count = 0;
     if (count > kMaxGpus) {
-        emit("too_many " + std::to_string(count) + "\n");
+        emit("too_many " + std::to_string(count));
         count = kMaxGpus;
     }
     for (int i = 0; i < count; ++i) {
@@ -90,7 +93,7 @@ void query_libcuda(bool wsl, const ChildEmit& emit) {
         get_name(name, sizeof name - 1, device);
         get_attribute(&major, kAttributeComputeCapabilityMajor, device);
         get_attribute(&minor, kAttributeComputeCapabilityMinor, device);
-        emit("gpu " + std::to_string(i) + " " + std::to_string(major) + " " + std::to_string(minor) + " " + name + "\n");
+        emit("gpu " + std::to_string(i) + " " + std::to_string(major) + " " + std::to_string(minor) + " " + name);
     }
 }
 
@@ -104,14 +107,14 @@ std::string stub_message(const std::string& path) {
 
 CudaDriverReport parse_libcuda_report(const std::string& text, const SettingNames& names) {
     CudaDriverReport report;
-    std::istringstream lines(text);
-    std::string line;
-    while (std::getline(lines, line)) {
-        std::istringstream words(line);
-        std::string kind;
-        words >> kind;
-        std::string rest;
-        std::getline(words >> std::ws, rest);
+    // The child's records are what libcuda said, or what a hostile one wrote to the pipe itself:
+    // every text taken from them passes through printable here.
+    std::istringstream records(text);
+    std::string record;
+    while (std::getline(records, record, '\0')) {
+        const size_t space = record.find(' ');
+        const std::string kind = record.substr(0, space);
+        const std::string rest = space == std::string::npos ? "" : printable(record.substr(space + 1), kForeignTextLimit);
         if (kind == "missing") {
             report.library_found = false;
         } else if (kind == "library") {
@@ -142,7 +145,8 @@ CudaDriverReport parse_libcuda_report(const std::string& text, const SettingName
             std::istringstream fields(rest);
             GpuInfo gpu;
             fields >> gpu.index >> gpu.sm.major >> gpu.sm.minor;
-            std::getline(fields >> std::ws, gpu.name);
+            fields.get();  // the space before the name
+            std::getline(fields, gpu.name, '\0');
             report.gpus.push_back(gpu);
         }
     }

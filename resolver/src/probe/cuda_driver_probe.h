@@ -22,7 +22,8 @@ struct CudaDriverReport {
     std::vector<std::string> errors;
 };
 
-// Reads the line protocol the child writes (library/driver_cuda/init_error/gpu/missing lines).
+// Reads the records the child writes (library/driver_cuda/init_error/gpu/missing, each ending in
+// NUL) and makes the text in them printable.
 // `names` gives the override variables a message may suggest.
 CudaDriverReport parse_libcuda_report(const std::string& text, const SettingNames& names = {});
 

@@ -67,7 +67,7 @@ std::optional<LibcInfo> parse_musl_loader_banner(const std::string& text) {
     std::istringstream lines(text);
     std::string line;
     while (std::getline(lines, line)) {
-        if (starts_with(line, "Version ")) return LibcInfo{"musl", trim(line.substr(8))};
+        if (starts_with(line, "Version ")) return LibcInfo{"musl", printable(trim(line.substr(8)), kForeignTextLimit)};
     }
     return LibcInfo{"musl", ""};
 }
@@ -87,8 +87,8 @@ OsInfo probe_os() {
     OsInfo os;
     utsname names{};
     if (uname(&names) == 0) {
-        os.system = names.sysname;
-        os.release = names.release;
+        os.system = printable(names.sysname, kForeignTextLimit);
+        os.release = printable(names.release, kForeignTextLimit);
     }
     os.libc = probe_libc();
     os.wsl = kernel_release_is_wsl(os.release) || get_env("WSL_DISTRO_NAME").has_value() ||

@@ -53,13 +53,23 @@ std::optional<CudaVersion> parse_nvcc_version(const std::string& text) {
 std::optional<ToolkitInfo> probe_toolkit(const std::optional<std::string>& pypi_root, std::vector<std::string>& errors) {
     for (const std::string& candidate : nvcc_candidates(pypi_root)) {
         if (!is_executable(candidate)) continue;
+        const std::string shown = printable(candidate);
+        // The path goes into the decision, which the build reads back to run this nvcc: one
+        // that only a sanitised copy of could be shown would name another file there.
+        const std::string nvcc = canonical(candidate);
+        if (shown != candidate || printable(nvcc) != nvcc) {
+            errors.push_back("toolkit: '" + shown + "' (" + printable(nvcc) +
+                             ") has control characters or bytes that are not UTF-8 in its path; skipped "
+                             "(install the toolkit under a plain path, or set CUDA_HOME to one)");
+            continue;
+        }
         const ChildOutcome outcome = run_command({candidate, "--version"}, kNvccLimit);
         if (outcome.status != ChildOutcome::Status::exited || outcome.exit_code != 0) {
             errors.push_back("toolkit: '" + candidate + " --version' " + outcome.describe() + "; skipped");
             continue;
         }
         if (const std::optional<CudaVersion> version = parse_nvcc_version(outcome.output)) {
-            return ToolkitInfo{canonical(candidate), *version};
+            return ToolkitInfo{nvcc, *version};
         }
         errors.push_back("toolkit: '" + candidate + " --version' printed no 'release X.Y'; skipped");
     }
