@@ -12,6 +12,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from release_server import Fault, ReleaseServer
 
 NOBODY = pwd.getpwnam("nobody")
@@ -73,6 +75,56 @@ def test_a_cache_owned_by_another_user_is_not_used(fetcher, release, wheel):
     assert outcome.returncode == 0, outcome.stderr
     assert f"WARNING: not using the wheel cache: {fetcher.cache} belongs to user id {NOBODY.pw_uid}" in outcome.stderr
     assert snapshot(fetcher.cache) == before
+    fetched = Path(outcome.stdout.strip())
+    assert fetched.read_bytes() == wheel.data
+    shutil.rmtree(fetched.parent.parent)
+
+
+def test_a_cache_under_a_folder_another_user_owns_is_not_used(fetcher, release, wheel, tmp_path):
+    # Whoever owns a folder above the cache can rename the cache away and put their own in its place.
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, NOBODY.pw_uid, NOBODY.pw_gid)
+    fetcher.cache = theirs / "cache"
+    outcome = fetcher.run(wheel.file, release.base_url)
+    assert outcome.returncode == 0, outcome.stderr
+    assert f"WARNING: not using the wheel cache: {theirs} belongs to user id {NOBODY.pw_uid}" in outcome.stderr
+    assert list(theirs.iterdir()) == [], "nothing is created under a folder another user owns"
+    fetched = Path(outcome.stdout.strip())
+    assert not fetched.is_relative_to(theirs) and fetched.read_bytes() == wheel.data
+    shutil.rmtree(fetched.parent.parent)
+
+
+def test_a_link_another_user_planted_as_the_cache_is_not_followed(fetcher, release, wheel, tmp_path):
+    target = tmp_path / "target"
+    target.mkdir(mode=0o700)
+    fetcher.cache.symlink_to(target)
+    os.lchown(fetcher.cache, NOBODY.pw_uid, NOBODY.pw_gid)
+    outcome = fetcher.run(wheel.file, release.base_url)
+    assert outcome.returncode == 0, outcome.stderr
+    assert f"{fetcher.cache} is a symbolic link owned by user id {NOBODY.pw_uid}" in outcome.stderr
+    assert list(target.iterdir()) == [], "nothing is written into the link's target"
+    fetched = Path(outcome.stdout.strip())
+    assert not fetched.is_relative_to(target) and fetched.read_bytes() == wheel.data
+    shutil.rmtree(fetched.parent.parent)
+
+
+def test_the_root_folder_as_the_cache_is_refused(fetcher, release, wheel):
+    wheels = Path("/wheels")
+    if wheels.exists():
+        pytest.skip("/wheels exists on this machine: this test cannot tell who made it")
+    command = [str(fetcher.resolver), "fetch", "--manifest", str(fetcher.manifest), "--file", wheel.file,
+               "--base-url", release.base_url]
+    try:
+        outcome = subprocess.run(command, env=fetcher.env(CULINA_CACHE_DIR="/"), capture_output=True, text=True,
+                                 timeout=60)
+        assert not wheels.exists(), "CULINA_CACHE_DIR=/ created /wheels"
+    finally:
+        if wheels.exists():
+            shutil.rmtree(wheels)
+    assert outcome.returncode == 0, outcome.stderr
+    assert "WARNING: not using the wheel cache: / is the root folder" in outcome.stderr
+    assert "set CULINA_CACHE_DIR to a folder that only you own and may write" in outcome.stderr
     fetched = Path(outcome.stdout.strip())
     assert fetched.read_bytes() == wheel.data
     shutil.rmtree(fetched.parent.parent)
@@ -165,6 +217,40 @@ def test_mirror_fills_a_folder_verified_and_resumes(fetcher, release, wheel, tmp
     again = mirror(fetcher, release.base_url, dest)
     assert again.returncode == 0 and len(release.object_gets(wheel.file)) == 1, "a verified file is kept"
     assert mirror(fetcher, release.base_url, tmp_path / "none", "--variant", "cu130").returncode == 1
+
+
+def test_mirror_leaves_the_mode_of_an_existing_folder_alone(fetcher, release, wheel, tmp_path):
+    dest = tmp_path / "mirror"
+    dest.mkdir()
+    dest.chmod(0o750)
+    done = mirror(fetcher, release.base_url, dest)
+    assert done.returncode == 0, done.stderr
+    assert dest.stat().st_mode & 0o7777 == 0o750
+    assert (dest / wheel.file).read_bytes() == wheel.data and (dest / wheel.file).stat().st_mode & 0o777 == 0o644
+
+
+def test_mirror_refuses_a_destination_that_is_a_link_another_user_planted(fetcher, release, wheel, tmp_path):
+    private = tmp_path / "private"
+    private.mkdir()
+    private.chmod(0o700)
+    dest = tmp_path / "mirror"
+    dest.symlink_to(private)
+    os.lchown(dest, NOBODY.pw_uid, NOBODY.pw_gid)
+    done = mirror(fetcher, release.base_url, dest)
+    assert done.returncode == 2, done.stderr
+    assert f"will not fill {dest}: {dest} is a symbolic link" in done.stderr
+    assert private.stat().st_mode & 0o7777 == 0o700, "the link's target keeps its mode"
+    assert list(private.iterdir()) == [] and release.object_gets(wheel.file) == []
+
+
+def test_mirror_refuses_a_destination_under_a_folder_others_may_write(fetcher, release, wheel, tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    done = mirror(fetcher, release.base_url, shared / "mirror")
+    assert done.returncode == 2, done.stderr
+    assert f"{shared} may be written by group or others" in done.stderr
+    assert list(shared.iterdir()) == []
 
 
 def test_a_mirror_owned_by_another_user_serves_offline_without_a_write(fetcher, release, wheel, tmp_path):

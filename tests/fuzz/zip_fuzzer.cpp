@@ -34,8 +34,10 @@ void write_input(const std::uint8_t* data, std::size_t size) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     write_input(data, size);
+    const int fd = ::open(input_path().c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) __builtin_trap();
     try {
-        const culina::fetch::ZipReader zip(input_path());
+        const culina::fetch::ZipReader zip(fd);
         for (const culina::fetch::ZipEntry& entry : zip.entries()) {
             try {
                 zip.read(entry, 1 << 20);
@@ -44,6 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         }
     } catch (const culina::fetch::ZipError&) {
     }
-    culina::fetch::wheel_metadata_problem(input_path(), "culina", "0.1.0");
+    culina::fetch::wheel_metadata_problem(fd, "culina", "0.1.0");
+    ::close(fd);
     return 0;
 }

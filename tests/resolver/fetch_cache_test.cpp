@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -8,7 +9,10 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "fetch/fetch_error.h"
 #include "fetch/wheel_cache.h"
@@ -93,22 +97,6 @@ TEST(WheelCache, PlantedLinksAreNeverOpened) {
     EXPECT_EQ(content, "precious");
 }
 
-TEST(WheelCache, CreatedFoldersArePrivateAndOthersWritableOnesUntrusted) {
-    const std::string dir = fresh_dir("modes");
-    ensure_cache_directory(dir + "/root/wheels");
-    struct stat info {};
-    ASSERT_EQ(::stat((dir + "/root/wheels").c_str(), &info), 0);
-    EXPECT_EQ(info.st_mode & 0777, 0700u);
-    EXPECT_EQ(untrusted_folder_problem(dir + "/root/wheels", false), std::nullopt);
-    ::chmod((dir + "/root/wheels").c_str(), 0777);
-    const auto problem = untrusted_folder_problem(dir + "/root/wheels", false);
-    ASSERT_NE(problem, std::nullopt);
-    EXPECT_NE(problem->find("group or others"), std::string::npos) << *problem;
-    std::filesystem::create_directory_symlink(dir + "/root", dir + "/link");
-    EXPECT_NE(untrusted_folder_problem(dir + "/link", false), std::nullopt) << "a link where a folder must be";
-    EXPECT_EQ(untrusted_folder_problem(dir + "/link", true), std::nullopt) << "the root may be a link";
-}
-
 TEST(WheelCache, PublishRenamesAndDiscardToleratesMissing) {
     const std::string dir = fresh_dir("publish");
     std::ofstream(dir + "/a.part") << "bytes";
@@ -120,17 +108,123 @@ TEST(WheelCache, PublishRenamesAndDiscardToleratesMissing) {
     EXPECT_FALSE(std::filesystem::exists(dir + "/a.whl"));
 }
 
-TEST(WheelCache, UnwritableCacheIsALocalErrorNamingTheFolder) {
-    const std::string dir = fresh_dir("blocked");
-    std::ofstream(dir + "/file") << "not a folder";
-    try {
-        ensure_cache_directory(dir + "/file/wheels");
-        FAIL() << "expected an error";
-    } catch (const FetchError& error) {
-        EXPECT_EQ(error.kind, FetchError::Kind::local);
-        EXPECT_NE(std::string(error.what()).find(dir + "/file/wheels"), std::string::npos) << error.what();
-        EXPECT_NE(std::string(error.what()).find("the CACHE_DIR setting"), std::string::npos);
+// Every entry under `folder` with its owner and mode: what creating or changing anything alters.
+std::map<std::string, std::pair<uid_t, mode_t>> listing(const std::string& folder) {
+    std::map<std::string, std::pair<uid_t, mode_t>> entries;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(folder)) {
+        struct stat info {};
+        if (::lstat(entry.path().c_str(), &info) == 0) entries[entry.path().string()] = {info.st_uid, info.st_mode};
     }
+    return entries;
+}
+
+// The shared cases, which the adapter's tests run too: each builds its chain of folders and
+// links under a fresh base folder and asks whether the cache root there may be used.
+TEST(CacheTrust, SharedCases) {
+    if (::geteuid() != 0) GTEST_SKIP() << "the cases give folders to other users: run as root";
+    const passwd* nobody = ::getpwnam("nobody");
+    ASSERT_NE(nobody, nullptr);
+    std::ifstream in(std::string(CULINA_TEST_DATA_DIR) + "/cache_trust_cases.json");
+    ASSERT_TRUE(in.good());
+    const nlohmann::json cases = nlohmann::json::parse(in).at("cases");
+    ASSERT_FALSE(cases.empty());
+    int index = 0;
+    for (const nlohmann::json& item : cases) {
+        const std::string name = item.at("name");
+        SCOPED_TRACE(name);
+        const std::string base = std::filesystem::canonical(fresh_dir("trust_" + std::to_string(index++))).string();
+        for (const nlohmann::json& entry : item.at("chain")) {
+            const std::string path = base + "/" + entry.at("name").get<std::string>();
+            const std::string owner = entry.at("owner");
+            const uid_t uid = owner == "self" ? ::geteuid() : owner == "root" ? 0 : nobody->pw_uid;
+            const gid_t gid = owner == "nobody" ? nobody->pw_gid : ::getegid();
+            if (entry.at("link_to").is_null()) {
+                ASSERT_EQ(::mkdir(path.c_str(), 0700), 0) << path;
+                ASSERT_EQ(::chown(path.c_str(), uid, gid), 0) << path;
+                ASSERT_EQ(::chmod(path.c_str(), std::stoul(entry.at("mode").get<std::string>(), nullptr, 8)), 0) << path;
+            } else {
+                ASSERT_EQ(::symlink(entry.at("link_to").get<std::string>().c_str(), path.c_str()), 0) << path;
+                ASSERT_EQ(::lchown(path.c_str(), uid, gid), 0) << path;
+            }
+        }
+        const auto before = listing(base);
+        const std::string cache = base + "/" + item.at("cache").get<std::string>();
+        const std::optional<std::string> problem = cache_root_problem(cache);
+        if (item.at("trusted").get<bool>()) {
+            EXPECT_EQ(problem, std::nullopt);
+            struct stat wheels {};
+            ASSERT_EQ(::lstat((cache + "/wheels").c_str(), &wheels), 0) << "the wheels folder is there";
+            EXPECT_TRUE(S_ISDIR(wheels.st_mode));
+            EXPECT_EQ(wheels.st_mode & 022, 0u);
+        } else {
+            ASSERT_NE(problem, std::nullopt);
+            const std::string named = base + "/" + item.at("problem_mentions").get<std::string>() + " ";
+            EXPECT_NE(problem->find(named), std::string::npos) << "expected '" << named << "' in: " << *problem;
+            EXPECT_EQ(listing(base), before) << "nothing is created or changed when the cache is refused";
+        }
+        std::filesystem::remove_all(base);
+    }
+}
+
+TEST(CacheTrust, TheRootFolderAndSystemFoldersAreRefused) {
+    for (const char* root : {"/", "//", "/usr", "/etc/", "/var/lib", "/usr/local", "/var", "/home", "/usr/../etc"}) {
+        const bool wheels_there = std::filesystem::exists(std::filesystem::path(root) / "wheels");
+        const auto problem = cache_root_problem(root);
+        ASSERT_NE(problem, std::nullopt) << root;
+        const bool top = std::filesystem::path(root).lexically_normal() == "/";
+        EXPECT_NE(problem->find(top ? "/ is the root folder" : "is a system folder"), std::string::npos) << *problem;
+        EXPECT_EQ(std::filesystem::exists(std::filesystem::path(root) / "wheels"), wheels_there) << root;
+    }
+}
+
+TEST(CacheTrust, ALinkToASystemFolderIsRefused) {
+    const std::string dir = std::filesystem::canonical(fresh_dir("to_system")).string();
+    std::filesystem::create_directory_symlink("/usr", dir + "/cache");
+    const auto problem = cache_root_problem(dir + "/cache");
+    ASSERT_NE(problem, std::nullopt);
+    EXPECT_NE(problem->find(dir + "/cache leads to a system folder: /usr is a system folder"), std::string::npos)
+        << *problem;
+}
+
+TEST(CacheTrust, CreatedFoldersGetTheirModeAndExistingOnesKeepTheirs) {
+    const std::string dir = std::filesystem::canonical(fresh_dir("modes")).string();
+    ::chmod(dir.c_str(), 0750);
+    const mode_t umask_before = ::umask(077);
+    EXPECT_EQ(trusted_folder_problem(dir + "/release/x86", FolderRule{false, 0755}), std::nullopt);
+    EXPECT_EQ(cache_root_problem(dir + "/cache"), std::nullopt);
+    ::umask(umask_before);
+    struct stat info {};
+    for (const char* created : {"/release", "/release/x86"}) {
+        ASSERT_EQ(::stat((dir + created).c_str(), &info), 0);
+        EXPECT_EQ(info.st_mode & 07777, 0755u) << created;
+    }
+    for (const char* created : {"/cache", "/cache/wheels"}) {
+        ASSERT_EQ(::stat((dir + created).c_str(), &info), 0);
+        EXPECT_EQ(info.st_mode & 07777, 0700u) << created;
+    }
+    ASSERT_EQ(::stat(dir.c_str(), &info), 0);
+    EXPECT_EQ(info.st_mode & 07777, 0750u) << "an existing folder keeps its mode";
+}
+
+TEST(CacheTrust, TheFolderItselfMayBeALinkOnlyWhenTheRuleSaysSo) {
+    const std::string dir = std::filesystem::canonical(fresh_dir("final_link")).string();
+    std::filesystem::create_directory(dir + "/real");
+    ::chmod((dir + "/real").c_str(), 0700);
+    std::filesystem::create_directory_symlink("real", dir + "/link");
+    EXPECT_EQ(trusted_folder_problem(dir + "/link", FolderRule{true, 0700}), std::nullopt);
+    const auto problem = trusted_folder_problem(dir + "/link", FolderRule{false, 0755});
+    ASSERT_NE(problem, std::nullopt);
+    EXPECT_NE(problem->find(dir + "/link is a symbolic link, not a folder"), std::string::npos) << *problem;
+    std::filesystem::create_symlink("loop", dir + "/loop");
+    EXPECT_NE(trusted_folder_problem(dir + "/loop/cache", FolderRule{true, 0700}), std::nullopt) << "a link loop ends";
+}
+
+TEST(CacheTrust, AFileOnTheWayIsNamed) {
+    const std::string dir = std::filesystem::canonical(fresh_dir("blocked")).string();
+    std::ofstream(dir + "/file") << "not a folder";
+    const auto problem = cache_root_problem(dir + "/file/cache");
+    ASSERT_NE(problem, std::nullopt);
+    EXPECT_NE(problem->find(dir + "/file is a file, not a folder"), std::string::npos) << *problem;
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <sys/stat.h>
-
 #include <unistd.h>
 
 #include <cstdio>
@@ -14,6 +14,7 @@
 #include "fetch/fetch_error.h"
 #include "fetch/fetch_wheel.h"
 #include "common/sha256.h"
+#include "fetch/wheel_cache.h"
 #include "fetch/wheel_check.h"
 #include "fetch/zip_reader.h"
 
@@ -81,59 +82,66 @@ std::string write_file(const std::string& name, const std::string& bytes) {
     return path;
 }
 
+// wheel_metadata_problem on the file at `path`, open for the call.
+std::optional<std::string> metadata_problem(const std::string& path, const std::string& project, const std::string& version) {
+    const Descriptor wheel(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    EXPECT_GE(wheel.get(), 0) << path;
+    return wheel_metadata_problem(wheel.get(), project, version);
+}
+
 TEST(WheelCheck, AcceptsStoredAndDeflatedMetadata) {
     const Entry payload{"culina/_C.so", std::string(1000, 'x')};
-    EXPECT_EQ(wheel_metadata_problem(write_file("good_stored.whl", make_zip({payload, stored_metadata("culina", "0.1.0")})),
+    EXPECT_EQ(metadata_problem(write_file("good_stored.whl", make_zip({payload, stored_metadata("culina", "0.1.0")})),
                                      "culina", "0.1.0"),
               std::nullopt);
-    EXPECT_EQ(wheel_metadata_problem(write_file("good_deflated.whl", make_zip({payload, deflated_metadata()})), "culina",
+    EXPECT_EQ(metadata_problem(write_file("good_deflated.whl", make_zip({payload, deflated_metadata()})), "culina",
                                      "0.1.0"),
               std::nullopt);
 }
 
 TEST(WheelCheck, ProjectNamesCompareNormalized) {
     const std::string path = write_file("normalized.whl", make_zip({stored_metadata("Culina_Kernels", "0.1.0", "culina_kernels-0.1.0")}));
-    EXPECT_EQ(wheel_metadata_problem(path, "culina-kernels", "0.1.0"), std::nullopt);
+    EXPECT_EQ(metadata_problem(path, "culina-kernels", "0.1.0"), std::nullopt);
 }
 
 TEST(WheelCheck, RejectsWrongName) {
     const std::string path = write_file("wrong_name.whl", make_zip({stored_metadata("notculina", "0.1.0")}));
-    const auto problem = wheel_metadata_problem(path, "culina", "0.1.0");
+    const auto problem = metadata_problem(path, "culina", "0.1.0");
     ASSERT_TRUE(problem.has_value());
     EXPECT_NE(problem->find("Name: 'notculina', expected 'culina'"), std::string::npos) << *problem;
 }
 
 TEST(WheelCheck, RejectsWrongVersion) {
     const std::string path = write_file("wrong_version.whl", make_zip({stored_metadata("culina", "0.2.0")}));
-    const auto problem = wheel_metadata_problem(path, "culina", "0.1.0");
+    const auto problem = metadata_problem(path, "culina", "0.1.0");
     ASSERT_TRUE(problem.has_value());
     EXPECT_NE(problem->find("Version: '0.2.0', expected '0.1.0'"), std::string::npos) << *problem;
 }
 
 TEST(WheelCheck, RejectsMissingOrDuplicateOrNestedMetadata) {
     const Entry nested{"culina/vendored-1.0.dist-info/METADATA", "Name: culina\nVersion: 0.1.0\n"};
-    EXPECT_TRUE(wheel_metadata_problem(write_file("none.whl", make_zip({nested})), "culina", "0.1.0").has_value());
+    EXPECT_TRUE(metadata_problem(write_file("none.whl", make_zip({nested})), "culina", "0.1.0").has_value());
     const std::string two = make_zip({stored_metadata("culina", "0.1.0"), stored_metadata("culina", "0.1.0", "other-1.0")});
-    const auto problem = wheel_metadata_problem(write_file("two.whl", two), "culina", "0.1.0");
+    const auto problem = metadata_problem(write_file("two.whl", two), "culina", "0.1.0");
     ASSERT_TRUE(problem.has_value());
     EXPECT_NE(problem->find("2 top-level"), std::string::npos) << *problem;
 }
 
 TEST(WheelCheck, RejectsNotAZip) {
-    const auto problem = wheel_metadata_problem(write_file("text.whl", std::string(5000, 'a')), "culina", "0.1.0");
+    const auto problem = metadata_problem(write_file("text.whl", std::string(5000, 'a')), "culina", "0.1.0");
     ASSERT_TRUE(problem.has_value());
     EXPECT_NE(problem->find("not a readable zip"), std::string::npos) << *problem;
-    EXPECT_TRUE(wheel_metadata_problem(write_file("tiny.whl", "PK"), "culina", "0.1.0").has_value());
+    EXPECT_TRUE(metadata_problem(write_file("tiny.whl", "PK"), "culina", "0.1.0").has_value());
 }
 
 TEST(WheelCheck, RejectsAnEndRecordHiddenInTheComment) {
     // The real end record's comment covers a second, later signature whose comment does not
     // reach the end: Python's zipfile (pip) would take the later one, so the reader refuses both.
     std::string zip = make_zip({stored_metadata("culina", "0.1.0")});
-    ASSERT_EQ(wheel_metadata_problem(write_file("plain.whl", zip), "culina", "0.1.0"), std::nullopt);
+    ASSERT_EQ(metadata_problem(write_file("plain.whl", zip), "culina", "0.1.0"), std::nullopt);
     zip[zip.size() - 2] = 22;
     zip += std::string("PK\x05\x06", 4) + std::string(16, '\0') + std::string("\x05\x00", 2);
-    const auto problem = wheel_metadata_problem(write_file("hidden.whl", zip), "culina", "0.1.0");
+    const auto problem = metadata_problem(write_file("hidden.whl", zip), "culina", "0.1.0");
     ASSERT_TRUE(problem.has_value());
     EXPECT_NE(problem->find("does not reach the end of the file"), std::string::npos) << *problem;
 }
@@ -141,16 +149,16 @@ TEST(WheelCheck, RejectsAnEndRecordHiddenInTheComment) {
 TEST(WheelCheck, RejectsALocalHeaderNamingAnotherFile) {
     std::string zip = make_zip({stored_metadata("culina", "0.1.0")});
     zip[30] ^= 0x20;  // the first letter of the local header's name
-    const auto problem = wheel_metadata_problem(write_file("renamed.whl", zip), "culina", "0.1.0");
+    const auto problem = metadata_problem(write_file("renamed.whl", zip), "culina", "0.1.0");
     ASSERT_TRUE(problem.has_value());
     EXPECT_NE(problem->find("the local header names another file"), std::string::npos) << *problem;
 }
 
 TEST(WheelCheck, RejectsEveryTruncation) {
     const std::string zip = make_zip({Entry{"culina/_C.so", std::string(300, 'x')}, deflated_metadata()});
-    ASSERT_EQ(wheel_metadata_problem(write_file("whole.whl", zip), "culina", "0.1.0"), std::nullopt);
+    ASSERT_EQ(metadata_problem(write_file("whole.whl", zip), "culina", "0.1.0"), std::nullopt);
     for (std::size_t length = 0; length < zip.size(); length += 7) {
-        EXPECT_TRUE(wheel_metadata_problem(write_file("cut.whl", zip.substr(0, length)), "culina", "0.1.0").has_value())
+        EXPECT_TRUE(metadata_problem(write_file("cut.whl", zip.substr(0, length)), "culina", "0.1.0").has_value())
             << "cut at " << length;
     }
 }
@@ -159,12 +167,14 @@ TEST(WheelCheck, RejectsCorruptDeflateData) {
     Entry broken = deflated_metadata();
     broken.data[10] ^= 0x55;
     broken.data[11] ^= 0x55;
-    const auto problem = wheel_metadata_problem(write_file("corrupt.whl", make_zip({broken})), "culina", "0.1.0");
+    const auto problem = metadata_problem(write_file("corrupt.whl", make_zip({broken})), "culina", "0.1.0");
     EXPECT_TRUE(problem.has_value());
 }
 
 TEST(ZipReader, ListsEntriesAndReadsThem) {
-    const ZipReader zip(write_file("list.whl", make_zip({Entry{"a.txt", "hello"}, deflated_metadata()})));
+    const Descriptor file(::open(write_file("list.whl", make_zip({Entry{"a.txt", "hello"}, deflated_metadata()})).c_str(),
+                                 O_RDONLY | O_CLOEXEC));
+    const ZipReader zip(file.get());
     ASSERT_EQ(zip.entries().size(), 2u);
     EXPECT_EQ(zip.entries()[0].name, "a.txt");
     EXPECT_EQ(zip.read(zip.entries()[0], 100), "hello");
@@ -184,7 +194,9 @@ TEST(Metadata, ParsesHeaderBlockOnly) {
 class FetchWheel : public testing::Test {
 protected:
     void SetUp() override {
-        root_ = testing::TempDir() + "/culina_fetch_wheel_" + std::to_string(::getpid());
+        root_ = (std::filesystem::path(testing::TempDir()) / ("culina_fetch_wheel_" + std::to_string(::getpid())))
+                    .lexically_normal()
+                    .string();
         std::filesystem::remove_all(root_);
         std::filesystem::create_directories(root_ + "/wheels");
         zip_ = make_zip({Entry{"culina/_C.so", std::string(500, 'x')}, deflated_metadata()});

@@ -16,6 +16,7 @@
 #include "common/text.h"
 #include "fetch/fetch_error.h"
 #include "fetch/fetch_wheel.h"
+#include "fetch/wheel_cache.h"
 #include "manifest/manifest.h"
 
 namespace culina::cli {
@@ -104,9 +105,14 @@ int mirror_command(const Args& args, const HelperSettings& settings) {
         return exit_code(ExitStatus::failed);
     }
     const std::string dest = std::filesystem::absolute(parsed.dest).lexically_normal().string();
-    // Readable by every user of the site; only the administrator writes it.
-    std::filesystem::create_directories(dest);
-    ::chmod(dest.c_str(), 0755);
+    // Folders it creates are readable by every user of the site and written only by the
+    // administrator; an existing folder keeps the mode its owner gave it.
+    if (const auto problem = fetch::trusted_folder_problem(dest, fetch::FolderRule{false, 0755})) {
+        std::cerr << "culina-resolver mirror: will not fill " << dest << ": " << *problem
+                  << "; choose for --dest a real folder (not a link) that you own, under folders only you or root may "
+                     "write\n";
+        return exit_code(ExitStatus::bad_input);
+    }
     const fetch::FetchOptions options = fetch_options_for("mirror", settings, std::nullopt, parsed.allow_http);
     int failed = 0;
     for (const WheelEntry* wheel : chosen) {

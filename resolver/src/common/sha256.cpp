@@ -1,6 +1,9 @@
 #include "common/sha256.h"
 
-#include <cstdio>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -200,15 +203,31 @@ std::string sha256_hex(const std::string& data) {
     return hasher.finish_hex();
 }
 
-std::string sha256_file_hex(const std::string& path) {
-    std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
-    if (!file) throw std::runtime_error("cannot open " + path + " to compute its sha256: " + std::strerror(errno));
+std::string sha256_descriptor_hex(int fd) {
     Sha256 hasher;
     std::unique_ptr<char[]> chunk(new char[1 << 20]);
-    std::size_t got = 0;
-    while ((got = std::fread(chunk.get(), 1, 1 << 20, file.get())) > 0) hasher.update(chunk.get(), got);
-    if (std::ferror(file.get())) throw std::runtime_error("cannot read " + path + " to compute its sha256");
+    for (off_t offset = 0;;) {
+        const ssize_t got = ::pread(fd, chunk.get(), 1 << 20, offset);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) throw std::runtime_error(std::string("cannot read the file to compute its sha256: ") + std::strerror(errno));
+        if (got == 0) break;
+        hasher.update(chunk.get(), static_cast<std::size_t>(got));
+        offset += got;
+    }
     return hasher.finish_hex();
+}
+
+std::string sha256_file_hex(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw std::runtime_error("cannot open " + path + " to compute its sha256: " + std::strerror(errno));
+    try {
+        std::string digest = sha256_descriptor_hex(fd);
+        ::close(fd);
+        return digest;
+    } catch (const std::runtime_error& error) {
+        ::close(fd);
+        throw std::runtime_error(path + ": " + error.what());
+    }
 }
 
 }  // namespace culina

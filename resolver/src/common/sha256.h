@@ -41,4 +41,8 @@ std::string sha256_hex(const std::string& data);
 // Digest of a whole file; throws std::runtime_error naming the path when it cannot be read.
 std::string sha256_file_hex(const std::string& path);
 
+// Digest of everything in the open file `fd`, read from its start with pread (the descriptor's
+// offset is left alone); throws std::runtime_error when it cannot be read.
+std::string sha256_descriptor_hex(int fd);
+
 }  // namespace culina

@@ -14,21 +14,6 @@
 namespace culina::fetch {
 namespace {
 
-// Closes a descriptor when the copy ends, however it ends.
-class Descriptor {
-public:
-    explicit Descriptor(int fd) : fd_(fd) {}
-    ~Descriptor() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    Descriptor(const Descriptor&) = delete;
-    Descriptor& operator=(const Descriptor&) = delete;
-    int get() const { return fd_; }
-
-private:
-    int fd_;
-};
-
 [[noreturn]] void local_failure(const std::string& what, const std::string& path) {
     throw FetchError(FetchError::Kind::local, "cannot " + what + " " + path + ": " + std::strerror(errno));
 }

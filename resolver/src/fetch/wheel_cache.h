@@ -2,12 +2,14 @@
 // downloads and a `.lock` file that several installs running at once take in turn (flock), so
 // that one downloads and the others find the verified file.
 //
-// The cache is not trusted: another user may have created it or planted links in it. A cache
-// folder is used only when this user owns it and nobody else may write to it; every file in it
-// is opened without following links and checked to be a regular file of ours before it is read
-// or written; the lock is waited on for a bounded time. When the cache cannot be used, the
-// fetch goes on in a private temporary folder instead.
+// The cache is not trusted: another user may have created it, a folder above it, or links in
+// it. It is used only when nobody but this user and root can change what its path leads to
+// (trusted_folder_problem); every file in it is opened without following links and checked to
+// be a regular file of ours before it is read or written; the lock is waited on for a bounded
+// time. When the cache cannot be used, the fetch goes on in a private temporary folder instead.
 #pragma once
+
+#include <sys/types.h>
 
 #include <chrono>
 #include <functional>
@@ -28,13 +30,29 @@ CachePaths paths_in(const std::string& directory, const std::string& file);
 // The paths for `file` in the cache at `cache_root`: paths_in(<cache_root>/wheels, file).
 CachePaths cache_paths(const std::string& cache_root, const std::string& file);
 
-// Creates the missing folders of `directory` with mode 0700; throws FetchError(local) naming it
-// and the fix when it cannot.
-void ensure_cache_directory(const std::string& directory);
+// How trusted_folder_problem treats the folder itself.
+struct FolderRule {
+    bool may_be_link = false;   // the folder may be a link (ours or root's) to the real one: a cache moved to another disk
+    mode_t created_mode = 0700;  // for the folders it creates (exactly, whatever the umask)
+};
 
-// nullopt when `directory` is a folder (a link to one only when `follow_link`) that this user
-// owns and that neither group nor others may write; otherwise why it cannot be trusted.
-std::optional<std::string> untrusted_folder_problem(const std::string& directory, bool follow_link);
+// The one rule for a folder the helper writes into as whoever runs it (root included): nullopt
+// when nobody but this user and root can change what `folder` leads to; otherwise why not,
+// naming the path at fault. Walking from / with lstat, component by component:
+//  - a symbolic link must be owned by this user or root, and is followed (its target is walked
+//    the same way); the folder itself may be one only when rule.may_be_link;
+//  - every existing folder above it must be owned by this user or root and writable by neither
+//    group nor others, except a root-owned sticky folder such as /tmp (others may not rename or
+//    delete what they do not own in it);
+//  - the folder itself must be a folder owned by this user, writable by neither group nor others;
+//  - / and the system folders (/usr, /etc, /var/lib, ..., as given and as resolved) are refused.
+// When all that holds, the missing folders are created with rule.created_mode, outermost first;
+// when it does not, nothing is created. Existing folders keep their mode.
+std::optional<std::string> trusted_folder_problem(const std::string& folder, const FolderRule& rule);
+
+// The cache at `root`: trusted_folder_problem for the root (which may be a link) and then for
+// <root>/wheels (which may not), creating them 0700. nullopt when the cache may be used.
+std::optional<std::string> cache_root_problem(const std::string& root);
 
 // nullopt when `path` is missing or a regular file of ours with one link and no write access
 // for others; otherwise what it is. Nothing is followed.
@@ -44,6 +62,19 @@ std::optional<std::string> untrusted_entry_problem(const std::string& path);
 // regular file of ours with one link. Returns the descriptor; throws FetchError(local) naming
 // the path, what it is and the fix.
 int open_own_file(const std::string& path, int flags, bool create);
+
+// Closes a descriptor when it goes out of scope, however the scope ends.
+class Descriptor {
+public:
+    explicit Descriptor(int fd) : fd_(fd) {}
+    ~Descriptor();
+    Descriptor(const Descriptor&) = delete;
+    Descriptor& operator=(const Descriptor&) = delete;
+    int get() const { return fd_; }
+
+private:
+    int fd_;
+};
 
 // Exclusive flock on the lock file while the object lives. When another process holds it, says
 // so through `waiting` and tries again until `wait_limit` has passed; held() tells whether it got it.
@@ -61,8 +92,8 @@ private:
     bool held_ = false;
 };
 
-// A folder of its own under $TMPDIR (mkdtemp: new, 0700), for a fetch that cannot use the cache.
-// Throws FetchError(local).
+// A folder of its own under $TMPDIR (mkdtemp: new, 0700) that passes cache_root_problem, its
+// wheels/ folder created, for a fetch that cannot use the cache. Throws FetchError(local).
 std::string make_private_folder(const std::string& prefix);
 
 // Renames `from` to `to`: atomic within one file system, so readers see no file or the whole

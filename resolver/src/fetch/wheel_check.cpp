@@ -32,10 +32,9 @@ MetadataFields parse_metadata_fields(const std::string& text) {
     return fields;
 }
 
-std::optional<std::string> wheel_metadata_problem(const std::string& path, const std::string& project,
-                                                  const std::string& version) {
+std::optional<std::string> wheel_metadata_problem(int fd, const std::string& project, const std::string& version) {
     try {
-        const ZipReader zip(path);
+        const ZipReader zip(fd);
         std::vector<const ZipEntry*> metadata;
         for (const ZipEntry& entry : zip.entries()) {
             if (is_dist_info_metadata(entry.name)) metadata.push_back(&entry);

@@ -17,8 +17,8 @@ struct MetadataFields {
 // blank line); empty strings for missing ones.
 MetadataFields parse_metadata_fields(const std::string& text);
 
-// nullopt when the wheel matches; otherwise what is wrong with it, in words.
-std::optional<std::string> wheel_metadata_problem(const std::string& path, const std::string& project,
-                                                  const std::string& version);
+// nullopt when the wheel open as `fd` matches (read through that descriptor, so that what was
+// checked is what is used); otherwise what is wrong with it, in words.
+std::optional<std::string> wheel_metadata_problem(int fd, const std::string& project, const std::string& version);
 
 }  // namespace culina::fetch

@@ -1,6 +1,5 @@
 #include "fetch/zip_reader.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -71,24 +70,12 @@ void apply_zip64_extra(const std::string& extra, ZipEntry& entry) {
 
 }  // namespace
 
-ZipReader::ZipReader(const std::string& path) : path_(path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) throw ZipError("cannot open: " + std::string(std::strerror(errno)));
+ZipReader::ZipReader(int fd) : fd_(fd) {
     struct stat info {};
-    if (::fstat(fd_, &info) != 0) {
-        ::close(fd_);
-        throw ZipError("cannot stat: " + std::string(std::strerror(errno)));
-    }
+    if (::fstat(fd_, &info) != 0) throw ZipError("cannot stat: " + std::string(std::strerror(errno)));
     file_size_ = static_cast<std::uint64_t>(info.st_size);
-    try {
-        read_central_directory();
-    } catch (...) {
-        ::close(fd_);
-        throw;
-    }
+    read_central_directory();
 }
-
-ZipReader::~ZipReader() { ::close(fd_); }
 
 std::string ZipReader::read_at(std::uint64_t offset, std::uint64_t length) const {
     if (offset > file_size_ || length > file_size_ - offset) {

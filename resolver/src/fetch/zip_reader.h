@@ -25,8 +25,9 @@ struct ZipEntry {
 
 class ZipReader {
 public:
-    explicit ZipReader(const std::string& path);  // throws ZipError
-    ~ZipReader();
+    // Reads the open file `fd` (with pread), which the caller keeps open while the reader lives:
+    // the file that was checked is the file that is read. Throws ZipError.
+    explicit ZipReader(int fd);
     ZipReader(const ZipReader&) = delete;
     ZipReader& operator=(const ZipReader&) = delete;
 
@@ -38,7 +39,6 @@ private:
     std::string read_at(std::uint64_t offset, std::uint64_t length) const;
     void read_central_directory();
 
-    std::string path_;
     int fd_ = -1;
     std::uint64_t file_size_ = 0;
     std::vector<ZipEntry> entries_;
