@@ -3,10 +3,18 @@ comes back, what the server saw, how long it took, and that nothing unverified s
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import os
+import re
 import socket
+import subprocess
+import tempfile
+import threading
 import time
 from pathlib import Path
+
+import pytest
 
 from release_server import Fault, build_wheel
 
@@ -154,3 +162,94 @@ def test_connection_refused_is_retried_then_reported(fetcher, wheel):
     assert_refused(outcome)
     assert "attempt 1 of 2 failed" in outcome.stderr and "gave up after 2 attempts" in outcome.stderr
     assert outcome.seconds < 5
+
+
+def test_a_trickling_server_is_dropped_at_the_deadline(fetcher, release, wheel):
+    # 2000 B/s: above the 1 KiB/s that counts as no progress, so only the deadline ends it:
+    # TIMEOUT 2 s plus the wheel (~256 KiB) at 64 KiB/s, about 6 s; the whole wheel would take 130 s.
+    release.faults[wheel.file] = Fault("slow", chunk=200, interval=0.1)
+    deadline = 2 + len(wheel.data) / (64 * 1024)
+    outcome = fetcher.run(wheel.file, release.base_url, CULINA_TIMEOUT="2", CULINA_MIN_RATE="64", timeout=40)
+    assert_refused(outcome)
+    assert deadline <= outcome.seconds < deadline + 3, outcome.stderr
+    assert f"{wheel.file}: stopped the download from {release.base_url}/{wheel.file}: it passed its " \
+           f"deadline of {round(deadline)}s (CULINA_TIMEOUT=2 s plus 256." in outcome.stderr, outcome.stderr
+    assert "at CULINA_MIN_RATE=64 KiB/s)" in outcome.stderr
+    rate = re.search(r"arrived in \d+s, ([\d.]+) KiB/s on average", outcome.stderr)
+    assert rate and 1.0 <= float(rate.group(1)) <= 2.5, outcome.stderr
+    assert "lower CULINA_MIN_RATE" in outcome.stderr
+    assert "t0k3n" not in outcome.stderr
+    assert len(release.object_gets(wheel.file)) == 1, "passing the deadline is not retried"
+
+
+def test_the_deadline_covers_retries_and_their_backoff(fetcher, release, wheel):
+    # Twenty retries of an HTTP 500 back off for minutes; the deadline (1 s plus the wheel at
+    # 1 GiB/s) ends them at the first backoff that would pass it (or in the attempt it passes in).
+    release.faults[wheel.file] = Fault("500", times=100)
+    outcome = fetcher.run(wheel.file, release.base_url, CULINA_TIMEOUT="1", CULINA_RETRIES="20",
+                          CULINA_MIN_RATE="1048576", timeout=40)
+    assert_refused(outcome)
+    assert outcome.seconds < 4, outcome.stderr
+    assert "attempt 1 of 21 failed: HTTP 500 from" in outcome.stderr
+    assert "its deadline of 1s (CULINA_TIMEOUT=1 s plus" in outcome.stderr and "CULINA_MIN_RATE" in outcome.stderr
+    assert len(release.object_gets(wheel.file)) <= 2
+
+
+@dataclasses.dataclass
+class Measured:
+    returncode: int
+    stderr: str
+    seconds: float
+    peak_bytes: int
+
+
+def run_measured(command: list[str], env: dict[str, str], timeout: float = 60) -> Measured:
+    """Runs `command`; its peak resident memory is that of this one child (os.wait4's rusage)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started = time.monotonic()
+        process = subprocess.Popen(command, env=env, stdout=out, stderr=err)
+        killer = threading.Timer(timeout, process.kill)
+        killer.start()
+        try:
+            _, status, usage = os.wait4(process.pid, 0)
+        finally:
+            killer.cancel()
+        process.returncode = os.waitstatus_to_exitcode(status)
+        seconds = time.monotonic() - started
+        err.seek(0)
+        return Measured(process.returncode, err.read().decode(errors="replace"), seconds, usage.ru_maxrss * 1024)
+
+
+HOSTILE_MANIFESTS = {
+    # 16 MiB of "[": it peaked at 1.27 GB while parsed; now over the 1 MiB cap, refused unparsed.
+    "huge": (b"[" * (16 << 20), "larger than 1048576 bytes, the most a release manifest may be",
+             "the server sent more than 1048576 bytes for"),
+    # 100 KiB of "[": within the cap, refused at the 17th level.
+    "deep": (b"[" * (100 << 10), "nested more than 16 levels deep", "nested more than 16 levels deep"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(HOSTILE_MANIFESTS))
+def test_a_hostile_manifest_file_is_refused_in_little_memory(fetcher, wheel, kind):
+    text, message, _ = HOSTILE_MANIFESTS[kind]
+    fetcher.manifest.write_bytes(text)
+    done = run_measured(fetcher.command(wheel.file, "https://127.0.0.1:9/releases"), fetcher.env())
+    assert done.seconds < 10 and done.peak_bytes < 200 << 20, (done.seconds, done.peak_bytes)
+    assert done.returncode == 2, done.stderr
+    assert f"release manifest {fetcher.manifest}: " in done.stderr and message in done.stderr, done.stderr
+    assert "this is not a release manifest" in done.stderr
+
+
+@pytest.mark.parametrize("kind", sorted(HOSTILE_MANIFESTS))
+def test_a_hostile_fetched_manifest_is_refused_in_little_memory(fetcher, release, tmp_path, kind):
+    text, _, message = HOSTILE_MANIFESTS[kind]
+    release.assets["release-manifest.json"] = text
+    tags = tmp_path / "tags.txt"
+    tags.write_text("cp312-cp312-manylinux_2_28_x86_64\n")
+    command = [str(fetcher.resolver), "resolve", "--manifest-url", f"{release.base_url}/release-manifest.json",
+               "--project", "culina", "--project-version", "0.1.0", "--tags", str(tags),
+               "--base-url", release.base_url, "--cache-dir", str(fetcher.cache), "--json"]
+    done = run_measured(command, fetcher.env(CULINA_OVERRIDE_CUDA="13.0", CULINA_OVERRIDE_SM="9.0"))
+    assert done.seconds < 10 and done.peak_bytes < 200 << 20, (done.seconds, done.peak_bytes)
+    assert done.returncode in (0, 3), done.stderr
+    assert f"{release.origin}/" in done.stderr and message in done.stderr, done.stderr

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdint>
+
 #include "fetch/curl_library.h"
 #include "fetch/retry_policy.h"
 #include "fetch/url_policy.h"
@@ -28,6 +31,21 @@ TEST(Backoff, JitterStaysWithinHalfToFullDelay) {
     // Out-of-range randomness is clamped, never a negative or huge delay.
     EXPECT_DOUBLE_EQ(backoff_seconds(1, -5), 0.5);
     EXPECT_DOUBLE_EQ(backoff_seconds(1, 7), 1.0);
+}
+
+TEST(DownloadDeadline, IsTheTimeoutPlusTheSizeAtTheSlowestRate) {
+    EXPECT_DOUBLE_EQ(download_deadline_seconds(64 * 1024, 5, 2), 37.0);   // the trickle of issue 22: 5 s + 32 s
+    EXPECT_DOUBLE_EQ(download_deadline_seconds(0, 30, 32), 30.0);
+    EXPECT_DOUBLE_EQ(download_deadline_seconds(1 << 20, 30, 32), 62.0);   // the manifest's cap at the default
+    EXPECT_DOUBLE_EQ(download_deadline_seconds(50'000'000, 30, 32), 30.0 + 50'000'000.0 / 32768);
+    EXPECT_DOUBLE_EQ(download_deadline_seconds(3 << 19, 1, 1 << 20), 1.0 + 1.5 / 1024);
+}
+
+TEST(DownloadDeadline, NeitherOverflowsNorDividesByZero) {
+    const double largest = download_deadline_seconds(UINT64_MAX, 3600, 1);
+    EXPECT_TRUE(std::isfinite(largest));
+    EXPECT_NEAR(largest, 3600 + 18446744073709551615.0 / 1024, 1e6);
+    EXPECT_DOUBLE_EQ(download_deadline_seconds(1024, 1, 0), 2.0);  // a rate below 1 KiB/s counts as 1
 }
 
 TEST(RetryPolicy, TransientHttpStatuses) {

@@ -45,6 +45,8 @@ std::string fetch_manifest_text(const std::string& url, const FetchOptions& opti
     request.allow_http = options.allow_http;
     request.timeout_seconds = options.settings.timeout_seconds;
     request.retries = options.settings.retries;
+    // Its deadline comes from the cap: TIMEOUT plus kManifestSizeLimit at MIN_RATE.
+    request.min_rate_kib = options.settings.min_rate_kib;
     request.ca_bundle = options.settings.ca_bundle;
     request.ca_bundle_source = options.settings.ca_bundle_source;
     request.names = options.settings.names;

@@ -1,6 +1,7 @@
 // The release manifest over the network, for an sdist that carries none (a development sdist):
 // the same transport as wheels (CA bundle, proxies, stall timeout, retries, redirect policy), a
-// size cap, and a private temporary file that nobody else can plant or read.
+// size cap and the deadline that follows from it, and a private temporary file that nobody else
+// can plant or read.
 #pragma once
 
 #include <string>

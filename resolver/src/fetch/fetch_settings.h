@@ -1,7 +1,8 @@
-// How to fetch: stall timeout, retries, CA bundle, offline mode and the cache. The helper's own
-// variables are parsed by the settings table (settings/helper_settings.h); what is completed
-// here, at fetch time, comes from host facts: the cache root from HOME or XDG_CACHE_HOME, the CA
-// bundle from SSL_CERT_FILE or CURL_CA_BUNDLE when the CA_BUNDLE setting is unset.
+// How to fetch: stall timeout, retries, slowest rate, CA bundle, offline mode and the cache. The
+// helper's own variables are parsed by the settings table (settings/helper_settings.h); what is
+// completed here, at fetch time, comes from host facts: the cache root from HOME or
+// XDG_CACHE_HOME, the CA bundle from SSL_CERT_FILE or CURL_CA_BUNDLE when the CA_BUNDLE setting
+// is unset.
 #pragma once
 
 #include <optional>
@@ -15,9 +16,15 @@ namespace culina::fetch {
 // The folder under XDG_CACHE_HOME or ~/.cache when no CACHE_DIR is set.
 inline constexpr const char* kDefaultCacheFolder = "culina";
 
+// MIN_RATE's default, KiB/s. 32 KiB/s (256 kbit/s) is slower than any link one fetches wheels over
+// by choice, yet it keeps a 50 MB wheel's deadline (about 26 min) inside the adapter's one-hour
+// kill of the helper, and drops a server that trickles at a few KiB/s.
+inline constexpr int kDefaultMinRateKib = 32;
+
 struct FetchSettings {
     int timeout_seconds = 30;  // TIMEOUT: no progress for this long drops an attempt; also the connect timeout
     int retries = 3;           // RETRIES: attempts after the first one, for transient failures only
+    int min_rate_kib = kDefaultMinRateKib;  // MIN_RATE: a download may take TIMEOUT plus its size at this rate
     bool offline = false;      // OFFLINE=1: only the cache may serve
     std::string ca_bundle;     // empty: libcurl's built-in CA store
     std::string ca_bundle_source;         // the variable that named ca_bundle, for messages

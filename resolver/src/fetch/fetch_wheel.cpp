@@ -1,10 +1,13 @@
 #include "fetch/fetch_wheel.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <iostream>
 #include <optional>
 
@@ -40,18 +43,6 @@ void validate(const WheelExpectation& expected) {
     }
 }
 
-// nullopt when the cache folders exist (created 0700 when missing) and can be trusted.
-std::optional<std::string> cache_problem(const std::string& cache_root, const CachePaths& paths) {
-    try {
-        ensure_cache_directory(paths.directory);
-    } catch (const FetchError& error) {
-        return error.what();
-    }
-    // The root may be a link (a cache moved to another disk); the wheels folder inside it may not.
-    if (auto problem = untrusted_folder_problem(cache_root, true)) return problem;
-    return untrusted_folder_problem(paths.directory, false);
-}
-
 // A link, someone else's file or a hard link where the cache expects its own file was planted:
 // it is removed (the entry itself, never what it points to) before anything is opened there.
 void remove_planted_entry(const std::string& path, const Logger& log) {
@@ -61,12 +52,36 @@ void remove_planted_entry(const std::string& path, const Logger& log) {
     }
 }
 
+// nullopt when the wheel open as `fd` has the expected size, digest and METADATA, all read through
+// that one descriptor; otherwise the problem.
+std::optional<std::string> wheel_problem(int fd, const WheelExpectation& expected) {
+    struct stat info {};
+    if (::fstat(fd, &info) != 0) return std::string("it cannot be examined: ") + std::strerror(errno);
+    if (static_cast<std::uint64_t>(info.st_size) != expected.size) {
+        return "its size is " + std::to_string(info.st_size) + " bytes, the manifest says " + std::to_string(expected.size);
+    }
+    std::string digest;
+    try {
+        digest = sha256_descriptor_hex(fd);
+    } catch (const std::runtime_error& error) {
+        return error.what();
+    }
+    if (digest != lowercase(expected.sha256)) return "its sha256 is " + digest + ", the manifest says " + lowercase(expected.sha256);
+    return wheel_metadata_problem(fd, expected.project, expected.version);
+}
+
 std::optional<std::string> verified_cached_wheel(const CachePaths& paths, const WheelExpectation& expected,
                                                  const Logger& log) {
     remove_planted_entry(paths.wheel, log);
     struct stat info {};
     if (::lstat(paths.wheel.c_str(), &info) != 0) return std::nullopt;
-    const std::optional<std::string> problem = wheel_file_problem(paths.wheel, expected);
+    std::optional<std::string> problem;
+    try {
+        const Descriptor wheel(open_own_file(paths.wheel, O_RDONLY, false));
+        problem = wheel_problem(wheel.get(), expected);
+    } catch (const FetchError& error) {
+        problem = error.what();
+    }
     if (!problem) {
         log("using the cached " + paths.wheel + " (size, sha256 and METADATA verified)");
         return paths.wheel;
@@ -76,18 +91,21 @@ std::optional<std::string> verified_cached_wheel(const CachePaths& paths, const 
     return std::nullopt;
 }
 
-// The part file's bytes against the manifest; throws FetchError(verification) naming the problem.
-void verify_part(const CachePaths& paths, const WheelExpectation& expected, const std::string& sha256) {
-    if (sha256 != lowercase(expected.sha256)) {
+// The part file against the manifest: first the digest of the bytes as they arrived, then the file
+// that is renamed into place, read through one descriptor. Throws FetchError(verification)
+// naming the problem.
+void verify_part(const CachePaths& paths, const WheelExpectation& expected, const std::string& arrived_sha256) {
+    if (arrived_sha256 != lowercase(expected.sha256)) {
         throw FetchError(FetchError::Kind::verification,
-                         "the download of " + expected.file + " has sha256 " + sha256 + " but the manifest says " +
+                         "the download of " + expected.file + " has sha256 " + arrived_sha256 + " but the manifest says " +
                              lowercase(expected.sha256) +
                              ": the release asset does not match the manifest (or was tampered with); "
                              "deleted it, nothing is installed from it");
     }
-    if (const auto problem = wheel_metadata_problem(paths.part, expected.project, expected.version)) {
-        throw FetchError(FetchError::Kind::verification, "the download of " + expected.file +
-                                                             " is not this project's wheel: " + *problem +
+    const Descriptor part(open_own_file(paths.part, O_RDONLY, false));
+    if (const auto problem = wheel_problem(part.get(), expected)) {
+        throw FetchError(FetchError::Kind::verification, "the download of " + expected.file + " (" + paths.part +
+                                                             ") fails verification: " + *problem +
                                                              "; deleted it, check the manifest and the base URL");
     }
 }
@@ -116,6 +134,7 @@ void fetch_into(const CachePaths& paths, const WheelExpectation& expected, const
                                               options.allow_http,
                                               options.settings.timeout_seconds,
                                               options.settings.retries,
+                                              options.settings.min_rate_kib,
                                               options.settings.ca_bundle,
                                               options.settings.ca_bundle_source,
                                               options.settings.names};
@@ -153,22 +172,6 @@ void fetch_into_folder(const std::string& directory, const WheelExpectation& exp
     log("verified " + expected.file + " and stored it as " + paths.wheel);
 }
 
-std::optional<std::string> wheel_file_problem(const std::string& path, const WheelExpectation& expected) {
-    struct stat info {};
-    if (::stat(path.c_str(), &info) != 0) return "it cannot be read";
-    if (static_cast<std::uint64_t>(info.st_size) != expected.size) {
-        return "its size is " + std::to_string(info.st_size) + " bytes, the manifest says " + std::to_string(expected.size);
-    }
-    std::string digest;
-    try {
-        digest = sha256_file_hex(path);
-    } catch (const std::runtime_error& error) {
-        return error.what();
-    }
-    if (digest != lowercase(expected.sha256)) return "its sha256 is " + digest + ", the manifest says " + lowercase(expected.sha256);
-    return wheel_metadata_problem(path, expected.project, expected.version);
-}
-
 FetchedWheel fetch_wheel(const WheelExpectation& expected, const FetchOptions& options) {
     validate(expected);
     const Logger log = [&](const std::string& message) {
@@ -177,7 +180,7 @@ FetchedWheel fetch_wheel(const WheelExpectation& expected, const FetchOptions& o
     const SettingNames& names = options.settings.names;
     const bool local = local_asset_path(expected.url).has_value();
     const CachePaths paths = cache_paths(options.settings.cache_root, expected.file);
-    const std::optional<std::string> untrusted = cache_problem(options.settings.cache_root, paths);
+    const std::optional<std::string> untrusted = cache_root_problem(options.settings.cache_root);
     if (!untrusted) {
         // No lock for a hit: only verified files are renamed into place, and a rename is atomic.
         if (const auto cached = verified_cached_wheel(paths, expected, log)) return {*cached, false};
@@ -208,10 +211,9 @@ FetchedWheel fetch_wheel(const WheelExpectation& expected, const FetchOptions& o
     } else {
         log("WARNING: not using the wheel cache: " + *untrusted +
             ". Fetching into a private temporary folder instead; to use a cache, set " + names.of("CACHE_DIR") +
-            " to a folder that only you own and may write (chmod go-w)");
+            " to a folder that only you own and may write, under folders only you or root may write");
     }
     const CachePaths private_paths = cache_paths(make_private_folder("culina-wheel"), expected.file);
-    ensure_cache_directory(private_paths.directory);
     fetch_into(private_paths, expected, options, log);
     log("verified " + expected.file + " (size, sha256, METADATA " + expected.project + " " + expected.version +
         ") in the private folder " + private_paths.directory);

@@ -47,7 +47,4 @@ FetchedWheel fetch_wheel(const WheelExpectation& expected, const FetchOptions& o
 // is already there and verifies is kept. For `culina-resolver mirror`. Throws FetchError.
 void fetch_into_folder(const std::string& directory, const WheelExpectation& expected, const FetchOptions& options);
 
-// nullopt when the file at `path` has the expected size, digest and METADATA; else the problem.
-std::optional<std::string> wheel_file_problem(const std::string& path, const WheelExpectation& expected);
-
 }  // namespace culina::fetch

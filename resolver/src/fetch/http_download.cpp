@@ -4,8 +4,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <optional>
 #include <random>
@@ -31,6 +33,15 @@ constexpr std::size_t kErrorBodyLimit = 2048;
 constexpr curl::OffT kMinimumBytesPerSecond = 1024;
 
 using Clock = std::chrono::steady_clock;
+
+// When the whole download began and how long it may take (download_deadline_seconds).
+struct Deadline {
+    Clock::time_point start;
+    double seconds;
+
+    double elapsed() const { return std::chrono::duration<double>(Clock::now() - start).count(); }
+    double left() const { return seconds - elapsed(); }
+};
 
 // The part file and the digest of exactly the bytes it holds.
 class PartFile {
@@ -102,18 +113,20 @@ private:
 // State shared with libcurl's callbacks during one request.
 struct Transfer {
     Transfer(PartFile& part, std::uint64_t expected_size, Progress& progress, std::uint64_t& session_received,
-             int timeout_seconds)
+             int timeout_seconds, const Deadline& deadline)
         : part(part),
           expected_size(expected_size),
           progress(progress),
           session_received(session_received),
-          timeout_seconds(timeout_seconds) {}
+          timeout_seconds(timeout_seconds),
+          deadline(deadline) {}
 
     PartFile& part;
     const std::uint64_t expected_size;
     Progress& progress;
     std::uint64_t& session_received;
     const int timeout_seconds;
+    const Deadline& deadline;
 
     long status = 0;
     bool body_to_file = false;
@@ -126,6 +139,7 @@ struct Transfer {
     bool range_mismatch = false;
     int write_errno = 0;
     bool stalled = false;
+    bool past_deadline = false;
     // The current measuring window for the minimum rate: when it began and the bytes seen then.
     Clock::time_point window_start = Clock::now();
     curl::OffT window_start_bytes = 0;
@@ -190,6 +204,10 @@ std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user)
 
 int on_progress(void* user, curl::OffT, curl::OffT now, curl::OffT, curl::OffT) {
     auto& transfer = *static_cast<Transfer*>(user);
+    if (transfer.deadline.left() <= 0) {
+        transfer.past_deadline = true;
+        return 1;
+    }
     const Clock::time_point time = Clock::now();
     if (time - transfer.window_start >= std::chrono::seconds(transfer.timeout_seconds)) {
         if (now - transfer.window_start_bytes < kMinimumBytesPerSecond * transfer.timeout_seconds) {
@@ -229,6 +247,12 @@ std::string absolute_location(const std::string& from, const std::string& locati
     return from.substr(0, authority_end) + location;
 }
 
+// The asset's name for messages: the last segment of the (shown) URL's path.
+std::string asset_name(const std::string& shown_url) {
+    const std::size_t slash = shown_url.rfind('/');
+    return slash == std::string::npos || slash + 1 == shown_url.size() ? shown_url : shown_url.substr(slash + 1);
+}
+
 std::string body_excerpt(const std::string& body) {
     std::string excerpt;
     for (char c : body.substr(0, 200)) excerpt.push_back(c == '\n' || c == '\r' ? ' ' : c);
@@ -238,9 +262,15 @@ std::string body_excerpt(const std::string& body) {
 class Downloader {
 public:
     Downloader(const DownloadRequest& request, Progress& progress, const Log& log)
-        : request_(request), progress_(progress), log_(log), part_(request.part_path) {}
+        : request_(request),
+          progress_(progress),
+          log_(log),
+          part_(request.part_path),
+          deadline_{Clock::now(), download_deadline_seconds(request.expected_size, request.timeout_seconds,
+                                                            request.min_rate_kib)} {}
 
     DownloadResult run() {
+        say("allowing " + format_duration(deadline_.seconds) + " for the whole download (" + deadline_basis() + ")");
         DownloadResult result;
         const int attempts = request_.retries + 1;
         std::mt19937 random(std::random_device{}());
@@ -269,6 +299,11 @@ public:
                                      std::to_string(request_.timeout_seconds) + " s)");
             }
             const double delay = backoff_seconds(attempt, std::uniform_real_distribution<double>(0.0, 1.0)(random));
+            if (delay >= deadline_.left()) {
+                const std::string last = "; attempt " + std::to_string(attempt) + " of " + std::to_string(attempts) +
+                                         " failed: " + failure->reason;
+                throw FetchError(FetchError::Kind::network, deadline_message("a retry would begin past", last));
+            }
             char seconds[16];
             std::snprintf(seconds, sizeof seconds, "%.1f", delay);
             say("attempt " + std::to_string(attempt) + " of " + std::to_string(attempts) + " failed: " +
@@ -286,11 +321,32 @@ private:
         log_(message);
     }
 
+    // How the deadline was made, for the log and the error.
+    std::string deadline_basis() const {
+        return request_.names.of("TIMEOUT") + "=" + std::to_string(request_.timeout_seconds) + " s plus " +
+               (request_.size_is_limit ? "up to " : "") + format_bytes(request_.expected_size) + " at " +
+               request_.names.of("MIN_RATE") + "=" + std::to_string(request_.min_rate_kib) + " KiB/s";
+    }
+
+    // `when`: how the deadline stopped it; `detail` follows the rate reached.
+    std::string deadline_message(const std::string& when, const std::string& detail) const {
+        const std::string url = redacted_url(request_.url);
+        const double elapsed = deadline_.elapsed();
+        const double rate = elapsed > 0 ? static_cast<double>(session_received_) / elapsed : 0;
+        return asset_name(url) + ": stopped the download from " + url + ": " + when + " its deadline of " +
+               format_duration(deadline_.seconds) + " (" + deadline_basis() + "): " + format_bytes(session_received_) +
+               " arrived in " + format_duration(elapsed) + ", " + format_bytes(static_cast<std::uint64_t>(rate)) +
+               "/s on average" + detail + ". On a slow but working link lower " + request_.names.of("MIN_RATE") +
+               " (1 is the least) or raise " + request_.names.of("TIMEOUT") +
+               "; otherwise check the network and the proxy (https_proxy, no_proxy)";
+    }
+
     // One attempt: the request and the redirects it leads to.
     std::optional<AttemptFailure> attempt_once() {
         std::string url = request_.url;
         for (int hop = 0;; ++hop) {
-            Transfer transfer(part_, request_.expected_size, progress_, session_received_, request_.timeout_seconds);
+            Transfer transfer(part_, request_.expected_size, progress_, session_received_, request_.timeout_seconds,
+                              deadline_);
             curl::Easy easy;
             char error_buffer[curl::ERROR_SIZE] = "";
             const std::string range = std::to_string(part_.size()) + "-";
@@ -325,7 +381,9 @@ private:
         easy.set(curl::OPT_URL, url.c_str());
         easy.set(curl::OPT_USERAGENT, "culina-resolver");
         easy.set(curl::OPT_NOSIGNAL, 1L);
-        easy.set(curl::OPT_CONNECTTIMEOUT, static_cast<long>(request_.timeout_seconds));
+        // No connect may outlast the deadline (whole seconds, at least one: 0 would mean none).
+        const double connect_seconds = std::min<double>(request_.timeout_seconds, std::ceil(deadline_.left()));
+        easy.set(curl::OPT_CONNECTTIMEOUT, static_cast<long>(std::max(1.0, connect_seconds)));
         // Large reads: fewer callbacks per byte on fast links.
         easy.set(curl::OPT_BUFFERSIZE, 512L * 1024);
         easy.set(curl::OPT_ERRORBUFFER, static_cast<void*>(error_buffer));
@@ -349,7 +407,8 @@ private:
         const std::string size = std::to_string(request_.expected_size);
         if (transfer.oversize && request_.size_is_limit) {
             return permanent(FetchError::Kind::verification,
-                             "the server sent more than " + size + " bytes for " + url + ", more than such a file may be");
+                             "the server sent more than " + size + " bytes for " + url +
+                                 ", more than such a file may be: check that the URL names the right file");
         }
         if (transfer.oversize) {
             return permanent(FetchError::Kind::verification,
@@ -367,6 +426,7 @@ private:
                                                           std::strerror(transfer.write_errno) +
                                                           "; free disk space or set " + request_.names.of("CACHE_DIR") + " elsewhere");
         }
+        if (transfer.past_deadline) return permanent(FetchError::Kind::network, deadline_message("it passed", ""));
         if (transfer.stalled) {
             return transient("no progress for " + std::to_string(request_.timeout_seconds) +
                              " s (" + request_.names.of("TIMEOUT") + "; under " + format_bytes(kMinimumBytesPerSecond) +
@@ -415,6 +475,7 @@ private:
     Progress& progress_;
     const Log& log_;
     PartFile part_;
+    const Deadline deadline_;
     std::uint64_t session_received_ = 0;
 };
 

@@ -1,6 +1,6 @@
 // One asset over HTTP(S) into a part file: redirects checked hop by hop, a stall timeout per
-// attempt, retries with backoff for transient failures only, and Range to resume what a broken
-// attempt left. The bytes are hashed as they arrive.
+// attempt, retries with backoff for transient failures only, Range to resume what a broken
+// attempt left, and one deadline for all of it. The bytes are hashed as they arrive.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/setting_names.h"
+#include "fetch/fetch_settings.h"
 #include "fetch/progress.h"
 
 namespace culina::fetch {
@@ -19,6 +20,9 @@ struct DownloadRequest {
     bool allow_http = false;
     int timeout_seconds = 30;
     int retries = 3;
+    // KiB/s: the whole download, retries included, ends after timeout_seconds plus expected_size at
+    // this rate (retry_policy.h, download_deadline_seconds).
+    int min_rate_kib = kDefaultMinRateKib;
     std::string ca_bundle;         // empty: libcurl's default store
     std::string ca_bundle_source;  // variable that named it
     SettingNames names;            // for messages naming the settings
@@ -35,9 +39,10 @@ struct DownloadResult {
 
 using Log = std::function<void(const std::string&)>;
 
-// Throws FetchError: network (gave up, or a permanent HTTP/TLS failure), verification (the
-// server's bytes cannot be the asset: too many, too few), local (cannot write), configuration
-// (URL refused by the policy). The part file is left as it is; the caller deletes it on failure.
+// Throws FetchError: network (gave up, past the deadline, or a permanent HTTP/TLS failure),
+// verification (the server's bytes cannot be the asset: too many, too few), local (cannot write),
+// configuration (URL refused by the policy). The part file is left as it is; the caller deletes it
+// on failure.
 DownloadResult download(const DownloadRequest& request, Progress& progress, const Log& log);
 
 }  // namespace culina::fetch

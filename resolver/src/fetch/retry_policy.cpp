@@ -35,4 +35,8 @@ bool is_transient_curl_code(int code) {
     }
 }
 
+double download_deadline_seconds(std::uint64_t size, int timeout_seconds, int min_rate_kib) {
+    return timeout_seconds + static_cast<double>(size) / (1024.0 * std::max(min_rate_kib, 1));
+}
+
 }  // namespace culina::fetch

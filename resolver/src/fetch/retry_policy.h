@@ -1,5 +1,8 @@
-// Which failures are worth another attempt, and how long to wait before it.
+// Which failures are worth another attempt, how long to wait before it, and how long a whole
+// download may take.
 #pragma once
+
+#include <cstdint>
 
 namespace culina::fetch {
 
@@ -14,5 +17,10 @@ bool is_transient_http_status(long status);
 // libcurl result codes for a connection that failed or broke (refused, reset, timed out,
 // cut short); certificate, protocol and local errors are permanent.
 bool is_transient_curl_code(int code);
+
+// Seconds a whole download of `size` bytes may take, every attempt, resume and backoff included:
+// TIMEOUT's seconds (room for one slow connect or stall) plus the size at the slowest average rate
+// accepted, MIN_RATE KiB/s (at least 1). A double, so that no size overflows it.
+double download_deadline_seconds(std::uint64_t size, int timeout_seconds, int min_rate_kib);
 
 }  // namespace culina::fetch

@@ -14,9 +14,12 @@
 namespace culina {
 
 inline constexpr int kManifestSchemaVersion = 1;
-// A release manifest lists a few dozen wheels in some tens of KiB; anything this large is not one,
-// whether read from a file or fetched.
-inline constexpr std::uint64_t kManifestSizeLimit = 16u << 20;
+// A release manifest lists a few dozen wheels in some KiB (about 1 KiB a wheel); anything larger
+// than this is not one, whether read from a file or fetched, and is refused unparsed.
+inline constexpr std::uint64_t kManifestSizeLimit = 1u << 20;
+// Objects and arrays inside each other: the schema needs 4 (document, wheels, a wheel, its
+// lists); a deeper document is refused as soon as the parser sees it, so nesting costs no memory.
+inline constexpr int kManifestDepthLimit = 16;
 
 struct WheelEntry {
     std::string file;                  // culina-0.1.0-cp312-cp312-manylinux_2_28_x86_64-cu130.whl
@@ -51,7 +54,11 @@ struct ManifestError : Error {
     std::string problem;  // what is wrong with it and, where there is one, the expected form
 };
 
-Manifest parse_manifest(const std::string& json_text);  // throws ManifestError
-Manifest load_manifest(const std::string& path);        // throws ManifestError
+// Throws ManifestError. The text is parsed as given: its readers (load_manifest,
+// fetch::fetch_manifest_text) cap it at kManifestSizeLimit.
+Manifest parse_manifest(const std::string& json_text);
+// Reads at most kManifestSizeLimit bytes (a larger file, a pipe or a device that yields more is
+// refused) and parses them. Throws ManifestError naming the path.
+Manifest load_manifest(const std::string& path);
 
 }  // namespace culina

@@ -1,7 +1,12 @@
 // Strict reader for release-manifest.json (SCHEMA.md). The hashes and sizes in it are what a
 // downloaded wheel is verified against, so anything unexpected is an error, never a guess.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
-#include <filesystem>
+#include <cerrno>
+#include <cstring>
 #include <initializer_list>
 #include <set>
 
@@ -35,6 +40,9 @@ std::vector<std::string> Manifest::variant_labels() const {
 namespace {
 
 const char* kSchemaHint = " (see resolver/src/manifest/SCHEMA.md)";
+const char* kNotAManifestHint =
+    ": this is not a release manifest; use the release-manifest.json of a culina release (or one written by "
+    "`culina-resolver manifest`)";
 
 // A short rendering of a value for an error message. Containers are named, not dumped: a
 // hostile manifest must not make the message (or the dump) huge.
@@ -254,9 +262,15 @@ WheelEntry read_wheel(const json& value, const std::string& path, const Manifest
 
 Manifest parse_manifest(const std::string& json_text) {
     // nlohmann keeps the last of two equal keys; a manifest saying two things about one field
-    // is refused instead, so what a reviewer reads is what the resolver uses.
+    // is refused instead, so what a reviewer reads is what the resolver uses. Nesting is refused
+    // at the first level past the limit, before the parser holds a value for it.
     std::vector<std::set<std::string>> keys_per_open_object;
-    const json::parser_callback_t reject_duplicate_keys = [&](int, json::parse_event_t event, json& parsed) {
+    const json::parser_callback_t check_structure = [&](int depth, json::parse_event_t event, json& parsed) {
+        const bool opens = event == json::parse_event_t::object_start || event == json::parse_event_t::array_start;
+        if (opens && depth >= kManifestDepthLimit) {
+            throw ManifestError("", "arrays and objects are nested more than " + std::to_string(kManifestDepthLimit) +
+                                        " levels deep (the schema needs 4)" + kNotAManifestHint);
+        }
         if (event == json::parse_event_t::object_start) keys_per_open_object.emplace_back();
         if (event == json::parse_event_t::object_end) keys_per_open_object.pop_back();
         if (event == json::parse_event_t::key && !keys_per_open_object.back().insert(parsed.get<std::string>()).second) {
@@ -266,7 +280,7 @@ Manifest parse_manifest(const std::string& json_text) {
     };
     json document;
     try {
-        document = json::parse(json_text, reject_duplicate_keys);
+        document = json::parse(json_text, check_structure);
     } catch (const json::exception& error) {
         throw ManifestError("", std::string("not valid JSON: ") + error.what());
     }
@@ -298,17 +312,41 @@ Manifest parse_manifest(const std::string& json_text) {
     return manifest;
 }
 
-Manifest load_manifest(const std::string& path) {
-    std::error_code size_error;
-    const std::uintmax_t size = std::filesystem::file_size(path, size_error);
-    if (!size_error && size > kManifestSizeLimit) {
-        throw ManifestError("", "is " + std::to_string(size) + " bytes; a release manifest is some KiB and at most " +
-                                    std::to_string(kManifestSizeLimit) + ": this is not one", path);
+namespace {
+
+// At most kManifestSizeLimit bytes from `path`; a larger file is refused unread, and whatever
+// yields more than the cap as it is read (a pipe, a device, a file still growing) is refused there.
+std::string read_capped(const std::string& path) {
+    const std::string over_the_cap = "is larger than " + std::to_string(kManifestSizeLimit) +
+                                     " bytes, the most a release manifest may be (real ones are some KiB)" +
+                                     kNotAManifestHint;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw ManifestError("", std::string("cannot be read: ") + std::strerror(errno), path);
+    std::string text;
+    struct stat info {};
+    bool oversize = ::fstat(fd, &info) == 0 && static_cast<std::uint64_t>(info.st_size) > kManifestSizeLimit;
+    int read_error = 0;
+    char chunk[64 * 1024];
+    while (!oversize) {
+        const ssize_t got = ::read(fd, chunk, sizeof chunk);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) read_error = errno;
+        if (got <= 0) break;
+        text.append(chunk, static_cast<std::size_t>(got));
+        oversize = text.size() > kManifestSizeLimit;
     }
-    const std::optional<std::string> text = read_text_file(path);
-    if (!text) throw ManifestError("", "cannot be read (missing or unreadable)", path);
+    ::close(fd);
+    if (read_error != 0) throw ManifestError("", std::string("cannot be read: ") + std::strerror(read_error), path);
+    if (oversize) throw ManifestError("", over_the_cap, path);
+    return text;
+}
+
+}  // namespace
+
+Manifest load_manifest(const std::string& path) {
+    const std::string text = read_capped(path);
     try {
-        return parse_manifest(*text);
+        return parse_manifest(text);
     } catch (const ManifestError& error) {
         throw ManifestError(error.field, error.problem, path);
     }
