@@ -123,13 +123,84 @@ def test_missing_asset_falls_back_to_a_local_build_with_the_reason(run, release,
     assert cache_files(tmp_path) == []
 
 
-def test_corrupted_asset_is_rejected_and_nothing_unverified_stays(run, release, tmp_path):
-    release.server.faults[release.files["cu130"][0]] = release_server.Fault("wrong-bytes")
+def test_corrupted_asset_stops_the_install_naming_the_file_url_hashes_and_fix(run, release, tmp_path):
+    file, data = release.files["cu130"]
+    release.server.faults[file] = release_server.Fault("wrong-bytes")
     done, decision = run()
+    assert done.returncode == 3, done.stderr
+    assert decision["action"] == "error"
+    reason = decision["reason"]
+    assert file in reason and release.server.base_url in reason
+    assert hashlib.sha256(data).hexdigest() in reason  # what the manifest says
+    assert "has sha256" in reason                      # what arrived
+    assert "CULINA_BUILD_ON_MISMATCH=1" in reason
+    assert decision["wheel_path"] is None
+    assert cache_files(tmp_path) == []
+
+
+def test_corrupted_asset_builds_locally_when_build_on_mismatch_allows(run, release, tmp_path):
+    release.server.faults[release.files["cu130"][0]] = release_server.Fault("wrong-bytes")
+    done, decision = run(CULINA_BUILD_ON_MISMATCH="1")
     assert done.returncode == 0, done.stderr
     assert decision["action"] == "build_local"
     assert "sha256" in decision["fetch_error"]
+    assert "could not be verified" in decision["reason"]
     assert cache_files(tmp_path) == []
+
+
+def test_a_pinned_variant_that_cannot_be_fetched_stops_instead_of_building(run, release):
+    file = release.files["cu130"][0]
+    release.server.faults[file] = release_server.Fault("404")
+    done, decision = run(CULINA_VARIANT="cu130")
+    assert done.returncode == 3, done.stderr
+    assert decision["action"] == "error"
+    assert file in decision["reason"] and "404" in decision["reason"]
+    assert "CULINA_VARIANT=cu130 asks for this prebuilt wheel" in decision["reason"]
+    assert "CULINA_VARIANT=auto" in decision["reason"]
+
+
+@pytest.mark.parametrize("setting", [{"CULINA_VARIANT": "source"}, {"CULINA_OVERRIDE_SM": "11.0"}])
+def test_only_binary_refuses_every_local_build(run, release, setting):
+    sm = setting.pop("CULINA_OVERRIDE_SM", "9.0")
+    done, decision = run(CULINA_ONLY_BINARY="1", sm=sm, **setting)
+    assert done.returncode == 3, done.stderr
+    assert decision["action"] == "error"
+    assert "CULINA_ONLY_BINARY=1 forbids a local build" in decision["reason"]
+    assert "unset CULINA_ONLY_BINARY" in decision["reason"]
+
+
+def test_only_binary_refuses_the_build_after_a_failed_download(run, release):
+    release.server.faults[release.files["cu130"][0]] = release_server.Fault("404")
+    done, decision = run(CULINA_ONLY_BINARY="1")
+    assert done.returncode == 3, done.stderr
+    assert "CULINA_ONLY_BINARY=1 forbids a local build" in decision["reason"]
+    assert "404" in decision["reason"]
+
+
+def test_only_binary_still_installs_a_fitting_wheel(run, release):
+    done, decision = run(CULINA_ONLY_BINARY="1")
+    assert done.returncode == 0, done.stderr
+    assert decision["action"] == "install_wheel"
+
+
+def test_the_manifest_comes_from_the_release_url_variable_not_the_command_line(resolver, release, tmp_path,
+                                                                                fake_toolkit, pki):
+    """--manifest-from-release: the helper fetches <CULINA_RELEASE_URL>/release-manifest.json, so a URL with
+    credentials never rides on argv."""
+    release.server.assets["release-manifest.json"] = release.manifest.read_bytes()
+    user_url = release.server.base_url.replace("https://", "https://user:secret@")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("CULINA_")}
+    clean.update(CULINA_OVERRIDE_CUDA="13.0", CULINA_OVERRIDE_SM="9.0", CULINA_CA_BUNDLE=str(pki.ca),
+                 CULINA_RELEASE_URL=user_url, CULINA_TIMEOUT="2", CULINA_RETRIES="1",
+                 PATH=f"{fake_toolkit}:{clean['PATH']}")
+    done = subprocess.run([str(resolver), "resolve", "--manifest-from-release", "--project", "culina",
+                           "--project-version", "0.1.0", "--tags", str(release.tags),
+                           "--cache-dir", str(tmp_path / "cache"), "--json"],
+                          env=clean, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["action"] == "install_wheel"
+    assert "secret" not in done.stderr and "secret" not in done.stdout
+    assert release.server.object_gets("release-manifest.json")
 
 
 def test_offline_with_an_empty_cache_builds_locally_without_a_request(run, release):

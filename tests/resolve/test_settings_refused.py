@@ -30,9 +30,12 @@ BAD_VALUE = {
     "PROBE_TIMEOUT": "10s",
     "TIMEOUT": "0x10",
     "RETRIES": "-2",
+    "MIN_RATE": "0",
     "CA_BUNDLE": "/nonexistent/ca.pem",
     "CACHE_DIR": "relative/cache",
     "RELEASE_URL": "releases",
+    "ONLY_BINARY": "yes",
+    "BUILD_ON_MISMATCH": "on",
 }
 
 # What each path sets, as suffixes; the bad setting is added on top.

@@ -30,9 +30,12 @@ const std::map<std::string, std::vector<std::string>> kBadValues = {
     {"PROBE_TIMEOUT", {"", "0", "-1", "fast", "10s", "100000"}},
     {"TIMEOUT", {"abc", "0", "-1", "1.5", " 5", "3601", "99999999999", "0x10"}},
     {"RETRIES", {"x", "21", "-1", "-2", "3 "}},
+    {"MIN_RATE", {"0", "-1", "1.5", "64k", "64 KiB/s", "1048577", "9999999999", " 32"}},
     {"CA_BUNDLE", {"/nonexistent/ca.pem", "/"}},
     {"CACHE_DIR", {"relative", "./x", "~user/x"}},
     {"RELEASE_URL", {"releases", "ftp://host/x", "https://", "file://otherhost/srv"}},
+    {"ONLY_BINARY", {"yes", "true", "2", " 1"}},
+    {"BUILD_ON_MISMATCH", {"yes", "on", "-1", "1 "}},
 };
 
 TEST(SettingsTable, DefaultsWhenNothingIsSet) {
@@ -43,6 +46,7 @@ TEST(SettingsTable, DefaultsWhenNothingIsSet) {
     EXPECT_EQ(settings.probe.cuda_timeout.count(), 15000);
     EXPECT_EQ(settings.fetch.timeout_seconds, 30);
     EXPECT_EQ(settings.fetch.retries, 3);
+    EXPECT_EQ(settings.fetch.min_rate_kib, 32);
     EXPECT_FALSE(settings.fetch.offline);
     EXPECT_FALSE(settings.fetch.cache_dir.has_value());
     EXPECT_FALSE(settings.release_url.has_value());
@@ -55,6 +59,7 @@ TEST(SettingsTable, ReadsGoodValues) {
                                            {"CULINA_PROBE_TIMEOUT", "0.5"},
                                            {"CULINA_TIMEOUT", "5"},
                                            {"CULINA_RETRIES", "0"},
+                                           {"CULINA_MIN_RATE", "1"},
                                            {"CULINA_OFFLINE", "1"},
                                            {"CULINA_CACHE_DIR", "~/c"},
                                            {"CULINA_RELEASE_URL", "file:///srv/wheels"}});
@@ -64,6 +69,7 @@ TEST(SettingsTable, ReadsGoodValues) {
     EXPECT_EQ(settings.probe.cuda_timeout.count(), 500);
     EXPECT_EQ(settings.fetch.timeout_seconds, 5);
     EXPECT_EQ(settings.fetch.retries, 0);
+    EXPECT_EQ(settings.fetch.min_rate_kib, 1);
     EXPECT_TRUE(settings.fetch.offline);
     EXPECT_EQ(settings.fetch.cache_dir, "~/c");
     EXPECT_EQ(settings.release_url, "file:///srv/wheels");
@@ -72,6 +78,7 @@ TEST(SettingsTable, ReadsGoodValues) {
     EXPECT_EQ(parse({{"CULINA_OVERRIDE_CUDA", "12.9"}}).probe.override_cuda,
               std::optional<CudaVersion>(CudaVersion{12, 9}));
     EXPECT_EQ(parse({{"CULINA_PROBE_TIMEOUT", "15"}}).probe.cuda_timeout.count(), 15000);
+    EXPECT_EQ(parse({{"CULINA_MIN_RATE", "1048576"}}).fetch.min_rate_kib, 1048576);
 }
 
 TEST(SettingsTable, EmptyMeansNoDriverNoGpuOrTheDefault) {
@@ -80,6 +87,7 @@ TEST(SettingsTable, EmptyMeansNoDriverNoGpuOrTheDefault) {
                                            {"CULINA_VARIANT", ""},
                                            {"CULINA_OFFLINE", ""},
                                            {"CULINA_TIMEOUT", ""},
+                                           {"CULINA_MIN_RATE", ""},
                                            {"CULINA_CA_BUNDLE", ""},
                                            {"CULINA_CACHE_DIR", ""},
                                            {"CULINA_RELEASE_URL", ""}});
@@ -89,6 +97,7 @@ TEST(SettingsTable, EmptyMeansNoDriverNoGpuOrTheDefault) {
     EXPECT_TRUE(settings.probe.override_gpus->empty());
     EXPECT_EQ(settings.variant.kind, VariantRequest::Kind::automatic);
     EXPECT_EQ(settings.fetch.timeout_seconds, 30);
+    EXPECT_EQ(settings.fetch.min_rate_kib, 32);
     EXPECT_EQ(settings.fetch.ca_bundle, "");
     EXPECT_FALSE(settings.release_url.has_value());
 }

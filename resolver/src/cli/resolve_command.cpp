@@ -9,6 +9,7 @@
 #include "cli/fetch_setup.h"
 #include "cli/selection_options.h"
 #include "fetch/fetch_error.h"
+#include "fetch/url_policy.h"
 #include "host/host_json.h"
 #include "manifest/manifest.h"
 #include "policy/build_archs.h"
@@ -17,16 +18,21 @@ namespace culina::cli {
 namespace {
 
 void print_resolve_usage(std::ostream& out) {
-    out << "usage: culina-resolver resolve (--manifest FILE | --manifest-url URL --project NAME --project-version V)\n"
+    out << "usage: culina-resolver resolve (--manifest FILE | (--manifest-url URL | --manifest-from-release)\n"
+           "                                                   --project NAME --project-version V)\n"
            "                              --tags FILE [--base-url URL] [--cache-dir DIR]\n"
            "                              [--allow-http] [--json] [--default-archs LIST] [--pypi-toolkit ROOT]\n"
            "  probe this host, choose a wheel (as `select`), then download and verify it (as `fetch`).\n"
            "  When the chosen wheel cannot be fetched, the decision falls back to a local build, and\n"
-           "  fetch_error says why.\n"
+           "  fetch_error says why; a wheel named by CULINA_VARIANT, one that fails its checksum (unless\n"
+           "  CULINA_BUILD_ON_MISMATCH=1) and any build under CULINA_ONLY_BINARY=1 end in an error instead.\n"
            "  --manifest-url URL    fetch the manifest (an sdist that carries none); it must describe\n"
            "                        --project at --project-version. Not fetched offline or for a source\n"
            "                        build; one that cannot be fetched counts as listing no wheels\n"
-           "  --base-url URL        release assets (default: CULINA_RELEASE_URL)\n"
+           "  --manifest-from-release  as --manifest-url, at the release URL's release-manifest.json\n"
+           "                        (CULINA_RELEASE_URL, which keeps credentials off the command line)\n"
+           "  --base-url URL        release assets (default: CULINA_RELEASE_URL; a URL with credentials\n"
+           "                        belongs in the variable: a command line is visible to every local user)\n"
            "  --cache-dir DIR       cache root (default: CULINA_CACHE_DIR, $XDG_CACHE_HOME/culina, ~/.cache/culina)\n"
            "  --allow-http          plain http beyond loopback: only when the manifest came inside the sdist\n"
            "  --default-archs LIST  local build targets when no GPU is visible (default "
@@ -35,7 +41,7 @@ void print_resolve_usage(std::ostream& out) {
            "  --pypi-toolkit ROOT   a CUDA toolkit from NVIDIA's PyPI packages that the installing Python has,\n"
            "                        searched after PATH (CUDA_HOME, CUDA_PATH, PATH, ROOT, /usr/local/cuda)\n"
            "environment: CULINA_VARIANT, CULINA_OFFLINE, CULINA_TIMEOUT, CULINA_RETRIES, CULINA_CA_BUNDLE,\n"
-           "CULINA_OVERRIDE_CUDA, CULINA_OVERRIDE_SM\n"
+           "CULINA_OVERRIDE_CUDA, CULINA_OVERRIDE_SM, CULINA_ONLY_BINARY, CULINA_BUILD_ON_MISMATCH\n"
            "exit status: 0 act on the decision, 2 bad input, 3 nothing can serve this host (reason printed)\n";
 }
 
@@ -54,20 +60,23 @@ Outcome fetch_chosen_wheel(const SelectionOptions& options, const HelperSettings
     const fetch::FetchOptions fetch_options = fetch_options_for("resolve", settings, options.cache_dir, options.allow_http);
     const std::optional<std::string> base = release_base_url(options.base_url, settings);
     std::string why;
+    FetchFailure failure = FetchFailure::unavailable;
+    std::string shown_url = "no release URL";
     if (!base && !fetch_options.settings.offline) {
         why = no_release_url_message(settings);
     } else {
+        const fetch::WheelExpectation expected = expectation_for(input.manifest, wheel, base.value_or("offline:"));
+        shown_url = fetch::redacted_url(expected.url);
         try {
-            const fetch::FetchedWheel fetched =
-                fetch::fetch_wheel(expectation_for(input.manifest, wheel, base.value_or("offline:")), fetch_options);
-            return {decision, fetched, std::nullopt};
+            return {decision, fetch::fetch_wheel(expected, fetch_options), std::nullopt};
         } catch (const fetch::FetchError& error) {
             if (error.kind == fetch::FetchError::Kind::configuration) throw;
+            if (error.kind == fetch::FetchError::Kind::verification) failure = FetchFailure::verification;
             why = error.what();
         }
     }
     log("cannot use " + wheel.file + ": " + why);
-    return {select_after_failed_fetch(input, wheel.file, why), std::nullopt, why};
+    return {select_after_failed_fetch(input, wheel.file, shown_url, failure, why), std::nullopt, why};
 }
 
 }  // namespace
@@ -100,7 +109,7 @@ int resolve_command(const Args& args, const HelperSettings& settings) {
         // deletes that folder once it has delivered the wheel.
         out["wheel_in_private_folder"] = outcome.wheel.has_value() && outcome.wheel->in_private_folder;
         out["fetch_error"] = outcome.fetch_error ? nlohmann::json(*outcome.fetch_error) : nlohmann::json(nullptr);
-        std::cout << out.dump(2) << "\n";
+        std::cout << host_json_text(out) << "\n";
     } else {
         std::cout << action_name(decision.action) << (outcome.wheel ? " " + outcome.wheel->path : "") << "\n";
     }

@@ -2,9 +2,11 @@
 
 #include <iostream>
 
+#include "cli/fetch_setup.h"
 #include "common/text.h"
 #include "fetch/fetch_error.h"
 #include "fetch/fetch_manifest.h"
+#include "fetch/release_location.h"
 #include "fetch/url_policy.h"
 #include "manifest/manifest.h"
 #include "manifest/wheel_filename.h"
@@ -32,6 +34,10 @@ SelectionOptions parse_selection_options(const Args& args, bool with_fetch) {
             options.allow_http = true;
             continue;
         }
+        if (with_fetch && arg == "--manifest-from-release") {
+            options.manifest_from_release = true;
+            continue;
+        }
         std::string* value_slot = nullptr;
         std::optional<std::string>* optional_slot = nullptr;
         if (arg == "--manifest") value_slot = &options.manifest_path;
@@ -48,13 +54,14 @@ SelectionOptions parse_selection_options(const Args& args, bool with_fetch) {
         if (value_slot) *value_slot = args[++i];
         if (optional_slot) *optional_slot = args[++i];
     }
-    if (options.manifest_url) {
-        if (!options.manifest_path.empty()) throw UsageError("give --manifest or --manifest-url, not both");
-        if (options.project_name.empty() || options.project_version.empty()) {
-            throw UsageError("--manifest-url needs --project and --project-version: what the manifest must describe");
-        }
-    } else if (options.manifest_path.empty()) {
-        throw UsageError(with_fetch ? "--manifest or --manifest-url is required" : "--manifest is required");
+    const int manifest_sources = !options.manifest_path.empty() + options.manifest_url.has_value() + options.manifest_from_release;
+    if (manifest_sources > 1) throw UsageError("give one of --manifest, --manifest-url and --manifest-from-release");
+    if (manifest_sources == 0) {
+        throw UsageError(with_fetch ? "--manifest, --manifest-url or --manifest-from-release is required" : "--manifest is required");
+    }
+    if (options.manifest_path.empty() && (options.project_name.empty() || options.project_version.empty())) {
+        throw UsageError(std::string(options.manifest_url ? "--manifest-url" : "--manifest-from-release") +
+                         " needs --project and --project-version: what the manifest must describe");
     }
     if (options.tags_path.empty()) throw UsageError("--tags is required");
     return options;
@@ -64,13 +71,19 @@ namespace {
 
 void log_manifest(const std::string& message) { std::cerr << "culina-resolver resolve: release manifest: " << message << "\n"; }
 
-// The manifest at --manifest-url, checked to describe this project; with none (offline, a source
-// build, or a failed fetch) a manifest listing no wheels, so the policy still decides how to build.
+// The manifest at --manifest-url or in the release (--manifest-from-release), checked to describe
+// this project; with none (offline, a source build, no release URL, or a failed fetch) a manifest
+// listing no wheels, so the policy still decides how to build.
 Manifest fetched_manifest(const SelectionOptions& options, const HelperSettings& settings) {
     Manifest none;
     none.name = options.project_name;
     none.version = options.project_version;
-    const std::string& url = *options.manifest_url;
+    const std::optional<std::string> base = release_base_url(options.base_url, settings);
+    if (!options.manifest_url && !base) {
+        log_manifest(no_release_url_message(settings) + ": no prebuilt wheel can be chosen");
+        return none;
+    }
+    const std::string url = options.manifest_url ? *options.manifest_url : fetch::asset_url(*base, fetch::kManifestAssetName);
     const std::string shown_url = fetch::redacted_url(url);
     if (settings.fetch.offline || settings.variant.kind == VariantRequest::Kind::source) {
         log_manifest("not fetched (" +
@@ -108,11 +121,12 @@ SelectionInput load_selection_input(const SelectionOptions& options, const Helpe
     input.names = settings.names;
     input.request = settings.variant;
     input.default_archs = parse_arch_list(options.default_archs, "--default-archs");
-    input.manifest = options.manifest_url ? fetched_manifest(options, settings) : load_manifest(options.manifest_path);
+    input.manifest = options.manifest_path.empty() ? fetched_manifest(options, settings) : load_manifest(options.manifest_path);
     const std::optional<std::string> tags_text = read_text_file(options.tags_path);
     if (!tags_text) throw UsageError("tags file " + options.tags_path + " cannot be read (missing or unreadable)");
     input.supported_tags = parse_supported_tags(*tags_text, options.tags_path);
     input.pypi_toolkit_allowed = !settings.fetch.offline;
+    input.fallback = settings.fallback;
     ProbeSettings probe_settings = settings.probe;
     probe_settings.pypi_toolkit_root = options.pypi_toolkit_root;
     input.host = probe_host(probe_settings);

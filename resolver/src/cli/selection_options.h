@@ -20,15 +20,16 @@ struct SelectionOptions {
     bool help = false;
     // resolve only
     std::optional<std::string> manifest_url;  // instead of --manifest: fetched, for an sdist that carries none
-    std::string project_name;                 // what a fetched manifest must describe (with --manifest-url)
+    bool manifest_from_release = false;       // instead of --manifest: the release URL's release-manifest.json
+    std::string project_name;                 // what a fetched manifest must describe
     std::string project_version;
     std::optional<std::string> base_url;
     std::optional<std::string> cache_dir;
     bool allow_http = false;
 };
 
-// Throws UsageError. `with_fetch` accepts --base-url, --cache-dir, --allow-http and --manifest-url
-// (with --project and --project-version) in place of --manifest.
+// Throws UsageError. `with_fetch` accepts --base-url, --cache-dir, --allow-http, and --manifest-url
+// or --manifest-from-release (with --project and --project-version) in place of --manifest.
 SelectionOptions parse_selection_options(const Args& args, bool with_fetch);
 
 // Manifest, tags, default archs and the probe, with the parsed settings. Throws UsageError,

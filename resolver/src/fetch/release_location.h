@@ -7,6 +7,9 @@
 
 namespace culina::fetch {
 
+// The manifest's name among a release's assets (the release scripts upload it beside the wheels).
+inline constexpr const char* kManifestAssetName = "release-manifest.json";
+
 // The asset `file` under `base`: "<base path>/<file>" with the base's ?query (a token) kept after
 // the file name, so that "https://host/rel?sig=x" gives "https://host/rel/<file>?sig=x".
 std::string asset_url(const std::string& base, const std::string& file);

@@ -46,15 +46,33 @@ public:
     }
 
     // The chosen wheel could not be fetched: no other wheel is tried (the policy already chose
-    // the best), so a local build serves, or the reason says what is missing.
-    Decision after_failed_fetch(const std::string& file, const std::string& why) {
+    // the best), so a local build serves, or the reason says what is missing. A failed check or
+    // a wheel asked for by name stops instead: a build there would hide a tampered mirror or
+    // ignore what the user asked for.
+    Decision after_failed_fetch(const std::string& file, const std::string& url, FetchFailure failure,
+                                const std::string& why) {
         set_no_gpu_assumption();
         for (Candidate& candidate : decision_.candidates) {
             if (candidate.file != file) continue;
             candidate.accepted = false;
             candidate.reason += "; fetch failed: " + why;
         }
-        return fall_back_to_build("the chosen wheel " + file + " could not be fetched (" + why + ")", false);
+        const std::string what = "the chosen wheel " + file + " from " + url + " could not be " +
+                                 (failure == FetchFailure::verification ? "verified" : "fetched") + " (" + why + ")";
+        const VariantRequest& request = host_.input.request;
+        if (request.kind == VariantRequest::Kind::label) {
+            return fail(what + ". " + host_.variable("VARIANT") + "=" + request.label + " asks for this prebuilt wheel, so " +
+                        "nothing is built in its place. Fix: " +
+                        (failure == FetchFailure::verification ? "check " + host_.variable("RELEASE_URL") + " and the mirror's files"
+                                                               : "check the network and " + host_.variable("RELEASE_URL")) +
+                        ", or set " + host_.variable("VARIANT") + "=auto to allow a local build");
+        }
+        if (failure == FetchFailure::verification && !host_.input.fallback.after_mismatch) {
+            return fail(what + ". A wheel that fails its checksum stops the install: the mirror or the download was "
+                               "corrupted or tampered with. Fix: check " + host_.variable("RELEASE_URL") +
+                        " and the mirror's files, or set " + host_.variable("BUILD_ON_MISMATCH") + "=1 to build locally instead");
+        }
+        return fall_back_to_build(what, false);
     }
 
 private:
@@ -214,6 +232,7 @@ private:
     // for CUDA, else stop and say what is missing.
     Decision fall_back_to_build(const std::string& why, bool wheels_allowed) {
         const LocalBuildPlan plan = plan_local_build(host_, decision_.candidates, why, wheels_allowed);
+        if (plan.action != Action::error && host_.input.fallback.never) return refuse_build(plan.reason);
         decision_.action = plan.action;
         decision_.reason = plan.reason;
         if (plan.action == Action::build_local) decision_.local_build_archs = plan.archs;
@@ -224,9 +243,20 @@ private:
     }
 
     Decision build_cpu(const std::string& reason) {
+        if (host_.input.fallback.never) return refuse_build(reason);
         decision_.action = Action::build_cpu;
         decision_.reason = reason;
         return decision_;
+    }
+
+    // ONLY_BINARY=1: the build the policy would do becomes the reason to stop.
+    Decision refuse_build(const std::string& build_reason) {
+        const std::string only_binary = host_.variable("ONLY_BINARY") + "=1";
+        const std::vector<std::string> labels = labels_for_this_interpreter();
+        return fail(only_binary + " forbids a local build, and no prebuilt wheel serves this host: " + build_reason +
+                    ". Fix: unset " + host_.variable("ONLY_BINARY") + " to build locally" +
+                    (labels.empty() ? std::string()
+                                    : ", or force a prebuilt variant with " + host_.variable("VARIANT") + " (" + join(labels, ", ") + ")"));
     }
 
     Decision fail(const std::string& reason) {
@@ -244,8 +274,9 @@ private:
 
 Decision select_wheel(const SelectionInput& input) { return Selector(input).run(); }
 
-Decision select_after_failed_fetch(const SelectionInput& input, const std::string& file, const std::string& why) {
-    return Selector(input).after_failed_fetch(file, why);
+Decision select_after_failed_fetch(const SelectionInput& input, const std::string& file, const std::string& url,
+                                   FetchFailure failure, const std::string& why) {
+    return Selector(input).after_failed_fetch(file, url, failure, why);
 }
 
 }  // namespace culina

@@ -7,6 +7,7 @@
 #include "common/setting_names.h"
 #include "host/host_info.h"
 #include "manifest/manifest.h"
+#include "policy/build_fallback.h"
 #include "policy/decision.h"
 #include "policy/variant_request.h"
 
@@ -21,6 +22,7 @@ struct SelectionInput {
     std::vector<std::string> default_archs;
     // A local build may ask pip for a CUDA toolkit from NVIDIA's PyPI packages (not offline).
     bool pypi_toolkit_allowed = false;
+    BuildFallback fallback;  // whether a local build may stand in for a prebuilt wheel
     SettingNames names;  // the settings a message may name (VARIANT, OVERRIDE_SM, ...)
 };
 
@@ -28,7 +30,10 @@ struct SelectionInput {
 Decision select_wheel(const SelectionInput& input);
 
 // What to do when the wheel `file` that select_wheel chose could not be downloaded or verified
-// (`why`): build locally, build CPU-only, or an error naming what is missing.
-Decision select_after_failed_fetch(const SelectionInput& input, const std::string& file, const std::string& why);
+// (`why`, from `url` with credentials stripped): build locally, build CPU-only, or an error naming
+// what is missing. A wheel the VARIANT setting named, one that failed verification (unless
+// BUILD_ON_MISMATCH) and any build under ONLY_BINARY end in an error instead.
+Decision select_after_failed_fetch(const SelectionInput& input, const std::string& file, const std::string& url,
+                                   FetchFailure failure, const std::string& why);
 
 }  // namespace culina

@@ -78,10 +78,27 @@ bool parse_retries(const std::string& value, HelperSettings& settings) {
     return parse_count(value, 0, 20, settings.fetch.retries, settings.names.of("RETRIES"), settings.fetch.notes);
 }
 
-bool parse_offline(const std::string& value, HelperSettings& settings) {
+// Up to 1 GiB/s: a floor above that would refuse every real link.
+bool parse_min_rate(const std::string& value, HelperSettings& settings) {
+    return parse_count(value, 1, 1 << 20, settings.fetch.min_rate_kib, settings.names.of("MIN_RATE"),
+                       settings.fetch.notes);
+}
+
+// "1", "0" or "" (0) into `slot`.
+bool parse_switch(const std::string& value, bool& slot) {
     if (value != "" && value != "0" && value != "1") return false;
-    settings.fetch.offline = value == "1";
+    slot = value == "1";
     return true;
+}
+
+bool parse_offline(const std::string& value, HelperSettings& settings) { return parse_switch(value, settings.fetch.offline); }
+
+bool parse_only_binary(const std::string& value, HelperSettings& settings) {
+    return parse_switch(value, settings.fallback.never);
+}
+
+bool parse_build_on_mismatch(const std::string& value, HelperSettings& settings) {
+    return parse_switch(value, settings.fallback.after_mismatch);
 }
 
 // A set variable that names no readable file is an error, never a silent fall-back to the
@@ -128,6 +145,10 @@ const SettingSpec kSettingSpecs[] = {
     {"RETRIES", "attempts after the first one for transient failures, a whole number from 0 to 20 (default 3; "
                 "empty: the default)",
      parse_retries, false},
+    {"MIN_RATE",
+     "the slowest average download rate accepted, in KiB/s (a download may take the TIMEOUT setting's seconds plus "
+     "its size at this rate, retries included): a whole number from 1 to 1048576 (default 32; empty: the default)",
+     parse_min_rate, false},
     {"CA_BUNDLE",
      "the path of a readable PEM file of trusted CA certificates; unset it to use the system CA store",
      parse_ca_bundle, false},
@@ -138,6 +159,13 @@ const SettingSpec kSettingSpecs[] = {
     {"RELEASE_URL",
      "the base URL of the release assets (https://...), or a local release folder (an absolute path or file:///...)",
      parse_release_url, true},
+    {"ONLY_BINARY",
+     "1 (never build locally: install a prebuilt wheel or stop, like pip's --only-binary) or 0 (empty: 0)",
+     parse_only_binary, false},
+    {"BUILD_ON_MISMATCH",
+     "1 (a downloaded wheel that fails its checksum is discarded and a local build serves) or 0 (empty: 0, the "
+     "install stops: a corrupted or tampered mirror must be noticed)",
+     parse_build_on_mismatch, false},
 };
 const std::size_t kSettingSpecCount = sizeof(kSettingSpecs) / sizeof(kSettingSpecs[0]);
 

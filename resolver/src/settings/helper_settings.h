@@ -11,6 +11,7 @@
 
 #include "common/setting_names.h"
 #include "fetch/fetch_settings.h"
+#include "policy/build_fallback.h"
 #include "policy/variant_request.h"
 #include "probe/probe_settings.h"
 
@@ -20,8 +21,9 @@ struct HelperSettings {
     SettingNames names;
     VariantRequest variant;                  // VARIANT
     ProbeSettings probe;                     // OVERRIDE_CUDA, OVERRIDE_SM, PROBE_TIMEOUT
-    fetch::FetchSettings fetch;              // TIMEOUT, RETRIES, OFFLINE, CA_BUNDLE, CACHE_DIR
+    fetch::FetchSettings fetch;              // TIMEOUT, RETRIES, MIN_RATE, OFFLINE, CA_BUNDLE, CACHE_DIR
     std::optional<std::string> release_url;  // RELEASE_URL; unset or empty: none
+    BuildFallback fallback;                  // ONLY_BINARY, BUILD_ON_MISMATCH
 };
 
 struct SettingSpec {
