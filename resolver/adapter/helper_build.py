@@ -6,18 +6,24 @@ In order (<prefix>HELPER, CULINA_HELPER for culina, picks which may serve):
    source hash is that of the sources this sdist carries, and it answers `version --json` with
    that same hash: then no compiler is needed at all;
 2. a helper this user compiled earlier, from <prefix>CACHE_DIR/helper/<key> (the key hashes the
-   sources, the compiler's identity and the flags), used only from folders this user owns and
-   nobody else can write;
+   sources, the compiler's identity and the flags), used only from a cache that passes the cache
+   trust rule (cache_trust_problem) and only when its sha256 is the one recorded beside it when it
+   was compiled and it answers `version --json` with the sources' hash;
 3. compiling it now: a unity build in a few translation units (parsing nlohmann/json once per
    unit dominates the cost), at -Og (the cheap optimisations) but for SHA-256, which hashes whole
    wheels; the release's prebuilt helper is built once, so all of it at -O2.
 
 <prefix>HELPER=auto (default) tries them in that order; `source` skips the prebuilt helper (for
 packagers who ship no binaries they did not build); `prebuilt` never compiles.
+
+Whichever serves is a Helper: the binary opened once by descriptor, checked on that descriptor
+(owner, mode, sha256, handshake) and started only from it, so no path an attacker could rename
+between the check and the use is ever executed.
 """
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import hashlib
 import json
 import os
@@ -29,6 +35,7 @@ import sysconfig
 import tempfile
 import time
 from pathlib import Path
+from typing import BinaryIO
 
 import prebuilt_wheel
 import project_config
@@ -42,6 +49,16 @@ PREBUILT_RECORD = "helpers.json"
 PREBUILT_SCHEMA_VERSION = 1
 HELPER_NAME = "culina-resolver"
 HANDSHAKE_TIME_LIMIT_S = 10
+COMPILED_RECORD = "culina-resolver.json"  # beside a compiled helper: the sha256 it had when it was built
+COMPILED_RECORD_SIZE_LIMIT = 4096
+# Never a cache root, even for root, who owns them (a cache writes wheels/ and helper/ into its
+# root): /, these top-level folders, and the folders directly in /usr and /var, as the helper's
+# rule has them (fetch/wheel_cache.cpp, is_system_folder).
+SYSTEM_TOP_FOLDERS = frozenset({"bin", "boot", "dev", "etc", "home", "lib", "lib32", "lib64", "libx32", "media", "mnt",
+                                "opt", "proc", "root", "run", "sbin", "srv", "sys", "tmp", "usr", "var"})
+SYSTEM_PARENT_FOLDERS = frozenset({"usr", "var"})
+LINK_LIMIT = 40  # symbolic links followed in one path, as the kernel follows at most
+CREATED_FOLDERS_LIMIT = 64  # folders the cache trust rule creates for one cache, at most
 
 # Translation units of the unity build, compiled in parallel. Each unit parses nlohmann/json,
 # which dominates, so a machine of few cores gets two units of similar cost (folders not named
@@ -61,6 +78,32 @@ PORTABLE_LINK_FLAGS = ["-static-libstdc++", "-static-libgcc", "-s"]
 
 class HelperBuildError(RuntimeError):
     """No helper can serve this install; the message names what is missing and the fix."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Helper:
+    """A helper binary opened once and checked on that open file, then only ever started from it:
+    /proc/self/fd/<fd> as the executable is what glibc's fexecve does, the kernel runs the open
+    file itself, so renaming `path` after the checks cannot change what runs."""
+    binary: BinaryIO  # the checked binary, open read-only
+    path: Path        # where it was opened: for messages and argv[0] only
+    sha256: str       # taken on `binary`
+    checked: str      # what was verified, for the log
+
+    def popen_arguments(self, arguments: list[str], pass_fds: tuple[int, ...] = ()) -> dict:
+        """subprocess.Popen/run keyword arguments that start `helper arguments...` from the open
+        file; pass_fds: further descriptors the command needs."""
+        fd = self.binary.fileno()
+        return {"args": [str(self.path), *arguments], "executable": f"/proc/self/fd/{fd}", "pass_fds": (fd, *pass_fds)}
+
+    def close(self) -> None:
+        self.binary.close()
+
+    def __enter__(self) -> "Helper":
+        return self
+
+    def __exit__(self, *_) -> None:
+        self.close()
 
 
 def say(message: str) -> None:
@@ -105,30 +148,167 @@ def source_hash(source_dir: Path = SOURCE_DIR) -> str:
     return digest.hexdigest()
 
 
-def private_problem(path: Path) -> str | None:
-    """Why `path` may not be trusted (owned by another user, writable by others), or None."""
-    try:
-        info = path.lstat()
-    except OSError as error:
-        return f"{path} cannot be read ({error.strerror})"
-    if stat.S_ISLNK(info.st_mode):
-        return f"{path} is a symbolic link"
-    if info.st_uid != os.getuid():
-        return f"{path} belongs to user id {info.st_uid}, not to this user ({os.getuid()})"
-    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return f"{path} is writable by other users (mode {stat.S_IMODE(info.st_mode):o})"
+def _folder_problem(path: str, info: os.stat_result) -> str | None:
+    """A folder on the way to a cache: this user's or root's, and writable by neither group nor
+    others, unless it is root's and sticky (/tmp: nobody may rename or delete what is not theirs)."""
+    if not stat.S_ISDIR(info.st_mode):
+        return f"{path} is {'a file' if stat.S_ISREG(info.st_mode) else 'a special file'}, not a folder"
+    if info.st_uid not in (os.geteuid(), 0):
+        return f"{path} belongs to user id {info.st_uid}, neither this user ({os.geteuid()}) nor root"
+    sticky_root = info.st_uid == 0 and info.st_mode & stat.S_ISVTX
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not sticky_root:
+        return f"{path} may be written by group or others (mode {stat.S_IMODE(info.st_mode):o})"
     return None
 
 
-def handshake_problem(binary: Path, expected_hash: str) -> str | None:
-    """Runs `binary version --json`; None when it answers with `expected_hash`."""
+def _own_folder_problem(path: str, info: os.stat_result) -> str | None:
+    """The cache root and the folders in it: this user's (euid) alone."""
+    if stat.S_ISLNK(info.st_mode):
+        return f"{path} is a symbolic link, which a cache never follows inside its root"
+    if not stat.S_ISDIR(info.st_mode):
+        return f"{path} is {'a file' if stat.S_ISREG(info.st_mode) else 'a special file'}, not a folder"
+    if info.st_uid != os.geteuid():
+        return f"{path} belongs to user id {info.st_uid}, not to this user ({os.geteuid()})"
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"{path} may be written by group or others (mode {stat.S_IMODE(info.st_mode):o})"
+    return None
+
+
+def _is_system_folder(path: str) -> bool:
+    parts = [part for part in path.split("/") if part]
+    return (not parts or (len(parts) == 1 and parts[0] in SYSTEM_TOP_FOLDERS)
+            or (len(parts) == 2 and parts[0] in SYSTEM_PARENT_FOLDERS))
+
+
+def _walk_to_root(root: str) -> tuple[str, list[str], str | None]:
+    """Walks `root` from / with lstat: (the folder its existing part resolves to, the names still
+    missing below that folder, why the existing part cannot be trusted or None)."""
+    resolved, pending, links = "/", root.split("/"), 0
+    problem = _folder_problem("/", os.lstat("/"))
+    while pending and not problem:
+        name = pending.pop(0)
+        if name in ("", "."):
+            continue
+        if name == "..":
+            resolved = os.path.dirname(resolved)
+            continue
+        path = os.path.join(resolved, name)
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            return resolved, [name, *pending], None
+        except OSError as error:
+            return resolved, [], f"{path} cannot be examined ({error.strerror})"
+        if stat.S_ISLNK(info.st_mode):
+            links += 1
+            if info.st_uid not in (os.geteuid(), 0):
+                return resolved, [], (f"{path} is a symbolic link that belongs to user id {info.st_uid}, neither this "
+                                      f"user ({os.geteuid()}) nor root")
+            if links > LINK_LIMIT:
+                return resolved, [], f"{root} passes through more than {LINK_LIMIT} symbolic links"
+            target = os.readlink(path)
+            resolved = "/" if target.startswith("/") else resolved
+            pending = [*target.split("/"), *pending]
+            continue
+        resolved = path
+        problem = _folder_problem(path, info)
+    return resolved, [], problem
+
+
+def cache_trust_problem(root: Path, inside: tuple[str, ...]) -> str | None:
+    """The cache trust rule, the helper's too (the shared cases: tests/data/cache_trust_cases.json).
+    `root` is walked from / with lstat: a symbolic link on the way must be this user's or root's,
+    and the walk goes on through its target; every folder on the way must be this user's or root's
+    and writable by neither group nor others, unless root's and sticky (/tmp). The folder reached
+    must be this user's alone, and no system folder (SYSTEM_TOP_FOLDERS; as given and as resolved);
+    the folders `inside` it (helper/<key>) must be this user's alone and no links. What is missing
+    is created (0700), one folder at a time, only once everything above it has passed; nothing is
+    created for a cache that is refused. None when the cache may be used, else why not."""
+    given = os.path.normpath(os.path.join(os.getcwd(), root))
+    system = "a system folder (/, its top-level folders and those directly in /usr and /var), which never holds a cache"
+    if _is_system_folder(given):
+        return f"{given} is {system}"
+    for _ in range(CREATED_FOLDERS_LIMIT + 1):  # each round creates a folder or ends
+        resolved, missing, problem = _walk_to_root(given)
+        if problem:
+            return problem
+        if missing:
+            created = os.path.join(resolved, missing[0])
+        else:
+            if _is_system_folder(resolved):
+                return f"{given} leads to {resolved}, {system}"
+            try:
+                problem = _own_folder_problem(resolved, os.lstat(resolved))
+            except OSError as error:
+                return f"{resolved} cannot be examined ({error.strerror})"
+            for name in inside:
+                if problem:
+                    return problem
+                resolved = os.path.join(resolved, name)
+                try:
+                    problem = _own_folder_problem(resolved, os.lstat(resolved))
+                except FileNotFoundError:
+                    created = resolved
+                    break
+                except OSError as error:
+                    return f"{resolved} cannot be examined ({error.strerror})"
+            else:
+                return problem
+        try:
+            os.mkdir(created, 0o700)
+        except FileExistsError:
+            pass  # made meanwhile: the next round examines it
+        except OSError as error:
+            return f"{created} cannot be created ({error.strerror})"
+    return f"{root} keeps changing while it is examined"
+
+
+def opened_helper(binary: Path, sources: str, expected_sha256: str | None = None, record: Path | None = None) -> Helper:
+    """`binary` opened by descriptor (prebuilt_wheel.open_own_file's checks: a regular file of this
+    user or root, one link, nobody else may write it), its sha256 taken on that descriptor and,
+    when `record` gives one, compared with `expected_sha256`; then made executable and its
+    handshake (`version --json` answering `sources`) run from that same open file.
+    Raises HelperBuildError naming the file and what failed."""
     try:
-        done = subprocess.run([str(binary), "version", "--json"], capture_output=True, text=True,
+        if expected_sha256 is None:
+            opened = prebuilt_wheel.open_own_file(binary)
+            try:
+                digest = prebuilt_wheel.sha256_of(opened)
+            except OSError:
+                opened.close()
+                raise
+        else:
+            opened = prebuilt_wheel.open_verified(binary, expected_sha256, f"its record {record}")
+            digest = expected_sha256.lower()
+    except prebuilt_wheel.DeliveryError as error:
+        raise HelperBuildError(str(error)) from None
+    except OSError as error:
+        raise HelperBuildError(f"{binary} cannot be read ({error.strerror})") from None
+    source = f"as {record.name} gives" if record else "taken as it was built"
+    helper = Helper(opened, binary, digest, f"{binary} (sha256 {digest[:12]} {source}; handshake checked)")
+    try:
+        mode = os.fstat(opened.fileno()).st_mode
+        if not mode & stat.S_IXUSR:
+            os.fchmod(opened.fileno(), stat.S_IMODE(mode) | stat.S_IXUSR)
+        problem = handshake_problem(helper, sources)
+    except OSError as error:
+        problem = f"it cannot be made executable ({error.strerror})"
+    if problem:
+        helper.close()
+        raise HelperBuildError(f"{binary}: {problem}")
+    return helper
+
+
+def handshake_problem(helper: Helper, expected_hash: str) -> str | None:
+    """Runs `helper version --json` from its open file; None when it answers with `expected_hash`."""
+    try:
+        done = subprocess.run(**helper.popen_arguments(["version", "--json"]), capture_output=True, text=True,
                               timeout=HANDSHAKE_TIME_LIMIT_S)
     except subprocess.TimeoutExpired:
         return f"it did not answer its handshake within {HANDSHAKE_TIME_LIMIT_S} s"
     except OSError as error:
-        return f"it cannot be started here ({error.strerror})"
+        mounted = os.path.isdir("/proc/self/fd")
+        return f"it cannot be started here ({error.strerror}{'' if mounted else '; /proc, which runs it, is not mounted'})"
     if done.returncode != 0:
         why = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
         return f"its handshake failed ({why})"
@@ -141,7 +321,7 @@ def handshake_problem(binary: Path, expected_hash: str) -> str | None:
     return None
 
 
-def prebuilt_helper(sources: str) -> tuple[Path | None, str]:
+def prebuilt_helper(sources: str) -> tuple[Helper | None, str]:
     """(the sdist's prebuilt helper for this host, what was checked) or (None, why it cannot serve)."""
     record_path = PREBUILT_DIR / PREBUILT_RECORD
     if not record_path.is_file():
@@ -164,17 +344,11 @@ def prebuilt_helper(sources: str) -> tuple[Path | None, str]:
     if have is None or have < needed:
         found = f"glibc {have[0]}.{have[1]}" if have else "a C library other than glibc"
         return None, f"{binary.name} needs glibc {entry['glibc']} or newer, this host has {found}"
-    problem = private_problem(binary)
-    if problem:
-        return None, problem
-    if prebuilt_wheel.file_sha256(binary) != entry["sha256"]:
-        return None, f"{binary} does not have the sha256 its record gives (corrupted or replaced)"
-    if not os.access(binary, os.X_OK):
-        binary.chmod(stat.S_IMODE(binary.stat().st_mode) | stat.S_IXUSR)
-    problem = handshake_problem(binary, sources)
-    if problem:
-        return None, f"{binary}: {problem}"
-    return binary, f"{binary} ({entry['platform']}, glibc {entry['glibc']}+; sha256 and handshake checked)"
+    try:
+        helper = opened_helper(binary, sources, entry["sha256"], record_path)
+    except HelperBuildError as error:
+        return None, str(error)
+    return helper, f"{helper.checked} for {entry['platform']}, glibc {entry['glibc']}+"
 
 
 def find_compiler() -> str | None:
@@ -291,23 +465,45 @@ def cache_key(compiler: str, sources: str) -> str:
     return digest.hexdigest()[:20]
 
 
-def private_folder(folder: Path) -> str | None:
-    """Creates `folder` (and parents) for this user alone; why it cannot be trusted, or None."""
-    try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    except OSError as error:
-        return f"{folder} cannot be created ({error.strerror})"
-    return private_problem(folder)
-
-
 def _uncached_folder() -> Path:
     folder = Path(tempfile.mkdtemp(prefix="culina-helper-"))
     atexit.register(shutil.rmtree, folder, True)
     return folder
 
 
-def compiled_helper(sources: str, why_not_prebuilt: str, settings: AdapterSettings) -> Path:
-    """The helper this user compiled for these sources, from the cache or built now."""
+def _cached_helper(folder: Path, sources: str) -> tuple[Helper | None, str | None]:
+    """(the helper compiled earlier into `folder`, None) when it has the sha256 its record gives and
+    answers its handshake; (None, why it is not used); (None, None) when there is none."""
+    binary, record_path = folder / HELPER_NAME, folder / COMPILED_RECORD
+    if not os.path.lexists(binary):
+        return None, None
+    if not os.path.lexists(record_path):
+        return None, f"{record_path} is missing, so its sha256 cannot be checked (compiled by an earlier version)"
+    try:
+        with prebuilt_wheel.open_own_file(record_path) as opened:
+            expected = json.loads(opened.read(COMPILED_RECORD_SIZE_LIMIT))["sha256"]
+    except prebuilt_wheel.DeliveryError as error:
+        return None, f"its record: {error}"
+    except (ValueError, KeyError, TypeError) as error:
+        return None, f"{record_path} is not a record of its sha256 ({error})"
+    try:
+        return opened_helper(binary, sources, str(expected), record_path), None
+    except HelperBuildError as error:
+        return None, str(error)
+
+
+def _write_compiled_record(folder: Path, sha256: str) -> None:
+    """The sha256 of the helper compiled into `folder`, beside it; atomic, so a reader sees the
+    earlier record or this one, never part of it."""
+    fd, staged = tempfile.mkstemp(dir=folder, prefix=".record-")
+    with os.fdopen(fd, "w") as out:
+        json.dump({"sha256": sha256}, out)
+    os.replace(staged, folder / COMPILED_RECORD)
+
+
+def compiled_helper(sources: str, why_not_prebuilt: str, settings: AdapterSettings) -> Helper:
+    """The helper this user compiled for these sources, from the cache or built now (into the
+    cache, or into a private folder for this install when the cache cannot be trusted)."""
     compiler = find_compiler()
     if compiler is None:
         raise HelperBuildError(
@@ -315,36 +511,40 @@ def compiled_helper(sources: str, why_not_prebuilt: str, settings: AdapterSettin
             f"the prebuilt helper cannot serve: {why_not_prebuilt}. Fix: install a compiler (Debian/Ubuntu: apt-get "
             f"install g++), or install from a release sdist (pip install {settings.project.name}), which carries a "
             "prebuilt helper for linux-x86_64 and linux-aarch64")
-    root = cache_root(settings)
-    folder = root / "helper" / cache_key(compiler, sources)
-    target = folder / HELPER_NAME
-    problem = private_folder(root) or private_folder(root / "helper") or private_folder(folder)
-    if problem is None and target.exists():
-        problem = private_problem(target)
-        if problem is None:
-            say(f"helper from the cache: {target}")
-            return target
+    root, key = cache_root(settings), cache_key(compiler, sources)
+    problem = cache_trust_problem(root, ("helper", key))
     if problem:
         say(f"WARNING: not using the helper cache: {problem}. Building a private copy for this install "
-            f"(set {settings.var(CACHE_DIR)} to a folder only you can write)")
-        target = _uncached_folder() / HELPER_NAME
+            f"(set {settings.var(CACHE_DIR)} to a folder only you can write, in folders only you or root can write)")
+        folder = _uncached_folder()
+    else:
+        folder = root / "helper" / key
+        helper, why_not = _cached_helper(folder, sources)
+        if helper is not None:
+            say(f"helper from the cache: {helper.checked}")
+            return helper
+        if why_not:
+            say(f"the cached helper is not used: {why_not}; building it again")
+    target = folder / HELPER_NAME
     say(f"building the helper with {compiler} (a unity build) -> {target}")
     started = time.monotonic()
     compile_helper(compiler, target, sources)
+    helper = opened_helper(target, sources)
+    _write_compiled_record(folder, helper.sha256)
     say(f"helper built in {time.monotonic() - started:.1f} s")
-    return target
+    return helper
 
 
-def helper_binary(settings: AdapterSettings) -> Path:
+def helper_binary(settings: AdapterSettings) -> Helper:
     """The helper for these sources, as <prefix>HELPER allows; logs which one and why."""
     choice, variable = settings.helper, settings.var(HELPER)
     sources = source_hash()
     if choice == "source":
         return compiled_helper(sources, f"{variable}=source asks to compile it", settings)
-    binary, checked = prebuilt_helper(sources)
-    if binary is not None:
+    helper, checked = prebuilt_helper(sources)
+    if helper is not None:
         say(f"prebuilt helper from the sdist: {checked}")
-        return binary
+        return helper
     if choice == "prebuilt":
         raise HelperBuildError(f"{variable}=prebuilt, but the sdist's prebuilt helper cannot serve: {checked}. "
                                f"Fix: unset {variable} (or set it to source) to compile the helper here")
@@ -352,10 +552,10 @@ def helper_binary(settings: AdapterSettings) -> Path:
     return compiled_helper(sources, checked, settings)
 
 
-def build_prebuilt(folder: Path) -> Path:
+def build_prebuilt(folder: Path) -> Helper:
     """The release's helper for this platform: compiled portable (static libstdc++) into
     folder/<platform>/, recorded in folder/helpers.json with its sha256, the source hash and the
-    glibc it was linked against. Returns the binary, after checking it answers its handshake."""
+    glibc it was linked against. Returns it once it answered its handshake."""
     compiler = find_compiler()
     if compiler is None:
         raise HelperBuildError("no C++ compiler found (CXX, c++, g++, clang++) to build the release's prebuilt helper")
@@ -367,15 +567,16 @@ def build_prebuilt(folder: Path) -> Path:
     binary = folder / platform / HELPER_NAME
     started = time.monotonic()
     compile_helper(compiler, binary, sources, portable=True)
-    problem = handshake_problem(binary, sources)
-    if problem:
-        raise HelperBuildError(f"the prebuilt helper {binary} just built fails its handshake: {problem}")
-    entry = {"platform": platform, "file": f"{platform}/{HELPER_NAME}", "sha256": prebuilt_wheel.file_sha256(binary),
+    try:
+        helper = opened_helper(binary, sources)
+    except HelperBuildError as error:
+        raise HelperBuildError(f"the prebuilt helper just built cannot serve: {error}") from None
+    entry = {"platform": platform, "file": f"{platform}/{HELPER_NAME}", "sha256": helper.sha256,
              "source_hash": sources, "glibc": f"{libc[0]}.{libc[1]}",
              "compiler": subprocess.run([compiler, "--version"], capture_output=True, text=True).stdout.splitlines()[0]}
     write_prebuilt_record(folder, [entry])
     say(f"prebuilt helper for {platform} (glibc {entry['glibc']}+) built in {time.monotonic() - started:.1f} s: {binary}")
-    return binary
+    return helper
 
 
 def write_prebuilt_record(folder: Path, entries: list[dict]) -> None:

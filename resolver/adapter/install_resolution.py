@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -21,8 +22,8 @@ from pathlib import Path
 
 import prebuilt_wheel
 import pypi_toolkit
-from adapter_settings import AdapterSettings
-from helper_build import HelperBuildError, cache_root, helper_binary, say
+from adapter_settings import RELEASE_URL, AdapterSettings
+from helper_build import Helper, HelperBuildError, cache_root, helper_binary, say
 from project_config import PROJECT_ROOT
 
 MANIFEST_NAME = "release-manifest.json"
@@ -90,18 +91,26 @@ def interpreter_tags() -> list[str]:
 def _manifest_arguments(settings: AdapterSettings) -> list[str]:
     """The sdist's own manifest (trusted for its hashes, so plain http may carry the wheels), or
     the release URL's, which the helper fetches itself (its libcurl path: CA bundle, proxies,
-    timeouts, size cap), skips offline and for source builds, and treats as empty on failure."""
+    timeouts, size cap), skips offline and for source builds, and treats as empty on failure. The
+    URL itself goes through the helper's environment (helper_environment), never its argv."""
     embedded = PROJECT_ROOT / MANIFEST_NAME
     if embedded.is_file():
         say(f"release manifest: {embedded} (inside the sdist)")
         return ["--manifest", str(embedded), "--allow-http"]
-    return ["--manifest-url", f"{settings.release_url}/{MANIFEST_NAME}", "--project", settings.project.name,
-            "--project-version", settings.project.version]
+    return ["--manifest-from-release", "--project", settings.project.name, "--project-version", settings.project.version]
 
 
-def _run_helper(command: list[str], settings: AdapterSettings) -> tuple[int, str, str]:
-    """Runs the helper, echoing its stderr as it comes; returns (exit code, stdout, stderr)."""
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def helper_environment(settings: AdapterSettings) -> dict[str, str]:
+    """This process's environment with the release URL (the variable's, else pyproject.toml's) as
+    <prefix>RELEASE_URL. The URL may carry user:password@ or a ?token=: every local user can read a
+    process's argv in /proc/<pid>/cmdline, only its owner and root its environment."""
+    return {**os.environ, settings.var(RELEASE_URL): settings.release_url}
+
+
+def _run_helper(helper: Helper, arguments: list[str], settings: AdapterSettings) -> tuple[int, str, str]:
+    """Runs the helper with `arguments`, echoing its stderr as it comes; returns (exit code, stdout, stderr)."""
+    process = subprocess.Popen(**helper.popen_arguments(arguments), env=helper_environment(settings),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     timed_out = threading.Event()
 
     def stop():
@@ -140,20 +149,20 @@ def resolve_install(settings: AdapterSettings) -> Resolution:
         cache = cache_root(settings)
     except HelperBuildError as error:
         raise ResolutionError(f"{config.name}'s install helper cannot run here: {error}") from error
-    with tempfile.TemporaryDirectory(prefix=f"{config.cache_name}-resolve-") as work:
+    with helper, tempfile.TemporaryDirectory(prefix=f"{config.cache_name}-resolve-") as work:
         tags_file = Path(work) / "tags.txt"
         tags_file.write_text("\n".join(interpreter_tags()) + "\n")
         # --default-archs: what a build host (a toolkit, no GPU visible) builds. The helper finds the
         # toolkit, so it gets the newest CUDA major's list and drops what that toolkit cannot target
         # (11.0 for CUDA 12, which leaves the CUDA 12 list).
         # The project's names: its variables (--env-prefix) and its cache folder (--cache-dir).
-        command = [str(helper), "--env-prefix", config.env_prefix, "resolve", *_manifest_arguments(settings),
-                   "--tags", str(tags_file), "--base-url", settings.release_url, "--cache-dir", str(cache),
+        command = ["--env-prefix", config.env_prefix, "resolve", *_manifest_arguments(settings),
+                   "--tags", str(tags_file), "--cache-dir", str(cache),
                    "--default-archs", config.newest_release_archs, "--json"]
         pypi = pypi_toolkit.installed_root()
         if pypi is not None:
             command += ["--pypi-toolkit", str(pypi)]  # the build would find it too (cuda_build_ext.find_toolkit)
-        code, stdout, log = _run_helper(command, settings)
+        code, stdout, log = _run_helper(helper, command, settings)
     if code == EXIT_BAD_INPUT or not stdout.strip():
         last = log.strip().splitlines()[-1] if log.strip() else f"exit status {code}"
         raise ResolutionError(f"culina-resolver refused its input: {last}")
@@ -177,8 +186,9 @@ def probed_gpus(settings: AdapterSettings) -> list[str]:
         helper = helper_binary(settings)
     except HelperBuildError as error:
         raise ResolutionError(f"{settings.project.name}'s install helper cannot run here: {error}") from error
-    done = subprocess.run([str(helper), "--env-prefix", settings.project.env_prefix, "probe", "--json"],
-                          capture_output=True, text=True, timeout=HELPER_TIME_LIMIT_S)
+    with helper:
+        done = subprocess.run(**helper.popen_arguments(["--env-prefix", settings.project.env_prefix, "probe", "--json"]),
+                              capture_output=True, text=True, timeout=HELPER_TIME_LIMIT_S)
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
         raise ResolutionError(f"culina-resolver probe failed: {last}")

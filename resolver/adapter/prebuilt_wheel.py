@@ -4,18 +4,22 @@ with the resolver's decision added to the build record (`culina/_build_info.json
 the extension, ProjectConfig.build_record_member) and RECORD
 updated to match. Every other member, the extension module included, is copied byte for byte.
 
-The wheel in the cache is checked again here, where it is used: its sha256 against the decision
-(read through the same open file the members are copied from), its member names (no paths out of
-the wheel, no links, no duplicates) and the METADATA that pip will read."""
+The wheel in the cache is checked again here, where it is used, by both hooks: opened once without
+following a link, its owner and mode checked on that descriptor (open_own_file), its sha256 against
+the decision's taken on the same descriptor before anything else is read (open_verified), and the
+metadata and members read from those verified bytes, never from a path opened again. Then its
+member names (no paths out of the wheel, no links, no duplicates) and the METADATA pip will read."""
 from __future__ import annotations
 
 import base64
 import copy
 import csv
 import email.parser
+import errno
 import hashlib
 import io
 import json
+import os
 import re
 import shutil
 import stat
@@ -25,6 +29,11 @@ from typing import BinaryIO
 
 COPY_PIECE = 1 << 20          # members and the wheel are read in pieces of this size
 RECORD_SIZE_LIMIT = 16 << 20  # RECORD and _build_info.json are text of some KiB
+# O_NONBLOCK: a FIFO planted in the file's place cannot hang the open (it is refused after fstat).
+OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+# What reading a wheel may raise besides DeliveryError; each becomes a DeliveryError naming the wheel.
+WHEEL_READ_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, UnicodeDecodeError)
 
 
 class DeliveryError(RuntimeError):
@@ -138,38 +147,101 @@ def _build_record(wheel: zipfile.ZipFile, member: str, source: str) -> dict:
     return record
 
 
-def extract_metadata(wheel_path: Path, metadata_directory: Path) -> str:
+def _foreign_file_problem(info: os.stat_result) -> str | None:
+    """What makes the file described by `info` untrustworthy, or None: it must be a regular file of
+    this user or root, with one link (no hard link to a file someone else controls), that no one
+    else may write."""
+    kind = stat.S_IFMT(info.st_mode)
+    if kind != stat.S_IFREG:
+        what = {stat.S_IFDIR: "a folder", stat.S_IFLNK: "a symbolic link"}.get(kind, "a special file")
+        return f"it is {what}, not a regular file"
+    if info.st_uid not in (os.geteuid(), 0):
+        return f"it belongs to user id {info.st_uid}, neither this user ({os.geteuid()}) nor root"
+    if info.st_nlink != 1:
+        return f"it has {info.st_nlink} hard links"
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"group or others may write it (mode {stat.S_IMODE(info.st_mode):o})"
+    return None
+
+
+def open_own_file(path: Path) -> BinaryIO:
+    """`path` opened for reading without following a link, and checked on that descriptor
+    (_foreign_file_problem): whatever happens to the path afterwards, what is read from the
+    returned file is what was checked. Raises DeliveryError naming the file and what was found."""
+    fix = "delete it and install again: a file is used only when nobody but you or root can have changed it"
+    try:
+        fd = os.open(path, OPEN_FLAGS)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise DeliveryError(f"{path} is a symbolic link, which is never followed; refusing it ({fix})") from None
+        raise DeliveryError(f"cannot open {path} ({error.strerror}); refusing it (install again to fetch or "
+                            "build it anew)") from None
+    try:
+        problem = _foreign_file_problem(os.fstat(fd))
+        if problem:
+            raise DeliveryError(f"will not use {path}: {problem} ({fix})")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def open_verified(path: Path, expected_sha256: str, vouched_by: str) -> BinaryIO:
+    """open_own_file(path), then its sha256 taken on that same descriptor and compared with
+    `expected_sha256` (what `vouched_by` says) before anything else is read from it; the file is
+    returned at its start. Raises DeliveryError."""
+    expected = str(expected_sha256 or "").lower()
+    if not SHA256_HEX.fullmatch(expected):
+        raise DeliveryError(f"{vouched_by} names no sha256 for {path} (found {expected_sha256!r}); cannot verify "
+                            "it, refusing it")
+    opened = open_own_file(path)
+    try:
+        digest = sha256_of(opened)
+    except OSError as error:
+        opened.close()
+        raise DeliveryError(f"cannot read {path} ({error.strerror}); refusing it") from None
+    if digest != expected:
+        opened.close()
+        raise DeliveryError(f"{path} has sha256 {digest} but {vouched_by} says {expected}: it changed after it was "
+                            "verified; refusing it (delete it and install again to fetch or build it anew)")
+    return opened
+
+
+def extract_metadata(wheel_path: Path, expected_sha256: str, metadata_directory: Path) -> str:
     """The wheel's .dist-info (less RECORD, which deliver rewrites) into metadata_directory, for
-    PEP 517's prepare_metadata_for_build_wheel; returns the folder's name."""
-    with zipfile.ZipFile(wheel_path) as wheel:
-        infos = _checked_members(wheel, str(wheel_path))
-        members = [m.filename for m in infos if m.filename.split("/")[0].endswith(".dist-info")
-                   and m.filename.count("/") == 1 and not m.filename.endswith("/RECORD")]
-        for member in members:
-            wheel.extract(member, metadata_directory)
+    PEP 517's prepare_metadata_for_build_wheel; returns the folder's name. The metadata comes from
+    the bytes verified against `expected_sha256` (the decision's), through the one open file: a
+    wheel swapped in the cache between the hooks is refused, never read. Raises DeliveryError."""
+    source = str(wheel_path)
+    try:
+        with open_verified(wheel_path, expected_sha256, "the manifest") as opened, zipfile.ZipFile(opened) as wheel:
+            infos = _checked_members(wheel, source)
+            members = [m.filename for m in infos if m.filename.split("/")[0].endswith(".dist-info")
+                       and m.filename.count("/") == 1 and not m.filename.endswith("/RECORD")]
+            if not members:
+                raise DeliveryError(f"{source} holds no .dist-info folder; a wheel holds one, refusing it")
+            for member in members:
+                wheel.extract(member, metadata_directory)
+    except WHEEL_READ_ERRORS as error:
+        raise DeliveryError(f"cannot read {source} as a wheel ({error}); refusing it") from None
     return members[0].split("/")[0]
 
 
 def deliver(wheel_path: Path, asset_name: str, decision: dict, dist_dir: Path, build_record_member: str) -> Path:
     """The wheel at wheel_path, as pip gets it. The expected sha256 is the decision's
-    (decision["wheel"]["sha256"], from the manifest): the file is hashed through the same open
+    (decision["wheel"]["sha256"], from the manifest), checked through open_verified on the same
     descriptor every member is then copied from, so a file swapped after the helper verified it
     is caught here. build_record_member: the wheel's build record, which gets the decision.
     Raises DeliveryError, never a raw zipfile or csv error."""
-    expected = str((decision.get("wheel") or {}).get("sha256", "")).lower()
-    if len(expected) != 64:
-        raise DeliveryError(f"the decision names no sha256 for {asset_name}; cannot verify it, refusing it")
+    expected = (decision.get("wheel") or {}).get("sha256", "")
     dist_dir.mkdir(parents=True, exist_ok=True)
     target = dist_dir / standard_name(asset_name)
     source = str(wheel_path)
     try:
-        with open(wheel_path, "rb") as opened:
-            digest = sha256_of(opened)
-            if digest != expected:
-                raise DeliveryError(f"{source} has sha256 {digest} but the manifest says {expected}: it "
-                                    "changed after it was verified; refusing it (reinstall to fetch it again)")
+        with open_verified(wheel_path, expected, "the manifest") as opened:
             _deliver_verified(opened, source, asset_name, decision, target, build_record_member)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, UnicodeDecodeError) as error:
+    except WHEEL_READ_ERRORS as error:
         target.unlink(missing_ok=True)
         raise DeliveryError(f"cannot read {source} as a wheel ({error}); refusing it") from None
     except DeliveryError:

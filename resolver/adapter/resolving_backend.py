@@ -128,7 +128,11 @@ def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
     settings = settings_or_exit()
     resolution = _prebuilt(settings)
     if resolution:
-        return prebuilt_wheel.extract_metadata(resolution.wheel_path, Path(metadata_directory))
+        try:
+            expected = (resolution.decision.get("wheel") or {}).get("sha256", "")
+            return prebuilt_wheel.extract_metadata(resolution.wheel_path, expected, Path(metadata_directory))
+        except prebuilt_wheel.DeliveryError as error:
+            raise SystemExit(f"{settings.project.name}: {error}") from None
     return _setuptools_backend(settings).prepare_metadata_for_build_wheel(metadata_directory, config_settings)
 
 

@@ -196,7 +196,12 @@ def test_native_means_the_gpus_the_probe_found_not_nvidia_smi(tmp_path, monkeypa
     assert cuda_build_ext.native_archs("CULINA_CUDA_ARCHS", ["9.0", "8.6", "9.0"]) == "8.6;9.0"
     assert cuda_build_ext.plan_gpus(BuildPlan(cpu_only=False, archs="8.0", decision=None), settings) is None
 
-    monkeypatch.setattr(install_resolution, "helper_binary", lambda settings: resolver)
+    import helper_build
+    import prebuilt_wheel
+
+    def built_helper(settings):  # the build's helper, opened afresh for each use as helper_binary does
+        return helper_build.Helper(open(resolver, "rb"), resolver, prebuilt_wheel.file_sha256(resolver), "the build's")
+    monkeypatch.setattr(install_resolution, "helper_binary", built_helper)
     monkeypatch.setenv("CULINA_OVERRIDE_SM", "8.0,12.0")
     monkeypatch.setenv("CULINA_OVERRIDE_CUDA", "13.0")
     probed = BuildPlan(cpu_only=False, archs="native", decision=None)

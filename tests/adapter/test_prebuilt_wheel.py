@@ -1,11 +1,16 @@
-"""deliver() checks the wheel again where it is used: the bytes it copies are the verified ones,
-no member can land outside the install folder, and a malformed wheel gives a DeliveryError naming it."""
+"""Both hooks that read the cached wheel check it where they use it: extract_metadata() and
+deliver() read only bytes verified against the decision's sha256 through one open file of ours
+(a wheel swapped in the cache, between the hooks or after the check, is never read), no member can
+land outside the install folder, and a malformed wheel gives a DeliveryError naming it."""
 
 from __future__ import annotations
 
 import hashlib
 import io
 import json
+import os
+import pwd
+import re
 import sys
 import zipfile
 from pathlib import Path
@@ -18,6 +23,7 @@ import prebuilt_wheel  # noqa: E402 - needs the path above
 import release_server  # noqa: E402 - tests/conftest.py puts tests/fixtures on the path
 
 ASSET = "culina-0.1.0-cp312-cp312-manylinux_2_28_x86_64-null.whl"
+NOBODY = pwd.getpwnam("nobody")  # "another user": the tests run as root
 
 
 def decision_for(data: bytes) -> dict:
@@ -117,3 +123,155 @@ def test_a_damaged_zip_gives_a_culina_error(tmp_path):
     data = release_server.build_wheel()
     with pytest.raises(prebuilt_wheel.DeliveryError, match="^cannot read"):
         deliver(tmp_path, data[: len(data) // 2])
+
+
+INJECTED = b"Requires-Dist: pwn @ file:///tmp/pwn\n"
+
+
+def injected_wheel(verified: bytes) -> bytes:
+    """The verified wheel with one more requirement in its METADATA: what pip would install."""
+    return rezip(verified, lambda target, info, content: target.writestr(
+        info, content + INJECTED if info.filename.endswith(".dist-info/METADATA") else content))
+
+
+def extract(wheel: Path, decision: dict, folder: Path) -> str:
+    folder.mkdir(exist_ok=True)
+    return prebuilt_wheel.extract_metadata(wheel, decision["wheel"]["sha256"], folder)
+
+
+def extracted_metadata(folder: Path) -> list[bytes]:
+    return [path.read_bytes() for path in folder.rglob("METADATA")]
+
+
+@pytest.fixture
+def backend(tmp_path, monkeypatch):
+    """resolving_backend in a clean environment, keeping the first hook's resolution in a state
+    file under tmp_path (as it does under the project's build/)."""
+    import install_resolution
+    import resolving_backend
+    for name in [name for name in os.environ if name.startswith("CULINA_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setattr(resolving_backend, "_state_file", lambda settings: tmp_path / "resolution.json")
+    monkeypatch.setattr(install_resolution, "_current", None)
+    return resolving_backend
+
+
+def next_hook(monkeypatch) -> None:
+    """Forgets the resolution this process holds: pip runs each hook in a new process, which finds
+    the first hook's resolution in the state file."""
+    import install_resolution
+    monkeypatch.setattr(install_resolution, "_current", None)
+
+
+def cached_wheel_resolution(monkeypatch, cache: Path, data: bytes):
+    import install_resolution
+    wheel = cache / "wheels" / ASSET
+    wheel.parent.mkdir(parents=True, mode=0o700)
+    wheel.write_bytes(data)
+    resolution = install_resolution.Resolution("install_wheel", "a prebuilt wheel fits", wheel, [], decision_for(data))
+    monkeypatch.setattr(install_resolution, "resolve_install", lambda settings: resolution)
+    return wheel
+
+
+def test_a_cache_swapped_between_the_hooks_never_gives_its_metadata(backend, tmp_path, monkeypatch):
+    """The attack of issue 22: whoever can write the cache's parent renames the cache away between
+    get_requires_for_build_wheel (which resolved and verified the wheel) and
+    prepare_metadata_for_build_wheel, and plants a wheel with an injected requirement."""
+    verified = release_server.build_wheel()
+    cache = tmp_path / "cache"
+    cached_wheel_resolution(monkeypatch, cache, verified)
+    assert backend.get_requires_for_build_wheel() == []
+    planted = tmp_path / "planted"
+    (planted / "wheels").mkdir(parents=True, mode=0o700)
+    (planted / "wheels" / ASSET).write_bytes(injected_wheel(verified))
+    cache.rename(tmp_path / "away")
+    planted.rename(cache)
+    next_hook(monkeypatch)
+    metadata = tmp_path / "metadata"
+    metadata.mkdir()
+    with pytest.raises(SystemExit, match=r"^culina: .*/wheels/.*\.whl has sha256 [0-9a-f]{64} but the manifest says "
+                                         r"[0-9a-f]{64}: it changed after it was verified"):
+        backend.prepare_metadata_for_build_wheel(str(metadata))
+    assert not any(INJECTED in text for text in extracted_metadata(metadata))
+
+
+def test_an_untouched_cached_wheel_gives_its_metadata_in_the_next_hook(backend, tmp_path, monkeypatch):
+    verified = release_server.build_wheel()
+    cached_wheel_resolution(monkeypatch, tmp_path / "cache", verified)
+    assert backend.get_requires_for_build_wheel() == []
+    next_hook(monkeypatch)
+    metadata = tmp_path / "metadata"
+    metadata.mkdir()
+    assert backend.prepare_metadata_for_build_wheel(str(metadata)) == "culina-0.1.0.dist-info"
+    expected = zipfile.ZipFile(io.BytesIO(verified)).read("culina-0.1.0.dist-info/METADATA")
+    assert extracted_metadata(metadata) == [expected]
+    assert not (metadata / "culina-0.1.0.dist-info" / "RECORD").exists()
+
+
+def test_a_wheel_swapped_after_its_hash_was_taken_gives_the_verified_metadata(tmp_path, monkeypatch):
+    """The hash and the metadata come from one open file: a rename right after the check (here,
+    the moment the hash is taken) changes nothing that is read."""
+    verified = release_server.build_wheel()
+    wheel = tmp_path / ASSET
+    wheel.write_bytes(verified)
+    planted = tmp_path / "planted.whl"
+    planted.write_bytes(injected_wheel(verified))
+    hashed = prebuilt_wheel.sha256_of
+
+    def hash_then_swap(stream):
+        digest = hashed(stream)
+        planted.rename(wheel)
+        return digest
+    monkeypatch.setattr(prebuilt_wheel, "sha256_of", hash_then_swap)
+    assert extract(wheel, decision_for(verified), tmp_path / "metadata") == "culina-0.1.0.dist-info"
+    assert extracted_metadata(tmp_path / "metadata") == [
+        zipfile.ZipFile(io.BytesIO(verified)).read("culina-0.1.0.dist-info/METADATA")]
+    assert INJECTED in zipfile.ZipFile(wheel).read("culina-0.1.0.dist-info/METADATA")  # the swap did happen
+
+
+def plant_link(wheel: Path, data: bytes) -> None:
+    target = wheel.parent / "elsewhere.whl"
+    target.write_bytes(data)
+    wheel.symlink_to(target)
+
+
+def plant_nobodys(wheel: Path, data: bytes) -> None:
+    wheel.write_bytes(data)
+    os.chown(wheel, NOBODY.pw_uid, NOBODY.pw_gid)
+
+
+def plant_group_writable(wheel: Path, data: bytes) -> None:
+    wheel.write_bytes(data)
+    wheel.chmod(0o664)
+
+
+def plant_hard_link(wheel: Path, data: bytes) -> None:
+    (wheel.parent / "other.whl").write_bytes(data)
+    os.link(wheel.parent / "other.whl", wheel)
+
+
+def plant_fifo(wheel: Path, data: bytes) -> None:
+    os.mkfifo(wheel)
+
+
+@pytest.mark.parametrize("plant, found", [
+    (plant_link, "is a symbolic link, which is never followed"),
+    (plant_nobodys, f"it belongs to user id {NOBODY.pw_uid}, neither this user"),
+    (plant_group_writable, "group or others may write it (mode 664)"),
+    (plant_hard_link, "it has 2 hard links"),
+    (plant_fifo, "it is a special file, not a regular file"),
+])
+@pytest.mark.parametrize("use", ["extract_metadata", "deliver"])
+def test_a_cached_wheel_not_ours_alone_is_refused_by_both_hooks(tmp_path, plant, found, use):
+    """Even with the right bytes: whoever owns or can write it could change them after the check."""
+    data = release_server.build_wheel()
+    wheel = tmp_path / "wheels" / ASSET
+    wheel.parent.mkdir()
+    plant(wheel, data)
+    with pytest.raises(prebuilt_wheel.DeliveryError, match=re.escape(found)) as refused:
+        if use == "deliver":
+            prebuilt_wheel.deliver(wheel, ASSET, decision_for(data), tmp_path / "dist", "culina/_build_info.json")
+        else:
+            extract(wheel, decision_for(data), tmp_path / "metadata")
+    assert str(wheel) in str(refused.value)
+    assert not list(tmp_path.rglob("METADATA")) and not list(tmp_path.rglob("*.whl.*"))

@@ -5,13 +5,16 @@ Each test lays out an sdist-like tree (resolver/adapter, resolver/src and, where
 resolver/prebuilt) and asks for the helper in a fresh interpreter with a PATH that holds no
 compiler unless the test gives it one (the cache is keyed by the compiler's identity, so finding
 a cached helper needs one too). The prebuilt "helper" is a script that answers the
-handshake as the real one does; the real prebuilt is checked in tests/install."""
+handshake as the real one does; the real prebuilt is checked in tests/install. Whichever serves
+must run from the file that was checked: a swap after the checks, a cached helper that is not
+what was compiled, or a cache another user could swap never runs."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import pwd
 import shutil
 import subprocess
 import sys
@@ -22,6 +25,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 HELPER = "culina-resolver"
+NOBODY = pwd.getpwnam("nobody")  # "another user": the tests run as root
 
 
 def make_tree(root: Path) -> Path:
@@ -69,7 +73,7 @@ def ask(tree: Path, code: str, cache: Path | None = None, compiler: bool = False
 
 def helper_for(tree: Path, **kwargs):
     return ask(tree, "import adapter_settings, helper_build; "
-                     "print(helper_build.helper_binary(adapter_settings.current()))", **kwargs)
+                     "print(helper_build.helper_binary(adapter_settings.current()).path)", **kwargs)
 
 
 @pytest.fixture(scope="session")
@@ -100,13 +104,13 @@ def test_a_fitting_prebuilt_helper_serves_without_any_compiler(tree):
     done = helper_for(tree)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(binary)
-    assert "prebuilt helper from the sdist" in done.stderr and "sha256 and handshake checked" in done.stderr
+    assert "prebuilt helper from the sdist" in done.stderr and "as helpers.json gives; handshake checked" in done.stderr
     assert not (tree / "cache" / "helper").exists()
 
 
 @pytest.mark.parametrize("defect, why", [
     ({"platform": "linux-riscv64"}, f"carries helpers for linux-riscv64, not {sysconfig.get_platform()}"),
-    ({"corrupt": True}, "does not have the sha256 its record gives"),
+    ({"corrupt": True}, "helpers.json says"),
     ({"recorded_hash": "0" * 64}, "built from other sources than this sdist carries"),
     ({"answer_hash": "f" * 64}, "answers the handshake with sources ffffffffffff"),
     ({"exit_status": 1}, "its handshake failed"),
@@ -125,7 +129,7 @@ def test_no_compiler_and_no_usable_prebuilt_names_both_and_the_fix(tree):
     done = helper_for(tree)
     assert done.returncode != 0
     assert "no C++ compiler found" in done.stderr
-    assert "does not have the sha256 its record gives" in done.stderr
+    assert "helpers.json says" in done.stderr and "changed after it was verified" in done.stderr
     assert "apt-get install g++" in done.stderr
 
 
@@ -159,7 +163,7 @@ def test_a_cache_others_can_write_is_not_used(tree, cache):
     (cache / "helper").chmod(0o777)
     done = helper_for(tree, cache=cache, compiler=True)
     assert done.returncode == 0, done.stderr
-    assert "WARNING: not using the helper cache" in done.stderr and "writable by other users" in done.stderr
+    assert "WARNING: not using the helper cache" in done.stderr and "may be written by group or others" in done.stderr
     built = Path(done.stdout.strip())
     assert cache not in built.parents
     assert "planted" not in done.stderr
@@ -186,3 +190,82 @@ def test_the_cache_root_follows_the_helpers_rule(tree, env, expected):
                           cwd=tree / "resolver" / "adapter", env={**clean, **env}, capture_output=True, text=True)
     assert expected in (done.stdout.strip() if done.returncode == 0 else done.stderr)
     assert (done.returncode == 0) == expected.startswith("/")
+
+
+def swap_after_check_then_probe(tree: Path, checked_line: str, target: Path, attacker: Path, **kwargs):
+    """Asks for the helper and probes with it, as a build's CUDA_ARCHS=native does
+    (install_resolution.probed_gpus); the moment the adapter logs `checked_line` (its checks are
+    done) `attacker` is renamed over `target`, as an attacker who can write the folder would."""
+    code = (f"import os, adapter_settings, helper_build, install_resolution\n"
+            f"log = helper_build.say\n"
+            f"def say(message):\n"
+            f"    log(message)\n"
+            f"    if message.startswith({checked_line!r}):\n"
+            f"        os.replace({str(attacker)!r}, {str(target)!r})\n"
+            f"helper_build.say = say\n"
+            f"print(install_resolution.probed_gpus(adapter_settings.current()))\n")
+    return ask(tree, code, CULINA_OVERRIDE_SM="9.0", CULINA_OVERRIDE_CUDA="13.0", **kwargs)
+
+
+def attacker_binary(folder: Path, marker: Path) -> Path:
+    """What an attacker renames into place: it leaves `marker` when it runs and claims an sm_66 GPU."""
+    binary = folder / "attacker"
+    binary.write_text(f"#!/bin/sh\necho ran > {marker}\necho '{{\"gpus\": [{{\"sm\": \"6.6\"}}]}}'\n")
+    binary.chmod(0o755)
+    return binary
+
+
+def test_a_cached_helper_swapped_after_its_check_never_runs(tree, cache, tmp_path):
+    (key,) = (cache / "helper").iterdir()
+    marker = tmp_path / "attacker-ran"
+    done = swap_after_check_then_probe(tree, "helper from the cache", key / HELPER,
+                                       attacker_binary(key, marker), cache=cache, compiler=True)
+    assert not marker.exists(), "the attacker's binary ran"
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['9.0']"
+    assert "helper from the cache" in done.stderr and "as culina-resolver.json gives" in done.stderr
+
+
+def test_a_prebuilt_helper_swapped_after_its_check_never_runs(tree, tmp_path):
+    """The fake prebuilt helper answers both the handshake and the probe with one line."""
+    binary = add_prebuilt(tree)
+    sources = source_hash(tree)
+    answer = json.dumps({"source_hash": sources, "gpus": [{"sm": "9.0"}]})
+    binary.write_text(f"#!/bin/sh\necho '{answer}'\n")
+    record = json.loads((binary.parent.parent / "helpers.json").read_text())
+    record["helpers"][0]["sha256"] = hashlib.sha256(binary.read_bytes()).hexdigest()
+    (binary.parent.parent / "helpers.json").write_text(json.dumps(record))
+    marker = tmp_path / "attacker-ran"
+    done = swap_after_check_then_probe(tree, "prebuilt helper from the sdist", binary,
+                                       attacker_binary(binary.parent, marker))
+    assert not marker.exists(), "the attacker's binary ran"
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['9.0']"
+
+
+def test_a_cached_helper_that_differs_from_its_record_is_built_again(tree, cache):
+    (key,) = (cache / "helper").iterdir()
+    with open(key / HELPER, "ab") as binary:
+        binary.write(b"\0changed after it was compiled")
+    done = helper_for(tree, cache=cache, compiler=True)
+    assert done.returncode == 0, done.stderr
+    assert "the cached helper is not used: " in done.stderr and "culina-resolver.json says" in done.stderr
+    assert "helper built in" in done.stderr and "helper from the cache" not in done.stderr
+    assert Path(done.stdout.strip()) == key / HELPER
+    again = helper_for(tree, cache=cache, compiler=True)
+    assert "helper from the cache" in again.stderr, again.stderr
+
+
+def test_a_helper_cache_whose_parent_another_user_owns_is_not_used(tree, warm_cache, tmp_path):
+    """pip's rule too: whoever owns the parent can rename the cache away and plant another."""
+    parent = tmp_path / "theirs"
+    parent.mkdir(mode=0o755)
+    cache = parent / "cache"
+    shutil.copytree(warm_cache, cache, symlinks=True)
+    os.chown(parent, NOBODY.pw_uid, NOBODY.pw_gid)
+    done = helper_for(tree, cache=cache, compiler=True)
+    assert done.returncode == 0, done.stderr
+    assert "WARNING: not using the helper cache" in done.stderr
+    assert f"{parent} belongs to user id {NOBODY.pw_uid}" in done.stderr
+    assert "helper from the cache" not in done.stderr and "helper built in" in done.stderr
+    assert cache not in Path(done.stdout.strip()).parents

@@ -197,30 +197,30 @@ def repair(wheel: Path, work: Path) -> Path:
     return repaired[0]
 
 
-def write_manifest(out: Path, entries: list[Entry], helper: Path, config: ProjectConfig) -> Path:
+def write_manifest(out: Path, entries: list[Entry], helper: helper_build.Helper, config: ProjectConfig) -> Path:
     name, version = config.name, config.version
     manifest = out / MANIFEST
     manifest.unlink(missing_ok=True)
-    proc = subprocess.run([str(helper), "manifest", "init", "--manifest", str(manifest), "--name", name,
-                           "--version", version], capture_output=True, text=True)
+    proc = subprocess.run(**helper.popen_arguments(["manifest", "init", "--manifest", str(manifest), "--name", name,
+                                                    "--version", version]), capture_output=True, text=True)
     if proc.returncode != 0:
-        raise ReleaseError(f"`{helper} manifest init` failed for {name} {version}: {proc.stderr.strip()}")
+        raise ReleaseError(f"`{helper.path} manifest init` failed for {name} {version}: {proc.stderr.strip()}")
     for wheel, cuda, sass, ptx in entries:
-        cmd = [str(helper), "manifest", "add", "--manifest", str(manifest), "--wheel", str(wheel)]
+        cmd = ["manifest", "add", "--manifest", str(manifest), "--wheel", str(wheel)]
         if cuda is not None:
             cmd += ["--cuda", cuda]
         if sass:
             cmd += ["--sass", ",".join(sass)]
         if ptx:
             cmd += ["--ptx", ",".join(ptx)]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        proc = subprocess.run(**helper.popen_arguments(cmd), capture_output=True, text=True)
         if proc.returncode != 0:
             raise ReleaseError(f"the manifest writer refused {wheel.name}: {proc.stderr.strip()}")
-    say(f"wrote {manifest} ({len(entries)} wheels) with {helper}")
+    say(f"wrote {manifest} ({len(entries)} wheels) with {helper.path}")
     return manifest
 
 
-def embed_variant_metadata(entries: list[Entry], helper: Path, work: Path, config: ProjectConfig) -> None:
+def embed_variant_metadata(entries: list[Entry], helper: helper_build.Helper, work: Path, config: ProjectConfig) -> None:
     """variant.json into each wheel, with the properties the manifest writer states for it (a
     scratch manifest in `work`). It changes the wheels' bytes, so it runs before the real manifest
     records their hashes."""
