@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import io
 import json
+import time
 import zipfile
+from pathlib import Path
 
 import release_server
 from conftest import NEWEST, SECOND_CUDA, Host, cached_wheels
@@ -82,9 +84,20 @@ def test_4b_offline_with_an_empty_cache_builds_locally_without_a_request(install
     assert "Collecting pybind11" in install.output  # the toolchain, asked for by the backend
 
 
-def test_5_corrupted_asset_is_rejected_and_never_cached(installer, server, release):
+def test_5_corrupted_asset_stops_the_install_and_is_never_cached(installer, server, release):
     server.faults[release.asset(NEWEST)] = release_server.Fault("wrong-bytes")
     install = installer.install(H200_CUDA13, server.base_url)
+    assert install.returncode != 0, install.output[-4000:]
+    assert f"{release.asset(NEWEST)} from {server.base_url}" in install.output
+    assert "fails its checksum stops the install" in install.output
+    assert "CULINA_BUILD_ON_MISMATCH=1" in install.output
+    assert "Collecting pybind11" not in install.output  # no local build was started
+    assert cached_wheels(installer.cache) == []
+
+
+def test_5b_corrupted_asset_builds_locally_when_the_user_allows_it(installer, server, release):
+    server.faults[release.asset(NEWEST)] = release_server.Fault("wrong-bytes")
+    install = installer.install(H200_CUDA13, server.base_url, CULINA_BUILD_ON_MISMATCH="1")
     assert_built_locally(install, ["9.0"], "sha256")
     assert cached_wheels(installer.cache) == []
 
@@ -143,3 +156,31 @@ def test_12_four_installs_at_once_share_one_download(installer, server, release)
         assert_installed_release(install, release, NEWEST)
     assert len(server.object_gets(release.asset(NEWEST))) == 1
     assert cached_wheels(installer.cache) == [release.asset(NEWEST)]
+
+
+def _command_lines_holding(marker: bytes) -> list[str]:
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            text = cmdline.read_bytes()
+        except OSError:  # the process ended while we looked
+            continue
+        if marker in text:
+            found.append(text.replace(b"\0", b" ").decode(errors="replace"))
+    return found
+
+
+def test_8_credentials_in_the_release_url_never_reach_a_command_line(installer, server, release):
+    """Every local user can read /proc/*/cmdline: the release URL reaches the helper through its
+    environment, which only the user and root can read."""
+    secret = "hunter2"
+    url = server.base_url.replace("://", f"://culina:{secret}-password@", 1) + f"?token={secret}-token"
+    process, log, venv, started = installer.start(H200_CUDA13, url)
+    seen: list[str] = []
+    while process.poll() is None:
+        seen += _command_lines_holding(secret.encode())
+        time.sleep(0.002)
+    install = installer.finish(process, log, venv, started)
+    assert_installed_release(install, release, NEWEST)
+    assert seen == []
+    assert secret not in install.output
