@@ -25,6 +25,14 @@ def snapshot(folder: Path) -> dict[str, tuple[int, int, int]]:
             for p in [folder, *folder.rglob("*")]}
 
 
+
+def assert_fetched_privately(outcome, wheel, away_from: Path | None = None) -> None:
+    """The wheel was fetched into a private temporary folder (not under `away_from`), which is removed."""
+    fetched = Path(outcome.stdout.strip())
+    assert fetched.read_bytes() == wheel.data
+    assert away_from is None or not fetched.is_relative_to(away_from)
+    shutil.rmtree(fetched.parent.parent)
+
 def test_planted_links_in_the_cache_are_never_written_through(fetcher, release, wheel, tmp_path):
     wheels = fetcher.cache / "wheels"
     wheels.mkdir(parents=True, mode=0o700)
@@ -53,9 +61,7 @@ def test_a_held_lock_does_not_hang_the_fetch(fetcher, release, wheel):
     assert outcome.returncode == 0, outcome.stderr
     assert outcome.seconds < 8
     assert "is still held after 2 s: going on without the cache" in outcome.stderr
-    fetched = Path(outcome.stdout.strip())
-    assert not fetched.is_relative_to(fetcher.cache) and fetched.read_bytes() == wheel.data
-    shutil.rmtree(fetched.parent.parent)
+    assert_fetched_privately(outcome, wheel, away_from=fetcher.cache)
 
 
 def test_offline_with_a_cached_wheel_ignores_a_held_lock(fetcher, release, wheel):
@@ -75,9 +81,7 @@ def test_a_cache_owned_by_another_user_is_not_used(fetcher, release, wheel):
     assert outcome.returncode == 0, outcome.stderr
     assert f"WARNING: not using the wheel cache: {fetcher.cache} belongs to user id {NOBODY.pw_uid}" in outcome.stderr
     assert snapshot(fetcher.cache) == before
-    fetched = Path(outcome.stdout.strip())
-    assert fetched.read_bytes() == wheel.data
-    shutil.rmtree(fetched.parent.parent)
+    assert_fetched_privately(outcome, wheel)
 
 
 def test_a_cache_under_a_folder_another_user_owns_is_not_used(fetcher, release, wheel, tmp_path):
@@ -90,9 +94,7 @@ def test_a_cache_under_a_folder_another_user_owns_is_not_used(fetcher, release, 
     assert outcome.returncode == 0, outcome.stderr
     assert f"WARNING: not using the wheel cache: {theirs} belongs to user id {NOBODY.pw_uid}" in outcome.stderr
     assert list(theirs.iterdir()) == [], "nothing is created under a folder another user owns"
-    fetched = Path(outcome.stdout.strip())
-    assert not fetched.is_relative_to(theirs) and fetched.read_bytes() == wheel.data
-    shutil.rmtree(fetched.parent.parent)
+    assert_fetched_privately(outcome, wheel, away_from=theirs)
 
 
 def test_a_link_another_user_planted_as_the_cache_is_not_followed(fetcher, release, wheel, tmp_path):
@@ -104,9 +106,7 @@ def test_a_link_another_user_planted_as_the_cache_is_not_followed(fetcher, relea
     assert outcome.returncode == 0, outcome.stderr
     assert f"{fetcher.cache} is a symbolic link owned by user id {NOBODY.pw_uid}" in outcome.stderr
     assert list(target.iterdir()) == [], "nothing is written into the link's target"
-    fetched = Path(outcome.stdout.strip())
-    assert not fetched.is_relative_to(target) and fetched.read_bytes() == wheel.data
-    shutil.rmtree(fetched.parent.parent)
+    assert_fetched_privately(outcome, wheel, away_from=target)
 
 
 def test_the_root_folder_as_the_cache_is_refused(fetcher, release, wheel):
@@ -125,9 +125,7 @@ def test_the_root_folder_as_the_cache_is_refused(fetcher, release, wheel):
     assert outcome.returncode == 0, outcome.stderr
     assert "WARNING: not using the wheel cache: / is the root folder" in outcome.stderr
     assert "set CULINA_CACHE_DIR to a folder that only you own and may write" in outcome.stderr
-    fetched = Path(outcome.stdout.strip())
-    assert fetched.read_bytes() == wheel.data
-    shutil.rmtree(fetched.parent.parent)
+    assert_fetched_privately(outcome, wheel)
 
 
 def test_new_cache_folders_are_private(fetcher, release, wheel):
