@@ -122,7 +122,7 @@ def test_stall_gives_up_within_the_timeouts(resolve, release):
 def test_truncated_manifest_is_not_used(resolve, release):
     release.server.faults[MANIFEST] = release_server.Fault("truncated")
     done, decision, _ = resolve(release.server.base_url)
-    assert_builds_locally(done, decision, "is not a usable manifest")
+    assert_builds_locally(done, decision, "is not usable (")
 
 
 def test_oversized_manifest_is_cut_off(resolve, release):
@@ -158,3 +158,21 @@ def test_offline_and_source_builds_fetch_nothing(resolve, release, setting):
     done, decision, _ = resolve(release.server.base_url, **setting)
     assert_builds_locally(done, decision, "not fetched (" + "=".join(next(iter(setting.items()))))
     assert release.server.requests == []
+
+
+def test_a_manifest_that_cannot_be_fetched_is_the_recorded_reason_for_the_local_build(resolve, release):
+    release.server.faults[MANIFEST] = release_server.Fault("404")
+    done, decision, _ = resolve(release.server.base_url)
+    assert_builds_locally(done, decision, "404")
+    assert decision["reason"].startswith("the release manifest is not available from ")
+    assert "404" in decision["reason"] and "no prebuilt wheel can be chosen" in decision["reason"]
+
+
+def test_a_pinned_variant_without_a_manifest_stops_naming_why(resolve, release):
+    release.server.faults[MANIFEST] = release_server.Fault("404")
+    done, decision, _ = resolve(release.server.base_url, CULINA_VARIANT="cu130")
+    assert done.returncode == 3, done.stderr
+    assert decision["action"] == "error"
+    assert decision["reason"].startswith("CULINA_VARIANT=cu130 asks for a prebuilt wheel, but the release manifest "
+                                         "is not available from ")
+    assert "CULINA_VARIANT=auto" in decision["reason"]

@@ -72,24 +72,30 @@ namespace {
 void log_manifest(const std::string& message) { std::cerr << "culina-resolver resolve: release manifest: " << message << "\n"; }
 
 // The manifest at --manifest-url or in the release (--manifest-from-release), checked to describe
-// this project; with none (offline, a source build, no release URL, or a failed fetch) a manifest
-// listing no wheels, so the policy still decides how to build.
-Manifest fetched_manifest(const SelectionOptions& options, const HelperSettings& settings) {
-    Manifest none;
-    none.name = options.project_name;
-    none.version = options.project_version;
-    const std::optional<std::string> base = release_base_url(options.base_url, settings);
-    if (!options.manifest_url && !base) {
-        log_manifest(no_release_url_message(settings) + ": no prebuilt wheel can be chosen");
+// this project. With none (offline, a source build, no release URL, or a failed fetch) it lists no
+// wheels, so the policy still decides how to build, and `unavailable` says why for its reasons.
+struct FetchedManifest {
+    Manifest manifest;
+    std::optional<std::string> unavailable;
+};
+
+FetchedManifest fetched_manifest(const SelectionOptions& options, const HelperSettings& settings) {
+    FetchedManifest none;
+    none.manifest.name = options.project_name;
+    none.manifest.version = options.project_version;
+    const auto without = [&](const std::string& why) {
+        log_manifest(why + ": no prebuilt wheel can be chosen");
+        none.unavailable = "the release manifest " + why;
         return none;
-    }
+    };
+    const std::optional<std::string> base = release_base_url(options.base_url, settings);
+    if (!options.manifest_url && !base) return without("has no address (" + no_release_url_message(settings) + ")");
     const std::string url = options.manifest_url ? *options.manifest_url : fetch::asset_url(*base, fetch::kManifestAssetName);
     const std::string shown_url = fetch::redacted_url(url);
     if (settings.fetch.offline || settings.variant.kind == VariantRequest::Kind::source) {
-        log_manifest("not fetched (" +
-                     (settings.fetch.offline ? settings.names.of("OFFLINE") + "=1" : settings.names.of("VARIANT") + "=source") +
-                     "): no prebuilt wheel can be chosen");
-        return none;
+        return without("was not fetched (" +
+                       (settings.fetch.offline ? settings.names.of("OFFLINE") + "=1" : settings.names.of("VARIANT") + "=source") +
+                       ")");
     }
     fetch::FetchOptions fetch_options;
     fetch_options.settings = fetch::with_host_ca_bundle(settings.fetch, process_environment());
@@ -98,20 +104,18 @@ Manifest fetched_manifest(const SelectionOptions& options, const HelperSettings&
         Manifest manifest = parse_manifest(fetch::fetch_manifest_text(url, fetch_options));
         if (normalize_distribution_name(manifest.name) != normalize_distribution_name(options.project_name) ||
             manifest.version != options.project_version) {
-            log_manifest(shown_url + " describes " + manifest.name + " " + printable(manifest.version) + ", not " +
-                         options.project_name + " " + options.project_version +
-                         ": ignoring it (check " + settings.names.of("RELEASE_URL") + "); no prebuilt wheel can be chosen");
-            return none;
+            return without("at " + shown_url + " describes " + manifest.name + " " + printable(manifest.version) + ", not " +
+                           options.project_name + " " + options.project_version + " (check " +
+                           settings.names.of("RELEASE_URL") + ")");
         }
         log_manifest(shown_url + " (this sdist carries none)");
-        return manifest;
+        return {manifest, std::nullopt};
     } catch (const fetch::FetchError& error) {
         if (error.kind == fetch::FetchError::Kind::configuration) throw;
-        log_manifest("not available from " + shown_url + " (" + error.what() + "): no prebuilt wheel can be chosen");
+        return without("is not available from " + shown_url + " (" + error.what() + ")");
     } catch (const ManifestError& error) {
-        log_manifest(shown_url + " is not a usable manifest (" + printable(error.what()) + "): no prebuilt wheel can be chosen");
+        return without("at " + shown_url + " is not usable (" + printable(error.what()) + ")");
     }
-    return none;
 }
 
 }  // namespace
@@ -121,7 +125,13 @@ SelectionInput load_selection_input(const SelectionOptions& options, const Helpe
     input.names = settings.names;
     input.request = settings.variant;
     input.default_archs = parse_arch_list(options.default_archs, "--default-archs");
-    input.manifest = options.manifest_path.empty() ? fetched_manifest(options, settings) : load_manifest(options.manifest_path);
+    if (options.manifest_path.empty()) {
+        FetchedManifest fetched = fetched_manifest(options, settings);
+        input.manifest = std::move(fetched.manifest);
+        input.manifest_unavailable = std::move(fetched.unavailable);
+    } else {
+        input.manifest = load_manifest(options.manifest_path);
+    }
     const std::optional<std::string> tags_text = read_text_file(options.tags_path);
     if (!tags_text) throw UsageError("tags file " + options.tags_path + " cannot be read (missing or unreadable)");
     input.supported_tags = parse_supported_tags(*tags_text, options.tags_path);

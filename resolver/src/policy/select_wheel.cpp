@@ -148,7 +148,12 @@ private:
     Decision choose_automatically() {
         set_no_gpu_assumption();
         const std::vector<size_t> order = accepted_best_first();
-        if (order.empty()) return fall_back_to_build("no wheel of " + host_.release_text() + " fits this host", true);
+        if (order.empty()) {
+            const std::optional<std::string>& unavailable = host_.input.manifest_unavailable;
+            return fall_back_to_build(unavailable ? *unavailable + ", so no prebuilt wheel can be chosen"
+                                                  : "no wheel of " + host_.release_text() + " fits this host",
+                                      true);
+        }
         const size_t best = order.front();
         const Candidate& chosen = decision_.candidates[best];
         for (size_t i : order) {
@@ -187,6 +192,11 @@ private:
     Decision choose_label() {
         const std::string& label = host_.input.request.label;
         const std::string setting = host_.variable("VARIANT") + "=" + label;
+        if (host_.input.manifest_unavailable) {
+            return fail(setting + " asks for a prebuilt wheel, but " + *host_.input.manifest_unavailable +
+                        ". Fix: check " + host_.variable("RELEASE_URL") + " and the network, or set " + host_.variable("VARIANT") +
+                        "=auto to build locally");
+        }
         std::optional<size_t> best;
         bool release_has_label = false;
         for (size_t i = 0; i < decision_.candidates.size(); ++i) {

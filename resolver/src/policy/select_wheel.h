@@ -1,6 +1,7 @@
 // The selection policy (docs/ARCHITECTURE.md): which prebuilt wheel this host gets, or how to build.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,9 @@ struct SelectionInput {
     HostInfo host;
     std::vector<std::string> supported_tags;  // best first
     Manifest manifest;
+    // Why the manifest lists no wheels because none could be read (a fetch that failed, offline,
+    // no release URL), for the reasons; nullopt when the manifest was read.
+    std::optional<std::string> manifest_unavailable;
     VariantRequest request;
     // For a local build when no GPU is visible (parse_arch_list form).
     std::vector<std::string> default_archs;
