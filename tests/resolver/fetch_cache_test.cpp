@@ -97,6 +97,14 @@ TEST(WheelCache, PlantedLinksAreNeverOpened) {
     EXPECT_EQ(content, "precious");
 }
 
+TEST(WheelCache, APlantedFifoIsRefusedWithoutWaitingForAWriter) {
+    const std::string fifo = fresh_dir("fifo") + "/x.whl";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    const auto started = std::chrono::steady_clock::now();
+    EXPECT_THROW(open_own_file(fifo, O_RDONLY, false), FetchError);
+    EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(2));
+}
+
 TEST(WheelCache, PublishRenamesAndDiscardToleratesMissing) {
     const std::string dir = fresh_dir("publish");
     std::ofstream(dir + "/a.part") << "bytes";

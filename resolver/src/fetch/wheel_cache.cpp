@@ -259,7 +259,9 @@ std::optional<std::string> untrusted_entry_problem(const std::string& path) {
 }
 
 int open_own_file(const std::string& path, int flags, bool create) {
-    const int fd = ::open(path.c_str(), flags | O_NOFOLLOW | O_CLOEXEC | (create ? O_CREAT : 0), 0600);
+    // O_NONBLOCK: a FIFO planted where a file is expected must not hang the open (the fstat below
+    // then refuses it); on a regular file the flag changes nothing.
+    const int fd = ::open(path.c_str(), flags | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | (create ? O_CREAT : 0), 0600);
     if (fd < 0) {
         if (errno == ELOOP) {
             throw FetchError(FetchError::Kind::local, path + " is a symbolic link, which the cache never follows: "
