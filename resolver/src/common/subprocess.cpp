@@ -49,7 +49,6 @@ ChildOutcome collect(pid_t pid, int read_fd, std::chrono::milliseconds limit) {
     ChildOutcome outcome;
     const Clock::time_point deadline = Clock::now() + limit;
     bool killed = false;
-    bool reaped = false;
     int status = 0;
     char buffer[4096];
     for (;;) {
@@ -58,8 +57,10 @@ ChildOutcome collect(pid_t pid, int read_fd, std::chrono::milliseconds limit) {
             killed = true;
             break;
         }
-        if (waitpid(pid, &status, WNOHANG) == pid) {
-            reaped = true;
+        // WNOWAIT: the exited child stays a zombie until the group kill below, so its pid, and with
+        // it the group id, cannot be reused by an unrelated process that the kill would then hit.
+        siginfo_t exited{};
+        if (waitid(P_PID, static_cast<id_t>(pid), &exited, WEXITED | WNOHANG | WNOWAIT) == 0 && exited.si_pid == pid) {
             drain(read_fd, outcome);
             break;
         }
@@ -76,9 +77,7 @@ ChildOutcome collect(pid_t pid, int read_fd, std::chrono::milliseconds limit) {
     }
     kill(-pid, SIGKILL);
     close(read_fd);
-    if (!reaped) {
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-        }
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     if (outcome.output_capped) {
         outcome.status = ChildOutcome::Status::output_too_long;
