@@ -90,11 +90,12 @@ class Helper:
     sha256: str       # taken on `binary`
     checked: str      # what was verified, for the log
 
-    def popen_arguments(self, arguments: list[str], pass_fds: tuple[int, ...] = ()) -> dict:
+    def popen_arguments(self, arguments: list[str]) -> dict:
         """subprocess.Popen/run keyword arguments that start `helper arguments...` from the open
-        file; pass_fds: further descriptors the command needs."""
+        file (never 0, 1 or 2: open_own_file's descriptors are 3 or more, so Popen's redirections
+        cannot replace it before the exec)."""
         fd = self.binary.fileno()
-        return {"args": [str(self.path), *arguments], "executable": f"/proc/self/fd/{fd}", "pass_fds": (fd, *pass_fds)}
+        return {"args": [str(self.path), *arguments], "executable": f"/proc/self/fd/{fd}", "pass_fds": (fd,)}
 
     def close(self) -> None:
         self.binary.close()
@@ -148,11 +149,14 @@ def source_hash(source_dir: Path = SOURCE_DIR) -> str:
     return digest.hexdigest()
 
 
-def _folder_problem(path: str, info: os.stat_result) -> str | None:
-    """A folder on the way to a cache: this user's or root's, and writable by neither group nor
-    others, unless it is root's and sticky (/tmp: nobody may rename or delete what is not theirs)."""
+def folder_problem(path: str, info: os.stat_result) -> str | None:
+    """A folder on the way to a cache, or one that holds a file we trust (build/ of the kept
+    resolution): this user's or root's, and writable by neither group nor others, unless it is
+    root's and sticky (/tmp: nobody may rename or delete what is not theirs)."""
     if not stat.S_ISDIR(info.st_mode):
-        return f"{path} is {'a file' if stat.S_ISREG(info.st_mode) else 'a special file'}, not a folder"
+        kinds = {stat.S_IFREG: "a file", stat.S_IFLNK: "a symbolic link"}
+        what = kinds.get(stat.S_IFMT(info.st_mode), "a special file")
+        return f"{path} is {what}, not a folder"
     if info.st_uid not in (os.geteuid(), 0):
         return f"{path} belongs to user id {info.st_uid}, neither this user ({os.geteuid()}) nor root"
     sticky_root = info.st_uid == 0 and info.st_mode & stat.S_ISVTX
@@ -184,7 +188,7 @@ def _walk_to_root(root: str) -> tuple[str, list[str], str | None]:
     """Walks `root` from / with lstat: (the folder its existing part resolves to, the names still
     missing below that folder, why the existing part cannot be trusted or None)."""
     resolved, pending, links = "/", root.split("/"), 0
-    problem = _folder_problem("/", os.lstat("/"))
+    problem = folder_problem("/", os.lstat("/"))
     while pending and not problem:
         name = pending.pop(0)
         if name in ("", "."):
@@ -211,7 +215,7 @@ def _walk_to_root(root: str) -> tuple[str, list[str], str | None]:
             pending = [*target.split("/"), *pending]
             continue
         resolved = path
-        problem = _folder_problem(path, info)
+        problem = folder_problem(path, info)
     return resolved, [], problem
 
 
@@ -220,10 +224,11 @@ def cache_trust_problem(root: Path, inside: tuple[str, ...]) -> str | None:
     `root` is walked from / with lstat: a symbolic link on the way must be this user's or root's,
     and the walk goes on through its target; every folder on the way must be this user's or root's
     and writable by neither group nor others, unless root's and sticky (/tmp). The folder reached
-    must be this user's alone, and no system folder (SYSTEM_TOP_FOLDERS; as given and as resolved);
-    the folders `inside` it (helper/<key>) must be this user's alone and no links. What is missing
-    is created (0700), one folder at a time, only once everything above it has passed; nothing is
-    created for a cache that is refused. None when the cache may be used, else why not."""
+    must be this user's alone, and no system folder (SYSTEM_TOP_FOLDERS; as given, and as resolved
+    with its missing part before anything is created); the folders `inside` it (helper/<key>) must
+    be this user's alone and no links. What is missing is created (0700), one folder at a time, only
+    once everything above it has passed; nothing is created for a cache that is refused. None when
+    the cache may be used, else why not."""
     given = os.path.normpath(os.path.join(os.getcwd(), root))
     system = "a system folder (/, its top-level folders and those directly in /usr and /var), which never holds a cache"
     if _is_system_folder(given):
@@ -232,11 +237,13 @@ def cache_trust_problem(root: Path, inside: tuple[str, ...]) -> str | None:
         resolved, missing, problem = _walk_to_root(given)
         if problem:
             return problem
+        # With the missing part: a link to /usr and a missing name under it is /usr/<name>.
+        intended = os.path.normpath(os.path.join(resolved, *missing))
+        if _is_system_folder(intended):
+            return f"{given} leads to {intended}, {system}"
         if missing:
             created = os.path.join(resolved, missing[0])
         else:
-            if _is_system_folder(resolved):
-                return f"{given} leads to {resolved}, {system}"
             try:
                 problem = _own_folder_problem(resolved, os.lstat(resolved))
             except OSError as error:
@@ -269,22 +276,34 @@ def opened_helper(binary: Path, sources: str, expected_sha256: str | None = None
     when `record` gives one, compared with `expected_sha256`; then made executable and its
     handshake (`version --json` answering `sources`) run from that same open file.
     Raises HelperBuildError naming the file and what failed."""
-    try:
-        if expected_sha256 is None:
-            opened = prebuilt_wheel.open_own_file(binary)
-            try:
-                digest = prebuilt_wheel.sha256_of(opened)
-            except OSError:
-                opened.close()
-                raise
-        else:
+    if expected_sha256 is None:
+        opened, digest = _opened_and_hashed(binary)
+    else:
+        try:
             opened = prebuilt_wheel.open_verified(binary, expected_sha256, f"its record {record}")
-            digest = expected_sha256.lower()
+        except prebuilt_wheel.DeliveryError as error:
+            raise HelperBuildError(str(error)) from None
+        digest = expected_sha256.lower()
+    source = f"as {record.name} gives" if record else "taken as it was built"
+    return _handshaken(opened, binary, digest, source, sources)
+
+
+def _opened_and_hashed(binary: Path) -> tuple[BinaryIO, str]:
+    """`binary` through prebuilt_wheel.open_own_file and its sha256 taken on that descriptor."""
+    try:
+        opened = prebuilt_wheel.open_own_file(binary)
     except prebuilt_wheel.DeliveryError as error:
         raise HelperBuildError(str(error)) from None
+    try:
+        return opened, prebuilt_wheel.sha256_of(opened)
     except OSError as error:
+        opened.close()
         raise HelperBuildError(f"{binary} cannot be read ({error.strerror})") from None
-    source = f"as {record.name} gives" if record else "taken as it was built"
+
+
+def _handshaken(opened: BinaryIO, binary: Path, digest: str, source: str, sources: str) -> Helper:
+    """The Helper of the open, hashed `binary` once it is executable and answers its handshake
+    with `sources`; otherwise closed, and HelperBuildError says why."""
     helper = Helper(opened, binary, digest, f"{binary} (sha256 {digest[:12]} {source}; handshake checked)")
     try:
         mode = os.fstat(opened.fileno()).st_mode
@@ -315,6 +334,8 @@ def handshake_problem(helper: Helper, expected_hash: str) -> str | None:
     try:
         answered = json.loads(done.stdout)["source_hash"]
     except (ValueError, KeyError, TypeError):
+        answered = None
+    if not isinstance(answered, str):
         return f"its handshake answer is not understood: {done.stdout.strip()[:200]!r}"
     if answered != expected_hash:
         return f"it answers the handshake with sources {answered[:12] or 'unknown'}, not {expected_hash[:12]}"
@@ -466,9 +487,21 @@ def cache_key(compiler: str, sources: str) -> str:
 
 
 def _uncached_folder() -> Path:
-    folder = Path(tempfile.mkdtemp(prefix="culina-helper-"))
+    """A private folder for this install's helper in the temporary folder (TMPDIR, as tempfile
+    chooses it), used only when it passes the cache trust rule: whoever may write a folder above it
+    could rename it away during the compile and plant a binary that would then run as this user."""
+    temporary = tempfile.gettempdir()
+    folder = tempfile.mkdtemp(prefix="culina-helper-", dir=temporary)
+    problem = cache_trust_problem(Path(folder), ())
+    if problem:
+        try:
+            os.rmdir(folder)
+        except OSError:
+            pass  # no longer the empty folder made above: what is there now is not ours to delete
+        raise HelperBuildError(f"cannot build the helper in the private folder {folder} (in TMPDIR, {temporary}): "
+                               f"{problem}. Fix: set TMPDIR to a folder that only you (or root) may write")
     atexit.register(shutil.rmtree, folder, True)
-    return folder
+    return Path(folder)
 
 
 def _cached_helper(folder: Path, sources: str) -> tuple[Helper | None, str | None]:
@@ -484,10 +517,20 @@ def _cached_helper(folder: Path, sources: str) -> tuple[Helper | None, str | Non
             expected = json.loads(opened.read(COMPILED_RECORD_SIZE_LIMIT))["sha256"]
     except prebuilt_wheel.DeliveryError as error:
         return None, f"its record: {error}"
+    except OSError as error:
+        return None, f"{record_path} cannot be read ({error.strerror})"
     except (ValueError, KeyError, TypeError) as error:
         return None, f"{record_path} is not a record of its sha256 ({error})"
     try:
-        return opened_helper(binary, sources, str(expected), record_path), None
+        opened, digest = _opened_and_hashed(binary)
+    except HelperBuildError as error:
+        return None, str(error)
+    if digest != str(expected).lower():
+        opened.close()
+        return None, (f"{binary} has sha256 {digest} but {record_path.name} says {expected}: it is not what was "
+                      "compiled there")
+    try:
+        return _handshaken(opened, binary, digest, f"as {record_path.name} gives", sources), None
     except HelperBuildError as error:
         return None, str(error)
 

@@ -16,6 +16,7 @@ import copy
 import csv
 import email.parser
 import errno
+import fcntl
 import hashlib
 import io
 import json
@@ -31,6 +32,7 @@ COPY_PIECE = 1 << 20          # members and the wheel are read in pieces of this
 RECORD_SIZE_LIMIT = 16 << 20  # RECORD and _build_info.json are text of some KiB
 # O_NONBLOCK: a FIFO planted in the file's place cannot hang the open (it is refused after fstat).
 OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+FIRST_FREE_FD = 3  # past stdin, stdout and stderr
 SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 # What reading a wheel may raise besides DeliveryError; each becomes a DeliveryError naming the wheel.
 WHEEL_READ_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, UnicodeDecodeError)
@@ -167,7 +169,10 @@ def _foreign_file_problem(info: os.stat_result) -> str | None:
 def open_own_file(path: Path) -> BinaryIO:
     """`path` opened for reading without following a link, and checked on that descriptor
     (_foreign_file_problem): whatever happens to the path afterwards, what is read from the
-    returned file is what was checked. Raises DeliveryError naming the file and what was found."""
+    returned file is what was checked. The descriptor is never 0, 1 or 2 (a parent that started us
+    with one closed makes os.open return it): a helper run from it (helper_build.Helper) would have
+    it replaced by Popen's redirections before the exec. Raises DeliveryError naming the file and
+    what was found."""
     fix = "delete it and install again: a file is used only when nobody but you or root can have changed it"
     try:
         fd = os.open(path, OPEN_FLAGS)
@@ -177,6 +182,9 @@ def open_own_file(path: Path) -> BinaryIO:
         raise DeliveryError(f"cannot open {path} ({error.strerror}); refusing it (install again to fetch or "
                             "build it anew)") from None
     try:
+        if fd < FIRST_FREE_FD:
+            low, fd = fd, fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, FIRST_FREE_FD)
+            os.close(low)
         problem = _foreign_file_problem(os.fstat(fd))
         if problem:
             raise DeliveryError(f"will not use {path}: {problem} ({fix})")

@@ -37,9 +37,18 @@ def load_pyproject(root: Path = PROJECT_ROOT) -> dict:
 
 
 def redacted(value: str) -> str:
-    """A value as messages show it: the user:password of any URL in it replaced by ***, as the
-    helper's redacted_url does, so that a token in a release URL never reaches a log."""
-    return re.sub(r"(://)[^/@]*@", r"\1***@", value)
+    """A URL as messages show it, as the helper's redacted_url (fetch/url_policy.cpp) shows it:
+    without its userinfo (all before the last @ of the authority, so a password holding @ goes
+    whole) and without its query and fragment (?token=...), so no credential reaches a log. A
+    value without :// is shown as it is."""
+    scheme_end = value.find("://")
+    if scheme_end < 0:
+        return value
+    authority_begin = scheme_end + 3
+    path_begin = next((i for i in range(authority_begin, len(value)) if value[i] in "/?#"), len(value))
+    path_end = next((i for i in range(path_begin, len(value)) if value[i] in "?#"), len(value))
+    authority = value[authority_begin:path_begin]
+    return value[:authority_begin] + authority[authority.rfind("@") + 1:] + value[path_begin:path_end]
 
 
 def release_base(path: Path, table: str, template, version: str) -> str:

@@ -12,13 +12,17 @@ setuptools never runs. Sdists, editable installs and release builds always compi
 
 Frontends run each hook in a new process: the first hook's resolution is kept in
 build/<name>-resolution.json and reused by the later hooks of the same build (same
-interpreter, same <prefix>* settings, under an hour old, the chosen wheel still cached).
+interpreter, same <prefix>* settings, under an hour old, the chosen wheel still cached). It names
+the wheel and the sha256 the later hooks verify it against, so it is written 0600 and atomically,
+and read only when it and build/ can have been written by nobody but this user or root.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -30,7 +34,7 @@ import install_resolution  # noqa: E402
 import prebuilt_wheel  # noqa: E402
 import pypi_toolkit  # noqa: E402
 from adapter_settings import AdapterSettings, settings_or_exit  # noqa: E402
-from helper_build import say  # noqa: E402
+from helper_build import folder_problem, say  # noqa: E402
 from install_resolution import Resolution, ResolutionError  # noqa: E402
 from project_config import PROJECT_ROOT  # noqa: E402
 
@@ -55,9 +59,26 @@ def _setuptools_backend(settings: AdapterSettings):
     return build_meta
 
 
-def _state_key(settings: AdapterSettings) -> list:
+def _state_key(settings: AdapterSettings) -> str:
+    """What a kept resolution was made for: this interpreter and every <prefix>* variable, as a
+    sha256, since a value may carry credentials (<prefix>RELEASE_URL's user:password@, ?token=)."""
     prefix = settings.project.env_prefix
-    return [sys.executable, sorted([k, v] for k, v in os.environ.items() if k.startswith(prefix))]
+    key = [sys.executable, sorted([k, v] for k, v in os.environ.items() if k.startswith(prefix))]
+    return hashlib.sha256(json.dumps(key).encode()).hexdigest()
+
+
+def _keep(state: Path, content: str) -> None:
+    """`content` as `state`, 0600, atomically: written to a new name in its folder (mkstemp:
+    O_CREAT|O_EXCL|O_NOFOLLOW, 0600) and renamed over it, so a link planted at either name is
+    replaced, never followed."""
+    fd, staged = tempfile.mkstemp(dir=state.parent, prefix=f".{state.name}-")
+    try:
+        with os.fdopen(fd, "w") as out:
+            out.write(content)
+        os.replace(staged, state)
+    except BaseException:
+        Path(staged).unlink(missing_ok=True)
+        raise
 
 
 def _resolve(settings: AdapterSettings, fresh: bool) -> Resolution:
@@ -75,16 +96,32 @@ def _resolve(settings: AdapterSettings, fresh: bool) -> Resolution:
         raise SystemExit(f"{settings.project.name}: cannot install: {error}") from None
     try:
         state.parent.mkdir(exist_ok=True)
-        state.write_text(json.dumps({"key": _state_key(settings), "time": time.time(),
-                                     "resolution": resolution.to_json()}))
+        _keep(state, json.dumps({"key": _state_key(settings), "time": time.time(), "resolution": resolution.to_json()}))
     except OSError as error:
         say(f"cannot keep the resolution for the later build steps ({error}); they will resolve again")
     return resolution
 
 
+def _kept_state(path: Path) -> dict:
+    """The state file's content, read through prebuilt_wheel.open_own_file (this user's or root's,
+    one link, writable by no one else) from a folder no one else may write (folder_problem).
+    Raises DeliveryError saying why it is not read."""
+    problem = folder_problem(str(path.parent), os.lstat(path.parent))
+    if problem:
+        raise prebuilt_wheel.DeliveryError(problem)
+    with prebuilt_wheel.open_own_file(path) as opened:
+        return json.loads(opened.read())
+
+
 def _earlier_resolution(settings: AdapterSettings) -> Resolution | None:
+    path = _state_file(settings)
+    if not os.path.lexists(path):
+        return None
     try:
-        state = json.loads(_state_file(settings).read_text())
+        state = _kept_state(path)
+    except prebuilt_wheel.DeliveryError as error:
+        say(f"not reusing the resolution kept by this build's first step: {error}; resolving again")
+        return None
     except (OSError, ValueError):
         return None
     if state.get("key") != _state_key(settings) or time.time() - state.get("time", 0) > STATE_MAX_AGE_S:

@@ -53,9 +53,45 @@ def test_a_bad_value_is_refused_naming_variable_value_and_accepted_form(name, va
 
 def test_a_refused_url_is_shown_without_its_credentials():
     with pytest.raises(adapter_settings.SettingError) as refused:
-        adapter_settings.parse({"HOME": "/home/u", "CULINA_RELEASE_URL": "https://user:se cret@example.org/r v"}, CULINA)
-    assert str(refused.value).startswith("CULINA_RELEASE_URL='https://***@example.org/r v' ")
-    assert "se cret" not in str(refused.value) and "user" not in str(refused.value)
+        adapter_settings.parse({"HOME": "/home/u",
+                                "CULINA_RELEASE_URL": "https://user:se@cret@example.org/r v?token=t0k"}, CULINA)
+    assert str(refused.value).startswith("CULINA_RELEASE_URL='https://example.org/r v' ")
+    for secret in ("se@cret", "cret", "user", "t0k"):
+        assert secret not in str(refused.value)
+
+
+# The cases of the helper's redacted_url (fetch/url_policy.cpp): userinfo is all before the last @
+# of the authority (which ends at the first /, ? or #), and the query and fragment are dropped.
+REDACTED_URLS = [
+    ("https://user:secret@example.org/r/v1", "https://example.org/r/v1"),
+    ("https://user:p@ss@word@example.org/r", "https://example.org/r"),
+    ("https://example.org/r?token=t0k", "https://example.org/r"),
+    ("https://example.org/r#t0k", "https://example.org/r"),
+    ("https://user:secret@example.org/r?sig=a&token=t0k#frag", "https://example.org/r"),
+    ("https://t0k@example.org", "https://example.org"),
+    ("https://u:p@example.org?token=t0k", "https://example.org"),
+    ("https://u:p@[::1]:8443/r?x=1", "https://[::1]:8443/r"),
+    ("ftp://user:secret@host/x?sig=token", "ftp://host/x"),
+    ("file:///srv/mirror?x=1", "file:///srv/mirror"),
+    ("https://example.org/a@b/c", "https://example.org/a@b/c"),
+    ("/srv/mirror", "/srv/mirror"),
+    ("not a url @ all ?x", "not a url @ all ?x"),
+    ("", ""),
+]
+
+
+@pytest.mark.parametrize("url, shown", REDACTED_URLS)
+def test_a_url_is_redacted_as_the_helper_redacts_it(url, shown):
+    assert project_config.redacted(url) == shown
+
+
+@pytest.mark.parametrize("url", [url.replace("https://", "ftp://") for url, _ in REDACTED_URLS
+                                 if url.startswith(("https://", "ftp://"))])
+def test_the_helper_shows_a_refused_url_as_the_adapter_does(resolver, url):
+    """The helper refuses an ftp release URL naming it through redacted_url: the same text."""
+    done = subprocess.run([str(resolver), "probe", "--json"], capture_output=True, text=True, timeout=60,
+                          env={"PATH": os.environ["PATH"], "CULINA_RELEASE_URL": url})
+    assert f"CULINA_RELEASE_URL='{project_config.redacted(url)}' is not understood" in done.stderr, done.stderr
 
 
 def test_good_values_become_typed_fields():
@@ -105,7 +141,7 @@ def test_another_project_reads_its_own_prefix_and_ignores_culinas(tmp_path):
     ('[tool.culina-resolver]\nrelease_url = "https://h/{version"\n[tool.culina-resolver.release_archs]\n"13" = "9.0"\n',
      "is not a template the build adapter can fill (ValueError"),
     ('[tool.culina-resolver]\nrelease_url = "https://me:tok3n@h/{tag}"\n[tool.culina-resolver.release_archs]\n'
-     '"13" = "9.0"\n', "release_url = 'https://***@h/{tag}' is not a template"),
+     '"13" = "9.0"\n', "release_url = 'https://h/{tag}' is not a template"),
 ])
 def test_a_configuration_the_adapter_cannot_use_is_named_with_the_fix(tmp_path, table, problem):
     (tmp_path / "pyproject.toml").write_text(f'[project]\nname = "tiny"\nversion = "1"\n{table}')

@@ -11,6 +11,7 @@ import json
 import os
 import pwd
 import re
+import stat
 import sys
 import zipfile
 from pathlib import Path
@@ -24,6 +25,7 @@ import release_server  # noqa: E402 - tests/conftest.py puts tests/fixtures on t
 
 ASSET = "culina-0.1.0-cp312-cp312-manylinux_2_28_x86_64-null.whl"
 NOBODY = pwd.getpwnam("nobody")  # "another user": the tests run as root
+STATE = "culina-resolution.json"  # the first hook's resolution, kept for the later hooks
 
 
 def decision_for(data: bytes) -> dict:
@@ -146,12 +148,12 @@ def extracted_metadata(folder: Path) -> list[bytes]:
 @pytest.fixture
 def backend(tmp_path, monkeypatch):
     """resolving_backend in a clean environment, keeping the first hook's resolution in a state
-    file under tmp_path (as it does under the project's build/)."""
+    file under tmp_path/build (as it does under the project's build/)."""
     import install_resolution
     import resolving_backend
     for name in [name for name in os.environ if name.startswith("CULINA_")]:
         monkeypatch.delenv(name)
-    monkeypatch.setattr(resolving_backend, "_state_file", lambda settings: tmp_path / "resolution.json")
+    monkeypatch.setattr(resolving_backend, "_state_file", lambda settings: tmp_path / "build" / STATE)
     monkeypatch.setattr(install_resolution, "_current", None)
     return resolving_backend
 
@@ -193,6 +195,85 @@ def test_a_cache_swapped_between_the_hooks_never_gives_its_metadata(backend, tmp
                                          r"[0-9a-f]{64}: it changed after it was verified"):
         backend.prepare_metadata_for_build_wheel(str(metadata))
     assert not any(INJECTED in text for text in extracted_metadata(metadata))
+
+
+def counted_resolutions(monkeypatch) -> list:
+    """One entry per resolution the helper is asked for."""
+    import install_resolution
+    calls, resolve = [], install_resolution.resolve_install
+    monkeypatch.setattr(install_resolution, "resolve_install", lambda settings: calls.append(1) or resolve(settings))
+    return calls
+
+
+def test_the_kept_resolution_holds_no_credentials_and_only_its_owner_reads_it(backend, tmp_path, monkeypatch,
+                                                                                capsys):
+    """pip install . keeps it in the user's checkout: the release URL's password and token stay
+    out of it, and it is 0600."""
+    monkeypatch.setenv("CULINA_RELEASE_URL", "https://me:s3cret@example.org/r?token=t0k3n")
+    cached_wheel_resolution(monkeypatch, tmp_path / "cache", release_server.build_wheel())
+    resolutions = counted_resolutions(monkeypatch)
+    assert backend.get_requires_for_build_wheel() == []
+    state = tmp_path / "build" / STATE
+    assert stat.S_IMODE(state.stat().st_mode) == 0o600
+    for secret in ("s3cret", "t0k3n", "me:", "example.org"):
+        assert secret not in state.read_text()
+    next_hook(monkeypatch)
+    assert backend.prepare_metadata_for_build_wheel(str(tmp_path)) == "culina-0.1.0.dist-info"
+    assert "decision (from this build's first step)" in capsys.readouterr().err
+    assert len(resolutions) == 1
+    assert [p.name for p in state.parent.iterdir()] == [STATE]
+
+
+def test_a_link_planted_as_the_kept_resolution_is_replaced_never_followed(backend, tmp_path, monkeypatch):
+    (tmp_path / "build").mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_text("not the resolver's")
+    (tmp_path / "build" / STATE).symlink_to(elsewhere)
+    cached_wheel_resolution(monkeypatch, tmp_path / "cache", release_server.build_wheel())
+    assert backend.get_requires_for_build_wheel() == []
+    assert elsewhere.read_text() == "not the resolver's"
+    assert not (tmp_path / "build" / STATE).is_symlink()
+    assert stat.S_IMODE((tmp_path / "build" / STATE).lstat().st_mode) == 0o600
+
+
+def give_state_to_nobody(state: Path) -> None:
+    os.chown(state, NOBODY.pw_uid, NOBODY.pw_gid)
+
+
+def let_others_write_state(state: Path) -> None:
+    state.chmod(0o666)
+
+
+def let_others_write_build(state: Path) -> None:
+    state.parent.chmod(0o777)
+
+
+def plant_state_link(state: Path) -> None:
+    state.rename(state.parent.parent / "kept")
+    state.symlink_to(state.parent.parent / "kept")
+
+
+@pytest.mark.parametrize("tamper, found", [
+    (give_state_to_nobody, f"it belongs to user id {NOBODY.pw_uid}, neither this user"),
+    (let_others_write_state, "group or others may write it (mode 666)"),
+    (let_others_write_build, "build may be written by group or others (mode 777)"),
+    (plant_state_link, "is a symbolic link, which is never followed"),
+])
+def test_a_kept_resolution_someone_else_could_have_written_is_not_reused(backend, tmp_path, monkeypatch, capsys,
+                                                                          tamper, found):
+    """It names the wheel and the sha256 the later hooks verify it against: whoever could write it
+    could name their own."""
+    cached_wheel_resolution(monkeypatch, tmp_path / "cache", release_server.build_wheel())
+    resolutions = counted_resolutions(monkeypatch)
+    assert backend.get_requires_for_build_wheel() == []
+    tamper(tmp_path / "build" / STATE)
+    next_hook(monkeypatch)
+    capsys.readouterr()
+    assert backend.prepare_metadata_for_build_wheel(str(tmp_path)) == "culina-0.1.0.dist-info"
+    said = capsys.readouterr().err
+    assert "not reusing the resolution kept by this build's first step: " in said and found in said, said
+    assert said.count("resolving again") == 1
+    assert len(resolutions) == 2
 
 
 def test_an_untouched_cached_wheel_gives_its_metadata_in_the_next_hook(backend, tmp_path, monkeypatch):

@@ -8,6 +8,7 @@ import json
 import os
 import pwd
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -84,3 +85,18 @@ def test_a_missing_cache_is_created_for_this_user_alone(tmp_path):
     for folder in (tmp_path / "one", tmp_path / "one" / "two", root, root / "helper", root / "helper" / "key"):
         info = folder.lstat()
         assert folder.is_dir() and info.st_uid == os.geteuid() and not info.st_mode & 0o077, folder
+
+
+def test_a_link_to_a_system_folder_with_a_missing_name_under_it_creates_nothing(tmp_path):
+    """CACHE_DIR=<link to /usr>/<new>: the folder it names is /usr/<new>, refused before anything
+    is made (root once created /usr/<new> and only then refused it)."""
+    name = f"culina-cache-trust-{os.getpid()}-{tmp_path.name}"
+    (tmp_path / "link").symlink_to("/usr")
+    try:
+        problem = helper_build.cache_trust_problem(tmp_path / "link" / name, ("helper",))
+        assert not os.path.lexists(f"/usr/{name}"), f"/usr/{name} was created"
+    finally:
+        if os.path.isdir(f"/usr/{name}"):
+            shutil.rmtree(f"/usr/{name}")
+    assert problem == f"{tmp_path / 'link' / name} leads to /usr/{name}, a system folder (/, its top-level " \
+                      "folders and those directly in /usr and /var), which never holds a cache"

@@ -11,7 +11,9 @@ what was compiled, or a cache another user could swap never runs."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import io
 import json
 import os
 import pwd
@@ -113,6 +115,7 @@ def test_a_fitting_prebuilt_helper_serves_without_any_compiler(tree):
     ({"corrupt": True}, "helpers.json says"),
     ({"recorded_hash": "0" * 64}, "built from other sources than this sdist carries"),
     ({"answer_hash": "f" * 64}, "answers the handshake with sources ffffffffffff"),
+    ({"answer_hash": 5}, "its handshake answer is not understood: '{\"source_hash\": 5"),
     ({"exit_status": 1}, "its handshake failed"),
 ])
 def test_a_prebuilt_helper_that_cannot_serve_is_passed_over_for_the_cache(tree, cache, defect, why):
@@ -250,6 +253,8 @@ def test_a_cached_helper_that_differs_from_its_record_is_built_again(tree, cache
     done = helper_for(tree, cache=cache, compiler=True)
     assert done.returncode == 0, done.stderr
     assert "the cached helper is not used: " in done.stderr and "culina-resolver.json says" in done.stderr
+    line = next(line for line in done.stderr.splitlines() if "the cached helper is not used: " in line)
+    assert line.endswith("; building it again") and "delete it" not in line, line
     assert "helper built in" in done.stderr and "helper from the cache" not in done.stderr
     assert Path(done.stdout.strip()) == key / HELPER
     again = helper_for(tree, cache=cache, compiler=True)
@@ -269,3 +274,53 @@ def test_a_helper_cache_whose_parent_another_user_owns_is_not_used(tree, warm_ca
     assert f"{parent} belongs to user id {NOBODY.pw_uid}" in done.stderr
     assert "helper from the cache" not in done.stderr and "helper built in" in done.stderr
     assert cache not in Path(done.stdout.strip()).parents
+
+
+def test_a_cached_helper_whose_record_cannot_be_read_is_passed_over_naming_why(tmp_path, monkeypatch):
+    """A read error (EIO) on the record is a reason to build the helper again, not a traceback."""
+    monkeypatch.syspath_prepend(str(REPO / "resolver" / "adapter"))
+    import helper_build
+    import prebuilt_wheel
+
+    class Unreadable(io.BytesIO):
+        def read(self, *_):
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+    (tmp_path / HELPER).write_bytes(b"")
+    (tmp_path / helper_build.COMPILED_RECORD).write_text("{}")
+    monkeypatch.setattr(prebuilt_wheel, "open_own_file", lambda path: Unreadable())
+    assert helper_build._cached_helper(tmp_path, "0" * 64) == (
+        None, f"{tmp_path / helper_build.COMPILED_RECORD} cannot be read (Input/output error)")
+
+
+def test_a_helper_opened_while_stdout_is_closed_still_runs(tree):
+    """A parent that starts the build with stdout closed: the helper's descriptor would be 1, which
+    Popen replaces by its pipe before the exec, so the checked helper could never start."""
+    add_prebuilt(tree)
+    done = ask(tree, "import os\nos.close(1)\nimport adapter_settings, helper_build\n"
+                     "helper = helper_build.helper_binary(adapter_settings.current())\n"
+                     "os.write(2, f'descriptor {helper.binary.fileno()}\\n'.encode())\nos._exit(0)\n")
+    assert done.returncode == 0, done.stderr
+    assert "prebuilt helper from the sdist" in done.stderr
+    assert int(done.stderr.split("descriptor ")[1].split()[0]) >= 3
+
+
+@pytest.mark.parametrize("make_shared, why", [
+    (lambda shared: shared.chmod(0o777), "may be written by group or others (mode 777)"),
+    (lambda shared: os.chown(shared, NOBODY.pw_uid, NOBODY.pw_gid), f"belongs to user id {NOBODY.pw_uid}"),
+], ids=["others may write it", "another user owns it"])
+def test_no_private_build_in_a_tmpdir_someone_else_could_write(tree, tmp_path, make_shared, why):
+    """The cache refused, the helper is compiled in a private folder in TMPDIR: whoever may write
+    TMPDIR could rename that folder away during the compile and plant the binary that then runs."""
+    cache, shared = tmp_path / "cache", tmp_path / "shared"
+    cache.mkdir()
+    cache.chmod(0o777)
+    shared.mkdir(mode=0o755)
+    make_shared(shared)
+    done = helper_for(tree, cache=cache, compiler=True, TMPDIR=str(shared))
+    assert done.returncode != 0
+    assert "WARNING: not using the helper cache" in done.stderr
+    assert f"cannot build the helper in the private folder {shared}/culina-helper-" in done.stderr
+    assert f"(in TMPDIR, {shared}): {shared} {why}" in done.stderr
+    assert "Fix: set TMPDIR to a folder that only you (or root) may write" in done.stderr
+    assert "building the helper" not in done.stderr
+    assert not list(shared.iterdir())

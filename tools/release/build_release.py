@@ -397,8 +397,10 @@ def main() -> int:
             else:
                 entries = built_entries(args, project, out, work)
                 helper = helper_build.build_prebuilt(out / HELPERS)
-                embed_variant_metadata(entries, helper, work, project.config)
-            manifest = write_manifest(out, entries, helper, project.config)
+            with helper:
+                if not args.merge:
+                    embed_variant_metadata(entries, helper, work, project.config)
+                manifest = write_manifest(out, entries, helper, project.config)
             write_variants_index(out, manifest)
             sdist = build_sdist(project, out, manifest, work)
     except (ReleaseError, binary_archs.ArchError, adapter.BuildError, helper_build.HelperBuildError,
