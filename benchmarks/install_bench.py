@@ -55,7 +55,8 @@ def helper_times(sdist: Path, work: Path) -> dict[str, float]:
         archive.extractall(work / "sdist")
     adapter = next((work / "sdist").glob("culina-*")) / "resolver" / "adapter"
     env = {**os.environ, "CULINA_CACHE_DIR": str(work / "helper-cache"), "PYTHONPATH": str(adapter)}
-    command = [sys.executable, "-c", "import helper_build; helper_build.helper_binary()"]
+    command = [sys.executable, "-c",
+               "import adapter_settings, helper_build; helper_build.helper_binary(adapter_settings.current()).close()"]
     prebuilt = statistics.median(seconds(command, env, adapter) for _ in range(5))
     env["CULINA_HELPER"] = "source"
     return {"prebuilt": prebuilt, "cold compile": seconds(command, env, adapter),
