@@ -19,7 +19,8 @@ sys.path.insert(0, str(REPO / "resolver" / "adapter"))
 
 import helper_build  # noqa: E402 - needs the path above
 
-CASES = json.loads((REPO / "tests" / "data" / "cache_trust_cases.json").read_text())["cases"]
+SHARED = json.loads((REPO / "tests" / "data" / "cache_trust_cases.json").read_text())
+CASES = SHARED["cases"]
 NOBODY = pwd.getpwnam("nobody")
 OWNERS = {"self": os.geteuid(), "root": 0, "nobody": NOBODY.pw_uid}
 
@@ -62,7 +63,7 @@ def test_the_shared_cache_trust_cases(tmp_path, case):
     assert snapshot(base) == before, "a refused cache must create nothing"
 
 
-@pytest.mark.parametrize("root", ["/", "/usr", "/etc/", "/usr/../var", "/var/cache", "/usr/local"])
+@pytest.mark.parametrize("root", SHARED["system_folders"])
 def test_the_system_folders_are_never_a_cache_root(root):
     """Even root, who owns them: CACHE_DIR=/ once made /wheels."""
     before = sorted(os.listdir(os.path.normpath(root)))
