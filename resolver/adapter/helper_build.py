@@ -535,15 +535,6 @@ def _cached_helper(folder: Path, sources: str) -> tuple[Helper | None, str | Non
         return None, str(error)
 
 
-def _write_compiled_record(folder: Path, sha256: str) -> None:
-    """The sha256 of the helper compiled into `folder`, beside it; atomic, so a reader sees the
-    earlier record or this one, never part of it."""
-    fd, staged = tempfile.mkstemp(dir=folder, prefix=".record-")
-    with os.fdopen(fd, "w") as out:
-        json.dump({"sha256": sha256}, out)
-    os.replace(staged, folder / COMPILED_RECORD)
-
-
 def compiled_helper(sources: str, why_not_prebuilt: str, settings: AdapterSettings) -> Helper:
     """The helper this user compiled for these sources, from the cache or built now (into the
     cache, or into a private folder for this install when the cache cannot be trusted)."""
@@ -573,7 +564,7 @@ def compiled_helper(sources: str, why_not_prebuilt: str, settings: AdapterSettin
     started = time.monotonic()
     compile_helper(compiler, target, sources)
     helper = opened_helper(target, sources)
-    _write_compiled_record(folder, helper.sha256)
+    prebuilt_wheel.write_own_file(folder / COMPILED_RECORD, json.dumps({"sha256": helper.sha256}))
     say(f"helper built in {time.monotonic() - started:.1f} s")
     return helper
 

@@ -24,6 +24,7 @@ import os
 import re
 import shutil
 import stat
+import tempfile
 import zipfile
 from pathlib import Path
 from typing import BinaryIO
@@ -192,6 +193,21 @@ def open_own_file(path: Path) -> BinaryIO:
         return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
+        raise
+
+
+def write_own_file(path: Path, text: str) -> None:
+    """`text` as `path`, 0600 and atomically, the counterpart of open_own_file: written to a new
+    name in the same folder (mkstemp: O_CREAT|O_EXCL|O_NOFOLLOW, 0600) and renamed over `path`, so
+    a reader sees the old content or the new, never part of it, and a link planted at either name
+    is replaced, never followed."""
+    fd, staged = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")
+    try:
+        with os.fdopen(fd, "w") as out:
+            out.write(text)
+        os.replace(staged, path)
+    except BaseException:
+        Path(staged).unlink(missing_ok=True)
         raise
 
 

@@ -22,7 +22,6 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -67,20 +66,6 @@ def _state_key(settings: AdapterSettings) -> str:
     return hashlib.sha256(json.dumps(key).encode()).hexdigest()
 
 
-def _keep(state: Path, content: str) -> None:
-    """`content` as `state`, 0600, atomically: written to a new name in its folder (mkstemp:
-    O_CREAT|O_EXCL|O_NOFOLLOW, 0600) and renamed over it, so a link planted at either name is
-    replaced, never followed."""
-    fd, staged = tempfile.mkstemp(dir=state.parent, prefix=f".{state.name}-")
-    try:
-        with os.fdopen(fd, "w") as out:
-            out.write(content)
-        os.replace(staged, state)
-    except BaseException:
-        Path(staged).unlink(missing_ok=True)
-        raise
-
-
 def _resolve(settings: AdapterSettings, fresh: bool) -> Resolution:
     """fresh: resolve now; otherwise reuse what an earlier hook of this build kept. A resolution
     made here is kept for the later hooks."""
@@ -96,7 +81,7 @@ def _resolve(settings: AdapterSettings, fresh: bool) -> Resolution:
         raise SystemExit(f"{settings.project.name}: cannot install: {error}") from None
     try:
         state.parent.mkdir(exist_ok=True)
-        _keep(state, json.dumps({"key": _state_key(settings), "time": time.time(), "resolution": resolution.to_json()}))
+        prebuilt_wheel.write_own_file(state, json.dumps({"key": _state_key(settings), "time": time.time(), "resolution": resolution.to_json()}))
     except OSError as error:
         say(f"cannot keep the resolution for the later build steps ({error}); they will resolve again")
     return resolution
