@@ -109,6 +109,11 @@ class CulinaRaw:
         self.code = DTYPE_CODES[q.dtype]
         self.out, self.do = torch.empty_like(v), torch.randn_like(v)
         self.dq, self.dk, self.dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+        # (batch, head, token) element strides of each [B, H, T, D] tensor; ungated: the gates' triple is unread
+        rows = lambda x: tuple(x.stride()[:3])
+        no_gates = (0, 0, 0)
+        self.strides = [rows(x) for x in (q, k, v, self.out)] + [no_gates]
+        self.backward_strides = [rows(x) for x in (q, k, v, self.do, self.dq, self.dk, self.dv)] + [no_gates]
         device = q.device.index or 0
         self.ws = torch.empty(_C.gpu_workspace_bytes(self.dims, self.code, device), dtype=torch.uint8, device=q.device)
         self.bws = torch.empty(_C.gpu_backward_workspace_bytes(self.dims, self.code, device), dtype=torch.uint8,
@@ -117,8 +122,8 @@ class CulinaRaw:
     def forward(self):
         stream = torch.cuda.current_stream().cuda_stream
         self.c.gpu_forward(self.q.data_ptr(), self.k.data_ptr(), self.v.data_ptr(), self.out.data_ptr(), 0, 0,
-                           self.dims, self.code, self.scale, self.decay, self.q.device.index or 0, stream,
-                           self.ws.data_ptr(), self.ws.numel())
+                           self.dims, self.code, self.scale, self.decay, 0, 0, self.strides,
+                           self.q.device.index or 0, stream, self.ws.data_ptr(), self.ws.numel())
         return self.out
 
     def forward_backward(self):
@@ -126,8 +131,8 @@ class CulinaRaw:
         stream = torch.cuda.current_stream().cuda_stream
         self.c.gpu_backward(self.q.data_ptr(), self.k.data_ptr(), self.v.data_ptr(), self.do.data_ptr(), 0, 0,
                             self.dq.data_ptr(), self.dk.data_ptr(), self.dv.data_ptr(), 0, self.dims, self.code,
-                            self.scale, self.decay, self.q.device.index or 0, stream, self.bws.data_ptr(),
-                            self.bws.numel())
+                            self.scale, self.decay, 0, 0, self.backward_strides, self.q.device.index or 0, stream,
+                            self.bws.data_ptr(), self.bws.numel())
         return self.dq, self.dk, self.dv
 
 

@@ -36,7 +36,8 @@ CALL = """
 import timeit, numpy as np, culina._C as C
 x = np.zeros((1, 1, 1, 64), np.float32); out = np.zeros_like(x)
 q, o = x.ctypes.data, out.ctypes.data  # outside the timed call: each .ctypes costs a microsecond
-call = lambda: C.cpu_forward(q, q, q, o, 0, 0, [1, 1, 1, 64, 64], 2, 0.125, [0.9], 1)
+strides = [(64, 64, 64)] * 4 + [(0, 0, 0)]  # q, k, v, out: (batch, head, token); ungated, gates unread
+call = lambda: C.cpu_forward(q, q, q, o, 0, 0, [1, 1, 1, 64, 64], 2, 0.125, [0.9], 0, 0, strides, 1)
 print(min(timeit.repeat(call, number=20000, repeat=7)) / 20000)
 """
 BINDINGS_LINE = re.compile(r"\] csrc/bindings\.cpp \(([\d.]+) s\)")

@@ -58,21 +58,26 @@ def breakdown(q, scale: float, calls: int, repeats: int) -> dict:
     backward_bytes = _C.gpu_backward_workspace_bytes(dims, code, device)
     workspace = torch.empty(max(forward_bytes, backward_bytes, 1), dtype=torch.uint8, device=q.device)
     address = q.data_ptr()
+    # (batch, head, token) element strides: every tensor here is q-shaped and contiguous; ungated,
+    # so the gates' triple is unread
+    rows, no_gates = tuple(q.stride()[:3]), (0, 0, 0)
+    forward_strides, backward_strides = [rows] * 4 + [no_gates], [rows] * 7 + [no_gates]
     pieces = {
         "torch.empty (one output)": lambda: torch.empty(q.shape, dtype=q.dtype, device=q.device),
         "_C.gpu_forward alone": lambda: _C.gpu_forward(address, address, address, out.data_ptr(), 0, 0, dims, code,
-                                                       scale, DECAY, device, stream, workspace.data_ptr(),
-                                                       forward_bytes, 0, 0, 0),
+                                                       scale, DECAY, 0, 0, forward_strides, device, stream,
+                                                       workspace.data_ptr(), forward_bytes, 0, 0, 0),
         "_C.gpu_backward alone": lambda: _C.gpu_backward(address, address, address, address, 0, 0, grads[0].data_ptr(),
                                                          grads[1].data_ptr(), grads[2].data_ptr(), 0, dims, code, scale,
-                                                         DECAY, device, stream, workspace.data_ptr(), backward_bytes,
-                                                         0, 0, 0),
-        "culina._torch.forward": lambda: _torch.forward(q, q, q, DECAY, scale, None, None, False),
-        "torch.ops.culina.linear_attention": lambda: torch.ops.culina.linear_attention(q, q, q, DECAY, scale, None,
-                                                                                         None, False),
-        "culina._torch.backward": lambda: _torch.backward(q, q, q, q, DECAY, scale, None, None, None, False),
+                                                         DECAY, 0, 0, backward_strides, device, stream,
+                                                         workspace.data_ptr(), backward_bytes, 0, 0, 0),
+        "culina._torch.forward": lambda: _torch.forward(q, q, q, DECAY, None, None, scale, None, None, False, "BHTD"),
+        "torch.ops.culina.linear_attention": lambda: torch.ops.culina.linear_attention(
+            q, q, q, DECAY, None, None, scale, None, None, False, "BHTD"),
+        "culina._torch.backward": lambda: _torch.backward(q, q, q, q, DECAY, None, None, scale, None, None, None,
+                                                          False, "BHTD"),
         "torch.ops.culina.linear_attention_backward": lambda: torch.ops.culina.linear_attention_backward(
-            q, q, q, q, DECAY, scale, None, None, None, False),
+            q, q, q, q, DECAY, None, None, scale, None, None, None, False, "BHTD"),
     }
     figures = {f"host: {name}": per_call_us(fn, "cuda", calls, repeats) for name, fn in pieces.items()}
     for name in ("_C.gpu_forward alone", "_C.gpu_backward alone"):

@@ -3,6 +3,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -20,10 +21,32 @@ using culina::Problem;
 
 namespace {
 
-Problem make_problem(uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t out, uintptr_t initial_state,
-                     uintptr_t final_state, std::vector<int64_t> dims, int dtype, float scale,
-                     std::optional<std::vector<float>> decay, uintptr_t cu_seqlens = 0, int64_t num_seqs = 0,
-                     int seqlen_bits = 0) {
+// (batch, head, token) element strides of one tensor, as Python passes them.
+using StrideTriple = std::array<int64_t, 3>;
+
+culina::Strides strides_of(const StrideTriple& s) { return culina::Strides{s[0], s[1], s[2]}; }
+
+// The order of an entry point's strides list: one (batch, head, token) triple per tensor.
+struct StridesOrder {
+  size_t count;
+  const char* names;
+};
+constexpr StridesOrder kForwardStrides{5, "q, k, v, out, gates"};
+constexpr StridesOrder kBackwardStrides{8, "q, k, v, do, dq, dk, dv, gates"};
+
+void check_strides(const std::vector<StrideTriple>& strides, const StridesOrder& order) {
+  if (strides.size() != order.count)
+    throw std::invalid_argument("strides: expected " + std::to_string(order.count) +
+                                " (batch, head, token) triples, for " + order.names + "; got " +
+                                std::to_string(strides.size()));
+}
+
+// Stands in for gamma where only gated() matters: the workspace size depends on the shape and
+// on whether the problem is gated, never on the gate values.
+const float kGatedPlaceholder = 0.0f;
+
+Problem make_problem(std::vector<int64_t> dims, int dtype, float scale, std::optional<std::vector<float>> decay,
+                     uintptr_t cu_seqlens = 0, int64_t num_seqs = 0, int seqlen_bits = 0) {
   if (dims.size() != 5) throw std::invalid_argument("dims must be (B, H, T, Dk, Dv)");
   if (dtype < 0 || dtype > 2) throw std::invalid_argument("dtype code must be 0, 1 or 2");
   Problem p;
@@ -45,38 +68,62 @@ Problem make_problem(uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t out, uintp
   if (cu_seqlens && (num_seqs == 0 || (seqlen_bits != 32 && seqlen_bits != 64)))
     throw std::invalid_argument("cu_seqlens needs num_seqs >= 1 and seqlen_bits 32 or 64, got num_seqs " +
                                 std::to_string(num_seqs) + " and seqlen_bits " + std::to_string(seqlen_bits));
-  p.q = reinterpret_cast<const void*>(q);
-  p.k = reinterpret_cast<const void*>(k);
-  p.v = reinterpret_cast<const void*>(v);
-  p.out = reinterpret_cast<void*>(out);
-  p.initial_state = reinterpret_cast<const float*>(initial_state);
-  p.final_state = reinterpret_cast<float*>(final_state);
   p.cu_seqlens = reinterpret_cast<const void*>(cu_seqlens);
   p.num_seqs = num_seqs;
   p.seqlen_bits = seqlen_bits;
   return p;
 }
 
-// A problem to run: packed sequences (num_seqs > 0) need their offsets.
-Problem make_runnable_problem(uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t out, uintptr_t initial_state,
-                              uintptr_t final_state, std::vector<int64_t> dims, int dtype, float scale,
-                              std::optional<std::vector<float>> decay, uintptr_t cu_seqlens, int64_t num_seqs,
+// The shape-only problem the size and path queries take.
+Problem shape_problem(std::vector<int64_t> dims, int dtype, int64_t num_seqs, bool gated) {
+  Problem p = make_problem(std::move(dims), dtype, 1.0f, {}, 0, num_seqs);
+  if (gated) p.gamma = &kGatedPlaceholder;
+  return p;
+}
+
+// A problem to run: the inputs' addresses and strides (q, k, v first in `strides`; the gates'
+// triple last, read only when gates is set), the gates, and packed sequences' offsets.
+Problem make_runnable_problem(uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t initial_state,
+                              std::vector<int64_t> dims, int dtype, float scale,
+                              std::optional<std::vector<float>> decay, uintptr_t gamma, uintptr_t gates,
+                              const std::vector<StrideTriple>& strides, uintptr_t cu_seqlens, int64_t num_seqs,
                               int seqlen_bits) {
   if (num_seqs > 0 && !cu_seqlens)
     throw std::invalid_argument("num_seqs is " + std::to_string(num_seqs) + " but cu_seqlens is absent; pass both");
-  return make_problem(q, k, v, out, initial_state, final_state, std::move(dims), dtype, scale, std::move(decay),
-                      cu_seqlens, num_seqs, seqlen_bits);
+  if (!q || !k || !v) throw std::invalid_argument("q, k and v need addresses (0 given)");
+  Problem p = make_problem(std::move(dims), dtype, scale, std::move(decay), cu_seqlens, num_seqs, seqlen_bits);
+  p.q = {reinterpret_cast<const void*>(q), strides_of(strides[0])};
+  p.k = {reinterpret_cast<const void*>(k), strides_of(strides[1])};
+  p.v = {reinterpret_cast<const void*>(v), strides_of(strides[2])};
+  p.initial_state = reinterpret_cast<const float*>(initial_state);
+  p.gamma = reinterpret_cast<const float*>(gamma);
+  if (gates) p.gates = {reinterpret_cast<const float*>(gates), strides_of(strides.back())};
+  return p;
+}
+
+Problem make_forward_problem(uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t out, uintptr_t initial_state,
+                             uintptr_t final_state, std::vector<int64_t> dims, int dtype, float scale,
+                             std::optional<std::vector<float>> decay, uintptr_t gamma, uintptr_t gates,
+                             const std::vector<StrideTriple>& strides, uintptr_t cu_seqlens, int64_t num_seqs,
+                             int seqlen_bits) {
+  check_strides(strides, kForwardStrides);
+  if (!out) throw std::invalid_argument("the forward needs out (0 given)");
+  Problem p = make_runnable_problem(q, k, v, initial_state, std::move(dims), dtype, scale, std::move(decay), gamma,
+                                    gates, strides, cu_seqlens, num_seqs, seqlen_bits);
+  p.out = {reinterpret_cast<void*>(out), strides_of(strides[3])};
+  p.final_state = reinterpret_cast<float*>(final_state);
+  return p;
 }
 
 culina::Gradients make_gradients(uintptr_t d_out, uintptr_t d_final_state, uintptr_t dq, uintptr_t dk,
-                                 uintptr_t dv, uintptr_t d_initial_state) {
+                                 uintptr_t dv, uintptr_t d_initial_state, const std::vector<StrideTriple>& strides) {
   if (!d_out || !dq || !dk || !dv) throw std::invalid_argument("the backward needs do, dq, dk and dv (0 given)");
   culina::Gradients g;
-  g.d_out = reinterpret_cast<const void*>(d_out);
+  g.d_out = {reinterpret_cast<const void*>(d_out), strides_of(strides[3])};
   g.d_final_state = reinterpret_cast<const float*>(d_final_state);
-  g.dq = reinterpret_cast<void*>(dq);
-  g.dk = reinterpret_cast<void*>(dk);
-  g.dv = reinterpret_cast<void*>(dv);
+  g.dq = {reinterpret_cast<void*>(dq), strides_of(strides[4])};
+  g.dk = {reinterpret_cast<void*>(dk), strides_of(strides[5])};
+  g.dv = {reinterpret_cast<void*>(dv), strides_of(strides[6])};
   g.d_initial_state = reinterpret_cast<float*>(d_initial_state);
   return g;
 }
@@ -144,85 +191,92 @@ void define_module(py::module_& m) {
   m.def(
       "cpu_forward",
       [](uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t out, uintptr_t initial_state, uintptr_t final_state,
-         std::vector<int64_t> dims, int dtype, float scale, std::optional<std::vector<float>> decay, int threads,
+         std::vector<int64_t> dims, int dtype, float scale, std::optional<std::vector<float>> decay,
+         uintptr_t gamma, uintptr_t gates, const std::vector<StrideTriple>& strides, int threads,
          uintptr_t cu_seqlens, int64_t num_seqs, int seqlen_bits) {
-        const Problem p = make_runnable_problem(q, k, v, out, initial_state, final_state, std::move(dims), dtype,
-                                                scale, std::move(decay), cu_seqlens, num_seqs, seqlen_bits);
+        const Problem p = make_forward_problem(q, k, v, out, initial_state, final_state, std::move(dims), dtype,
+                                               scale, std::move(decay), gamma, gates, strides, cu_seqlens, num_seqs,
+                                               seqlen_bits);
         py::gil_scoped_release release;
         culina::cpu::linear_attention(p, threads);
       },
       py::arg("q"), py::arg("k"), py::arg("v"), py::arg("out"), py::arg("initial_state"), py::arg("final_state"),
-      py::arg("dims"), py::arg("dtype"), py::arg("scale"), py::arg("decay"), py::arg("threads") = 0,
-      py::arg("cu_seqlens") = 0, py::arg("num_seqs") = 0, py::arg("seqlen_bits") = 0);
+      py::arg("dims"), py::arg("dtype"), py::arg("scale"), py::arg("decay"), py::arg("gamma"), py::arg("gates"),
+      py::arg("strides"), py::arg("threads") = 0, py::arg("cu_seqlens") = 0, py::arg("num_seqs") = 0,
+      py::arg("seqlen_bits") = 0);
   m.def(
       "cpu_backward",
       [](uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t d_out, uintptr_t initial_state, uintptr_t d_final_state,
          uintptr_t dq, uintptr_t dk, uintptr_t dv, uintptr_t d_initial_state, std::vector<int64_t> dims, int dtype,
-         float scale, std::optional<std::vector<float>> decay, int threads, uintptr_t cu_seqlens, int64_t num_seqs,
+         float scale, std::optional<std::vector<float>> decay, uintptr_t gamma, uintptr_t gates,
+         const std::vector<StrideTriple>& strides, int threads, uintptr_t cu_seqlens, int64_t num_seqs,
          int seqlen_bits) {
-        const Problem p = make_runnable_problem(q, k, v, 0, initial_state, 0, std::move(dims), dtype, scale,
-                                                std::move(decay), cu_seqlens, num_seqs, seqlen_bits);
-        const culina::Gradients g = make_gradients(d_out, d_final_state, dq, dk, dv, d_initial_state);
+        check_strides(strides, kBackwardStrides);
+        const Problem p = make_runnable_problem(q, k, v, initial_state, std::move(dims), dtype, scale,
+                                                std::move(decay), gamma, gates, strides, cu_seqlens, num_seqs,
+                                                seqlen_bits);
+        const culina::Gradients g = make_gradients(d_out, d_final_state, dq, dk, dv, d_initial_state, strides);
         py::gil_scoped_release release;
         culina::cpu::linear_attention_backward(p, g, threads);
       },
       py::arg("q"), py::arg("k"), py::arg("v"), py::arg("do"), py::arg("initial_state"), py::arg("d_final_state"),
       py::arg("dq"), py::arg("dk"), py::arg("dv"), py::arg("d_initial_state"), py::arg("dims"), py::arg("dtype"),
-      py::arg("scale"), py::arg("decay"), py::arg("threads") = 0, py::arg("cu_seqlens") = 0, py::arg("num_seqs") = 0,
-      py::arg("seqlen_bits") = 0);
+      py::arg("scale"), py::arg("decay"), py::arg("gamma"), py::arg("gates"), py::arg("strides"),
+      py::arg("threads") = 0, py::arg("cu_seqlens") = 0, py::arg("num_seqs") = 0, py::arg("seqlen_bits") = 0);
   m.def(
       "gpu_workspace_bytes",
-      [](std::vector<int64_t> dims, int dtype, int device, int64_t num_seqs) {
-        return culina::gpu::workspace_bytes(
-            make_problem(0, 0, 0, 0, 0, 0, std::move(dims), dtype, 1.0f, {}, 0, num_seqs), device);
+      [](std::vector<int64_t> dims, int dtype, int device, int64_t num_seqs, bool gated) {
+        return culina::gpu::workspace_bytes(shape_problem(std::move(dims), dtype, num_seqs, gated), device);
       },
-      py::arg("dims"), py::arg("dtype"), py::arg("device"), py::arg("num_seqs") = 0);
+      py::arg("dims"), py::arg("dtype"), py::arg("device"), py::arg("num_seqs") = 0, py::arg("gated") = false);
   m.def(
       "gpu_backward_workspace_bytes",
-      [](std::vector<int64_t> dims, int dtype, int device, int64_t num_seqs) {
-        return culina::gpu::backward_workspace_bytes(
-            make_problem(0, 0, 0, 0, 0, 0, std::move(dims), dtype, 1.0f, {}, 0, num_seqs), device);
+      [](std::vector<int64_t> dims, int dtype, int device, int64_t num_seqs, bool gated) {
+        return culina::gpu::backward_workspace_bytes(shape_problem(std::move(dims), dtype, num_seqs, gated), device);
       },
-      py::arg("dims"), py::arg("dtype"), py::arg("device"), py::arg("num_seqs") = 0);
+      py::arg("dims"), py::arg("dtype"), py::arg("device"), py::arg("num_seqs") = 0, py::arg("gated") = false);
   m.def(
       "gpu_forward",
       [](uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t out, uintptr_t initial_state, uintptr_t final_state,
-         std::vector<int64_t> dims, int dtype, float scale, std::optional<std::vector<float>> decay, int device,
-         uintptr_t stream, uintptr_t workspace, size_t workspace_bytes, uintptr_t cu_seqlens, int64_t num_seqs,
-         int seqlen_bits) {
-        Problem p = make_runnable_problem(q, k, v, out, initial_state, final_state, std::move(dims), dtype, scale,
-                                          std::move(decay), cu_seqlens, num_seqs, seqlen_bits);
+         std::vector<int64_t> dims, int dtype, float scale, std::optional<std::vector<float>> decay,
+         uintptr_t gamma, uintptr_t gates, const std::vector<StrideTriple>& strides, int device, uintptr_t stream,
+         uintptr_t workspace, size_t workspace_bytes, uintptr_t cu_seqlens, int64_t num_seqs, int seqlen_bits) {
+        Problem p = make_forward_problem(q, k, v, out, initial_state, final_state, std::move(dims), dtype, scale,
+                                         std::move(decay), gamma, gates, strides, cu_seqlens, num_seqs, seqlen_bits);
         p.workspace = reinterpret_cast<void*>(workspace);
         p.workspace_bytes = workspace_bytes;
         py::gil_scoped_release release;
         culina::gpu::linear_attention(p, device, stream);
       },
       py::arg("q"), py::arg("k"), py::arg("v"), py::arg("out"), py::arg("initial_state"), py::arg("final_state"),
-      py::arg("dims"), py::arg("dtype"), py::arg("scale"), py::arg("decay"), py::arg("device"), py::arg("stream"),
-      py::arg("workspace"), py::arg("workspace_bytes"), py::arg("cu_seqlens") = 0, py::arg("num_seqs") = 0,
-      py::arg("seqlen_bits") = 0);
+      py::arg("dims"), py::arg("dtype"), py::arg("scale"), py::arg("decay"), py::arg("gamma"), py::arg("gates"),
+      py::arg("strides"), py::arg("device"), py::arg("stream"), py::arg("workspace"), py::arg("workspace_bytes"),
+      py::arg("cu_seqlens") = 0, py::arg("num_seqs") = 0, py::arg("seqlen_bits") = 0);
   m.def(
       "gpu_backward",
       [](uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t d_out, uintptr_t initial_state, uintptr_t d_final_state,
          uintptr_t dq, uintptr_t dk, uintptr_t dv, uintptr_t d_initial_state, std::vector<int64_t> dims, int dtype,
-         float scale, std::optional<std::vector<float>> decay, int device, uintptr_t stream, uintptr_t workspace,
+         float scale, std::optional<std::vector<float>> decay, uintptr_t gamma, uintptr_t gates,
+         const std::vector<StrideTriple>& strides, int device, uintptr_t stream, uintptr_t workspace,
          size_t workspace_bytes, uintptr_t cu_seqlens, int64_t num_seqs, int seqlen_bits) {
-        Problem p = make_runnable_problem(q, k, v, 0, initial_state, 0, std::move(dims), dtype, scale,
-                                          std::move(decay), cu_seqlens, num_seqs, seqlen_bits);
+        check_strides(strides, kBackwardStrides);
+        Problem p = make_runnable_problem(q, k, v, initial_state, std::move(dims), dtype, scale, std::move(decay),
+                                          gamma, gates, strides, cu_seqlens, num_seqs, seqlen_bits);
         p.workspace = reinterpret_cast<void*>(workspace);
         p.workspace_bytes = workspace_bytes;
-        const culina::Gradients g = make_gradients(d_out, d_final_state, dq, dk, dv, d_initial_state);
+        const culina::Gradients g = make_gradients(d_out, d_final_state, dq, dk, dv, d_initial_state, strides);
         py::gil_scoped_release release;
         culina::gpu::linear_attention_backward(p, g, device, stream);
       },
       py::arg("q"), py::arg("k"), py::arg("v"), py::arg("do"), py::arg("initial_state"), py::arg("d_final_state"),
       py::arg("dq"), py::arg("dk"), py::arg("dv"), py::arg("d_initial_state"), py::arg("dims"), py::arg("dtype"),
-      py::arg("scale"), py::arg("decay"), py::arg("device"), py::arg("stream"), py::arg("workspace"),
-      py::arg("workspace_bytes"), py::arg("cu_seqlens") = 0, py::arg("num_seqs") = 0, py::arg("seqlen_bits") = 0);
+      py::arg("scale"), py::arg("decay"), py::arg("gamma"), py::arg("gates"), py::arg("strides"), py::arg("device"),
+      py::arg("stream"), py::arg("workspace"), py::arg("workspace_bytes"), py::arg("cu_seqlens") = 0,
+      py::arg("num_seqs") = 0, py::arg("seqlen_bits") = 0);
   m.def(
       "kernel_path",
       [](int device, int dtype, int64_t dk, int64_t dv) {
-        return culina::gpu::kernel_path(make_problem(0, 0, 0, 0, 0, 0, {1, 1, 1, dk, dv}, dtype, 1.0f, {}), device);
+        return culina::gpu::kernel_path(shape_problem({1, 1, 1, dk, dv}, dtype, 0, false), device);
       },
       py::arg("device"), py::arg("dtype"), py::arg("dk"), py::arg("dv"));
   m.def("built_with_cuda", &culina::gpu::built_with_cuda);

@@ -1,20 +1,24 @@
 // The recurrent passes both back ends run: the forward is one, the backward three.
 //
-// A forward pass (adjoint = false) over rows t = 0..T-1 of every sequence and head:
-//   S_t = g S_(t-1) + k_t^T v_t,  S_(-1) = S0,  out_t = scale q_t S_t,  final = S_(T-1).
-// An adjoint pass (adjoint = true) visits the rows in reverse, t' = T-1-t, and carries the
-// gradient of the state instead:
-//   A_t' = g A_(t'-1) + scale k_t'^T v_t',  A_(-1) = S0 / g,  out_t' = q_t' A_t',  final = g A_(T-1).
-// Kernels carry H = g A, so that nothing is divided by g: H_(-1) = S0, out_t' = q (H_(t'-1)
-// + scale k^T v) and final = H_(T-1). Chunked, with n rows per chunk and row i inside it:
-//   out_i = scale sum_(j<=i) g^(i-j) (q_i.k_j) v_j + w g^i q_i H_c,
-//   H_(c+1) = g^n H_c + u sum_j g^(n-1-j) k_j^T v_j,
-// with w = scale g, u = 1 for a forward pass and w = 1, u = scale g for an adjoint one.
+// With a_t the forget gate of token t (common/problem.h), a forward pass (adjoint = false)
+// over tokens t = 0..T-1 of every sequence and head runs
+//   S_t = a_t S_(t-1) + k_t^T v_t,  S_(-1) = S0,  out_t = scale q_t S_t,  final = S_(T-1).
+// An adjoint pass (adjoint = true) visits the tokens in reverse and carries the gradient of the
+// state instead, as H = a A so that nothing is divided by a gate: with H_in = S0,
+//   A_t = H_in + scale k_t^T v_t,  out_t = q_t A_t,  H_out = a_t A_t,  final = the last H_out.
+// Both, chunked (n tokens per chunk, i and j its tokens in the pass's order, log2 gates l_i):
+// with c_i the chunk's cumulative log2 gate up to token i, inclusive for a forward pass and
+// exclusive for an adjoint one, and L the chunk's total,
+//   out_i = scale sum_(j<=i) 2^(c_i - c_j) (q_i.k_j) v_j + w 2^(c_i) q_i H_c,
+//   H_(c+1) = 2^L H_c + u sum_j 2^(L - c_j) k_j^T v_j,
+// with w = scale, u = 1 for a forward pass and w = 1, u = scale for an adjoint one. A constant
+// gate g has c_i = (i + 1) log2 g forward and i log2 g adjoint.
 //
 // With do the gradient of out and dS_T that of the final state, the backward is
 //   dq = forward (q' = do, k' = v, v' = k, S0' = S0^T)
 //   dk = adjoint (q' = v, k' = do, v' = q, S0' = dS_T^T)
 //   dv = adjoint (q' = k, k' = q, v' = do, S0' = dS_T), whose final state is dS0.
+// Every pass has the problem's gates, token by token.
 #pragma once
 
 #include <array>
@@ -24,10 +28,10 @@
 namespace culina {
 
 struct Pass {
-  const void* q = nullptr;  // [.., dk] rows
-  const void* k = nullptr;  // [.., dk] rows
-  const void* v = nullptr;  // [.., dv] rows
-  void* out = nullptr;      // [.., dv] rows
+  InRows q;    // [.., dk] rows
+  InRows k;    // [.., dk] rows
+  InRows v;    // [.., dv] rows
+  OutRows out; // [.., dv] rows
   int64_t dk = 0, dv = 0;
   // S0 per (sequence, head): [dk][dv], or [dv][dk] when initial_transposed; may be null.
   const float* initial_state = nullptr;

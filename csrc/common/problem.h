@@ -14,19 +14,45 @@ constexpr int kMaxHeadDim = 256;
 // Per-head decay travels to the GPU as a kernel parameter; this bounds its size (4 KiB).
 constexpr int kMaxHeads = 1024;
 
-// Row-major, contiguous tensors: q, k [B,H,T,Dk]; v, out [B,H,T,Dv];
-// initial_state, final_state [B,H,Dk,Dv] float32 (each may be null).
-// Packed sequences (cu_seqlens set): B = 1, T is the total length, sequence n holds rows
+// Where the rows of one tensor lie: element (b, h, t, d) of a [B, H, T, D]-indexed tensor is
+// at data + b * batch + h * head + t * token + d (strides in elements; the feature axis is
+// contiguous). Both layouts are strides of this: [B, H, T, D] contiguous has (H T D, T D, D),
+// flash-linear-attention's [B, T, H, D] has (T H D, D, H D). Packed sequences use b = 0 only.
+struct Strides {
+  int64_t batch = 0, head = 0, token = 0;
+};
+
+// A tensor the kernels read (Rows<const void*>) or write (Rows<void*>): its first element and
+// its strides.
+template <typename Pointer>
+struct Rows {
+  Pointer data = nullptr;
+  Strides strides;
+};
+using InRows = Rows<const void*>;
+using OutRows = Rows<void*>;
+
+// q, k [B,H,T,Dk]; v, out [B,H,T,Dv] as Rows in q's dtype; initial_state, final_state
+// [B,H,Dk,Dv] float32, contiguous (each may be null).
+// Packed sequences (cu_seqlens set): B = 1, T is the total length, sequence n holds tokens
 // cu_seqlens[n] .. cu_seqlens[n+1]-1 of every head, and the states are [num_seqs,H,Dk,Dv].
+//
+// The forget gate of token t of head h, a factor in (0, 1] applied to the state before the
+// token's k^T v is added, is the product of three optional parts:
+//   decay[h] (host values)  x  exp(gamma[h])  x  exp(gates[b, h, t])
+// decay rides to the GPU in the kernel's parameters; gamma ([H] float32, contiguous) and gates
+// (float32 Rows with no feature axis: element (b, h, t) at data + b*batch + h*head + t*token)
+// are in the memory of q's device and hold natural logarithms, as flash-linear-attention's
+// g_gamma and g do.
 struct Problem {
   int64_t batch = 0, heads = 0, seq_len = 0, dk = 0, dv = 0;
   DType dtype = DType::kFloat32;
   float scale = 1.0f;
-  std::vector<float> decay;  // empty: no decay (g = 1 for every head), else one per head
-  const void* q = nullptr;
-  const void* k = nullptr;
-  const void* v = nullptr;
-  void* out = nullptr;
+  std::vector<float> decay;  // empty: no decay (1 for every head), else one per head
+  const float* gamma = nullptr;
+  Rows<const float*> gates;
+  InRows q, k, v;
+  OutRows out;
   const float* initial_state = nullptr;
   float* final_state = nullptr;
   // num_seqs + 1 offsets, int32 or int64 (seqlen_bits), in the memory of q's device;
@@ -39,19 +65,22 @@ struct Problem {
   size_t workspace_bytes = 0;
 
   float decay_of(int64_t head) const { return decay.empty() ? 1.0f : decay[head]; }
+  // Whether a gate varies with the token or lives in device memory (gamma, gates): the kernels
+  // then read it rather than compute powers of one constant.
+  bool gated() const { return gamma != nullptr || gates.data != nullptr; }
   bool packed() const { return num_seqs > 0; }
   // Independent sequences per head: the batch, or the packed sequences.
   int64_t sequences() const { return packed() ? num_seqs : batch; }
 };
 
-// The backward's extra tensors: d_out has v's shape and dtype, dq/dk/dv those of q/k/v;
-// d_final_state and d_initial_state are float32 like the states and may be null.
+// The backward's extra tensors: d_out has v's shape and dtype, dq/dk/dv those of q/k/v (each
+// with its own strides); d_final_state and d_initial_state are float32 like the states and may
+// be null. The gates' gradient is not computed here: it follows from q, k, dq and dk (the
+// Python side's reverse cumulative sum, as flash-linear-attention computes it).
 struct Gradients {
-  const void* d_out = nullptr;
+  InRows d_out;
   const float* d_final_state = nullptr;
-  void* dq = nullptr;
-  void* dk = nullptr;
-  void* dv = nullptr;
+  OutRows dq, dk, dv;
   float* d_initial_state = nullptr;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -13,7 +14,8 @@
 namespace culina::cpu {
 namespace {
 
-// Row range of every sequence (packed: cu_seqlens in host memory, checked once per call).
+// Token range of every sequence as if the batch were packed (padded: n T .. (n+1) T; packed:
+// cu_seqlens in host memory, checked once per call).
 std::vector<int64_t> sequence_offsets(const Problem& p) {
   std::vector<int64_t> offsets(p.sequences() + 1);
   if (!p.packed()) {
@@ -34,47 +36,69 @@ std::vector<int64_t> sequence_offsets(const Problem& p) {
   return offsets;
 }
 
-// One pass (common/passes.h) over the rows of one (sequence, head): `first` is the array row
-// of its row 0, `state_index` its place in the states.
+// Where one (sequence, head) lies: the batch index and token 0 of its rows (packed: b = 0 and
+// the sequence's first token), its head, and its place in the states.
+struct Sequence {
+  int64_t batch, head, first, length, state_index;
+};
+
+// Element (s.batch, s.head, s.first + t) of a tensor with strides `at`, in elements.
+int64_t offset(const Strides& at, const Sequence& s, int64_t t) {
+  return s.batch * at.batch + s.head * at.head + (s.first + t) * at.token;
+}
+
+// The forget gate of token t (common/problem.h): decay x exp(gamma + gate).
+float gate(const Problem& p, const Sequence& s, int64_t t) {
+  float natural = p.gamma ? p.gamma[s.head] : 0.0f;
+  if (p.gates.data) natural += p.gates.data[offset(p.gates.strides, s, t)];
+  return p.decay_of(s.head) * std::exp(natural);
+}
+
+// One pass (common/passes.h) over the tokens of one (sequence, head).
 template <typename T>
-void run_sequence(const Problem& p, const Pass& pass, int64_t first, int64_t length, int64_t state_index,
-                  float g, std::vector<float>& state, std::vector<float>& row) {
+void run_sequence(const Problem& p, const Pass& pass, const Sequence& s, std::vector<float>& state,
+                  std::vector<float>& row) {
   const int64_t dk = pass.dk, dv = pass.dv;
-  const T* q = static_cast<const T*>(pass.q) + first * dk;
-  const T* k = static_cast<const T*>(pass.k) + first * dk;
-  const T* v = static_cast<const T*>(pass.v) + first * dv;
-  T* out = static_cast<T*>(pass.out) + first * dv;
+  const T* q = static_cast<const T*>(pass.q.data);
+  const T* k = static_cast<const T*>(pass.k.data);
+  const T* v = static_cast<const T*>(pass.v.data);
+  T* out = static_cast<T*>(pass.out.data);
 
   std::fill(state.begin(), state.end(), 0.0f);
   if (pass.initial_state) {
-    const float* init = pass.initial_state + state_index * dk * dv;
+    const float* init = pass.initial_state + s.state_index * dk * dv;
     for (int64_t i = 0; i < dk; ++i)
       for (int64_t j = 0; j < dv; ++j) state[i * dv + j] = pass.initial_transposed ? init[j * dk + i] : init[i * dv + j];
   }
-  // Forward: S = g S + k^T v, out = scale q S. Adjoint (rows reversed), carrying H = g A:
-  // A = H + scale k^T v, out = q A, H = g A.
+  // Forward: S = a_t S + k^T v, out = scale q S. Adjoint (tokens reversed), carrying H = a A:
+  // A = H + scale k^T v, out = q A, H = a_t A.
   const float update = pass.adjoint ? p.scale : 1.0f;
-  const float keep = pass.adjoint ? 1.0f : g;
-  const float after = pass.adjoint ? g : 1.0f;
   const float out_scale = pass.adjoint ? 1.0f : p.scale;
   std::vector<float> vt(dv);
-  for (int64_t step = 0; step < length; ++step) {
-    const int64_t t = pass.adjoint ? length - 1 - step : step;
-    for (int64_t j = 0; j < dv; ++j) vt[j] = update * to_float(v[t * dv + j]);
+  for (int64_t step = 0; step < s.length; ++step) {
+    const int64_t t = pass.adjoint ? s.length - 1 - step : step;
+    const float a = gate(p, s, t);
+    const float keep = pass.adjoint ? 1.0f : a;
+    const float after = pass.adjoint ? a : 1.0f;
+    const T* qt = q + offset(pass.q.strides, s, t);
+    const T* kt = k + offset(pass.k.strides, s, t);
+    const T* vrow = v + offset(pass.v.strides, s, t);
+    for (int64_t j = 0; j < dv; ++j) vt[j] = update * to_float(vrow[j]);
     std::fill(row.begin(), row.end(), 0.0f);
     for (int64_t i = 0; i < dk; ++i) {
-      const float ki = to_float(k[t * dk + i]);
-      const float qi = to_float(q[t * dk + i]);
-      float* s = state.data() + i * dv;
+      const float ki = to_float(kt[i]);
+      const float qi = to_float(qt[i]);
+      float* st = state.data() + i * dv;
       for (int64_t j = 0; j < dv; ++j) {
-        const float a = keep * s[j] + ki * vt[j];
-        row[j] += qi * a;
-        s[j] = after * a;
+        const float added = keep * st[j] + ki * vt[j];
+        row[j] += qi * added;
+        st[j] = after * added;
       }
     }
-    for (int64_t j = 0; j < dv; ++j) out[t * dv + j] = from_float<T>(out_scale * row[j]);
+    T* ot = out + offset(pass.out.strides, s, t);
+    for (int64_t j = 0; j < dv; ++j) ot[j] = from_float<T>(out_scale * row[j]);
   }
-  if (pass.final_state) std::copy(state.begin(), state.end(), pass.final_state + state_index * dk * dv);
+  if (pass.final_state) std::copy(state.begin(), state.end(), pass.final_state + s.state_index * dk * dv);
 }
 
 template <typename T>
@@ -85,9 +109,9 @@ void run_pass(const Problem& p, const Pass& pass, const std::vector<int64_t>& of
     std::vector<float> state(pass.dk * pass.dv), row(pass.dv);
     for (int64_t item = next++; item < items; item = next++) {
       const int64_t n = item / p.heads, h = item % p.heads;
-      // Padded batches keep (n, h) rows together; packed ones keep each head's rows together.
-      const int64_t first = p.packed() ? h * p.seq_len + offsets[n] : item * p.seq_len;
-      run_sequence<T>(p, pass, first, offsets[n + 1] - offsets[n], item, p.decay_of(h), state, row);
+      // Padded: batch n from token 0; packed: batch 0 from the sequence's first token.
+      const Sequence s{p.packed() ? 0 : n, h, p.packed() ? offsets[n] : 0, offsets[n + 1] - offsets[n], item};
+      run_sequence<T>(p, pass, s, state, row);
     }
   };
   const int64_t count = std::min<int64_t>(items, threads);

@@ -1,12 +1,13 @@
-// CPU reference of causal linear attention with per-head decay (the recurrent form).
+// CPU reference of causal linear attention with forget gates (the recurrent form).
 #pragma once
 
 #include "common/problem.h"
 
 namespace culina::cpu {
 
-// Runs the recurrence S_t = g_h S_(t-1) + k_t^T v_t, o_t = scale q_t S_t for every (sequence,
-// head), spreading the independent sequences over `threads` workers (0: one per core).
+// Runs the recurrence S_t = a_t S_(t-1) + k_t^T v_t, o_t = scale q_t S_t for every (sequence,
+// head), with a_t the token's forget gate (common/problem.h; gamma and gates in host memory
+// here), spreading the independent sequences over `threads` workers (0: one per core).
 void linear_attention(const Problem& problem, int threads = 0);
 
 // The gradients of linear_attention's out (and final state) with respect to q, k, v and the

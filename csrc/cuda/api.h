@@ -43,8 +43,9 @@ DeviceInfo device(int ordinal);
 // Every device: a context on each (`python -m culina info` only).
 std::vector<DeviceInfo> devices();
 // Device scratch memory the problem needs on `device` (0 when the path chosen needs none);
-// the caller allocates it (in its framework, so its caching allocator serves it). Only the
-// shape, dtype and num_seqs of `problem` matter.
+// the caller allocates it (in its framework, so its caching allocator serves it). The shape,
+// dtype, num_seqs and gated() of `problem` decide it (a gated problem also keeps its chunks'
+// cumulative gates there).
 size_t workspace_bytes(const Problem& problem, int device);
 size_t backward_workspace_bytes(const Problem& problem, int device);
 // The kernel path `device` takes for the problem's dtype and head sizes, in a few words.

@@ -2,7 +2,12 @@
 //
 // One block owns one (sequence, head, chunk, slice of SLICE value columns); each group of 4
 // warps takes 64 of the columns, each warp 16 query rows i of the chunk (chunk_rows_mma.cuh),
-// with h the state entering the chunk from pass 1.
+// with h the state entering the chunk from pass 1 ([dk_padded][dv_padded]; its DK rows are
+// staged, those past dk_padded zero-filled) and the powers of the chunk's gates
+// (chunk_rows_mma.cuh: GatePowers): its chunk_gates slot, copied in with q and k, or a constant
+// gate's table.
+// Rows come from any strides (sequence_rows.cuh); features past dk and dv are zero on load, and
+// the value columns past dv are not stored.
 // Packed sequences: blocks walk the workspace's chunk slots and find their sequence by
 // bisection over cu_seqlens; the few slots between sequences exit at once.
 // P goes from the accumulators straight into the next product's operand registers, and the
@@ -23,19 +28,22 @@ constexpr int kGroupV = 64;  // value columns per warp (a group of 4 warps)
 template <int SLICE>
 __host__ __device__ constexpr int threads() { return 32 * kRowWarps * (SLICE / kGroupV); }
 
-// The chunk's q, k, v, then its entering state h ([DK][ld_v] 16-bit), P and the decay powers.
+// The chunk's q, k, v, then its entering state h ([DK][ld_v] 16-bit), P and the gates: a copy of
+// the chunk's chunk_gates slot, or a constant gate's kChunk + 1 powers.
 template <int DK, int SLICE>
 struct Layout : ChunkTiles<DK, SLICE> {
   using Tiles = ChunkTiles<DK, SLICE>;
   static constexpr size_t h = Tiles::bytes;
   static constexpr size_t scores = h + size_t(DK) * Tiles::ld_v * 2;  // P, [64][kLdP] 16-bit
-  static constexpr size_t powers = scores + kScoreBytes;
-  static constexpr size_t bytes = powers + (kChunk + 1) * 4;
+  static constexpr size_t gates = scores + kScoreBytes;
+  static constexpr size_t bytes = gates + kGateSlot * 4;
+  static_assert(kGateSlot >= kChunk + 1, "the gates' room holds a constant's powers too");
   static_assert(Tiles::v - Tiles::q >= size_t(threads<SLICE>() / 32) * staging_bytes<kGroupV>(),
                 "the output staging rows must fit in the q and k regions");
 };
 
-template <typename T, int DK, int SLICE>
+// GATED: p.chunk_gates holds the gates (else one constant per head).
+template <typename T, int DK, int SLICE, bool GATED>
 __global__ void __launch_bounds__(threads<SLICE>()) chunk_output_kernel(KernelParams p) {
 #if __CUDA_ARCH__ >= 800
   using L = Layout<DK, SLICE>;
@@ -45,13 +53,13 @@ __global__ void __launch_bounds__(threads<SLICE>()) chunk_output_kernel(KernelPa
   T* s_k = reinterpret_cast<T*>(smem + L::k);
   T* s_v = reinterpret_cast<T*>(smem + L::v);
   T* s_h = reinterpret_cast<T*>(smem + L::h);
-  float* s_pow = reinterpret_cast<float*>(smem + L::powers);
+  float* s_gates = reinterpret_cast<float*>(smem + L::gates);
 
   const int tid = threadIdx.x, warp = tid / 32;
   const LaneRoles lane(tid % 32);
   constexpr int kGroups = SLICE / kGroupV;
   const int row_warp = warp % kRowWarps, group = warp / kRowWarps, col_base = group * kGroupV;
-  const int dv = p.dv, v0 = blockIdx.y * SLICE;
+  const int dk = p.dk, dv = p.dv, v0 = blockIdx.y * SLICE;
   int chunk = blockIdx.x, head = blockIdx.z % p.heads, seq = blockIdx.z / p.heads;
   if (p.cu_seqlens) {
     head = blockIdx.z;
@@ -60,38 +68,49 @@ __global__ void __launch_bounds__(threads<SLICE>()) chunk_output_kernel(KernelPa
   }
   const SequenceRows rows = sequence_rows(p, seq, head);
   const int t0 = chunk * kChunk, n = min(kChunk, rows.length - t0);
-  const int64_t row0 = rows.row(t0), step = rows.step;
+  const int64_t state_size = int64_t(p.dk_padded) * p.dv_padded;
 
-  // Two groups of copies: q and k first, for S; v and h land while S is computed.
-  stage_rows<kChunk, DK, kThreads>(s_q, L::ld_qk, static_cast<const uint16_t*>(p.q) + row0 * DK, step * DK, n);
-  stage_rows<kChunk, DK, kThreads>(s_k, L::ld_qk, static_cast<const uint16_t*>(p.k) + row0 * DK, step * DK, n);
-  commit_async_copies();
-  stage_rows<kChunk, SLICE, kThreads>(s_v, L::ld_v, static_cast<const uint16_t*>(p.v) + row0 * dv + v0, step * dv, n);
-  stage_rows<DK, SLICE, kThreads>(s_h, L::ld_v,
-                                  static_cast<const uint16_t*>(p.states) + (rows.chunk_base + chunk) * DK * dv + v0,
-                                  dv, DK);
-  commit_async_copies();
+  // Two groups of copies: q, k and the gates first, for S; v and h land while S is computed.
+  stage_rows<kChunk, DK, kThreads>(s_q, L::ld_qk, static_cast<const uint16_t*>(p.q) + rows.at(p.q_at, t0),
+                                   rows.stride(p.q_at), n, dk);
+  stage_rows<kChunk, DK, kThreads>(s_k, L::ld_qk, static_cast<const uint16_t*>(p.k) + rows.at(p.k_at, t0),
+                                   rows.stride(p.k_at), n, dk);
   const float log2g = p.log2_decay[head];
-  const float w_state = state_weight(p, exp2f(log2g));
-  if (tid <= kChunk) s_pow[tid] = exp2f(float(tid) * log2g);
+  GatePowers<GATED> gates;
+  if constexpr (GATED) {
+    if (tid < kGateSlot / 4)
+      copy16_async(s_gates + 4 * tid, p.chunk_gates + (rows.chunk_base + chunk) * kGateSlot + 4 * tid, true);
+    gates = {s_gates};
+  } else {
+    if (tid <= kChunk) s_gates[tid] = exp2f(float(tid) * log2g);
+    gates = {s_gates, p.adjoint ? 0 : 1, n};
+  }
+  commit_async_copies();
+  stage_rows<kChunk, SLICE, kThreads>(s_v, L::ld_v, static_cast<const uint16_t*>(p.v) + rows.at(p.v_at, t0) + v0,
+                                      rows.stride(p.v_at), n, dv - v0);
+  stage_rows<DK, SLICE, kThreads>(s_h, L::ld_v,
+                                  static_cast<const uint16_t*>(p.states) + (rows.chunk_base + chunk) * state_size + v0,
+                                  p.dv_padded, p.dk_padded, SLICE);
+  commit_async_copies();
   wait_async_copies<1>();
   __syncthreads();
 
   void* s_p = smem + L::scores;
-  causal_scores<T, DK>(s_p, s_q, s_k, L::ld_qk, row_warp, lane, p.scale, s_pow, group, kGroups);
+  causal_scores<T, DK>(s_p, s_q, s_k, L::ld_qk, row_warp, lane, p.scale, gates, group, kGroups);
 
   wait_async_copies<0>();
   __syncthreads();
 
   // A chunk past its state pass's first segment holds the state from the segment's start:
-  // add the state entering the segment, decayed to this chunk (kernels.h: segments).
+  // add the state entering the segment, decayed to this chunk (kernels.h: segments). Only a
+  // constant gate comes here: plan_mma gives gated two-pass problems one segment.
   const int segment = chunk / p.segment_chunks;
   if (p.segments > 1 && segment > 0) {
     const float decay = exp2f(float((chunk - segment * p.segment_chunks) * kChunk) * log2g);
-    const float* entering = p.segment_states + (rows.state_index * p.segments + segment) * DK * dv + v0;
-    for (int e = tid; e < DK * SLICE / 2; e += kThreads) {
+    const float* entering = p.segment_states + (rows.state_index * p.segments + segment) * state_size + v0;
+    for (int e = tid; e < p.dk_padded * SLICE / 2; e += kThreads) {
       const int d = e / (SLICE / 2), c = (e % (SLICE / 2)) * 2;
-      const float2 add = *reinterpret_cast<const float2*>(entering + int64_t(d) * dv + c);
+      const float2 add = *reinterpret_cast<const float2*>(entering + int64_t(d) * p.dv_padded + c);
       T* pair_h = s_h + d * L::ld_v + c;
       *reinterpret_cast<uint32_t*>(pair_h) =
           pack2<T>(as_float(pair_h[0]) + decay * add.x, as_float(pair_h[1]) + decay * add.y);
@@ -100,12 +119,13 @@ __global__ void __launch_bounds__(threads<SLICE>()) chunk_output_kernel(KernelPa
   }
 
   float o[kGroupV / 8][4];
-  output_rows<T, DK, kGroupV>(o, s_q, L::ld_qk, s_p, s_h, s_v, L::ld_v, col_base, row_warp, lane, w_state, s_pow);
+  output_rows<T, DK, kGroupV>(o, s_q, L::ld_qk, s_p, s_h, s_v, L::ld_v, col_base, row_warp, lane, state_weight(p),
+                              gates);
   __syncthreads();  // every warp is past its q rows
   // Staged in the q and k regions.
-  T* out = static_cast<T*>(p.out) + rows.row(t0 + row_warp * kTile) * dv + v0 + col_base;
-  store_rows<T, kGroupV>(o, s_q + warp * kTile * staging_ld<kGroupV>(), out, step * dv, n - row_warp * kTile, lane,
-                         tid % 32);
+  T* out = static_cast<T*>(p.out) + rows.at(p.out_at, t0 + row_warp * kTile) + v0 + col_base;
+  store_rows<T, kGroupV>(o, s_q + warp * kTile * staging_ld<kGroupV>(), out, rows.stride(p.out_at),
+                         n - row_warp * kTile, dv - v0 - col_base, lane, tid % 32);
 #else
   __trap();  // unreachable: launch_mma runs only where the device executes sm_80+ code
 #endif
@@ -114,20 +134,22 @@ __global__ void __launch_bounds__(threads<SLICE>()) chunk_output_kernel(KernelPa
 template <typename T, int DK, int SLICE>
 cudaError_t launch_shape(const KernelParams& params, int sequences, cudaStream_t stream) {
   // Padded: one block row per (sequence, head) and chunk; packed: per head and chunk slot.
-  const dim3 grid(unsigned(params.chunk_slots), params.dv / SLICE, params.cu_seqlens ? params.heads : sequences * params.heads);
-  return launch_with_shared(chunk_output_kernel<T, DK, SLICE>, grid, threads<SLICE>(), Layout<DK, SLICE>::bytes,
-                            stream, params);
+  const dim3 grid(unsigned(params.chunk_slots), params.dv_padded / SLICE,
+                  params.cu_seqlens ? params.heads : sequences * params.heads);
+  return launch_with_shared(params.chunk_gates ? chunk_output_kernel<T, DK, SLICE, true>
+                                               : chunk_output_kernel<T, DK, SLICE, false>,
+                            grid, threads<SLICE>(), Layout<DK, SLICE>::bytes, stream, params);
 }
 
 }  // namespace
 
-// 128 value columns per block where dv allows (two groups of 4 warps sharing q, k and the
+// 128 value columns per block where the padded dv allows (two groups of 4 warps sharing q, k and the
 // block's loads): with the wmma version, the output pass took 0.68 ms with 128 against
 // 0.83 ms with 64 on an H200 (bf16, dk = dv = 128, T = 16384).
 #ifndef CULINA_OUTPUT_MAX_SLICE
 #define CULINA_OUTPUT_MAX_SLICE 128  // a tuning knob: 64 or 128
 #endif
-int output_slice(int dv) { return CULINA_OUTPUT_MAX_SLICE == 128 && dv % 128 == 0 ? 128 : 64; }
+int output_slice(int dv) { return CULINA_OUTPUT_MAX_SLICE == 128 && padded_head_size(dv) % 128 == 0 ? 128 : 64; }
 
 size_t output_shared_bytes(int dk, int dv) {
   return with_head_size(dk, [&](auto head) {

@@ -1,9 +1,10 @@
 // One warp's share of a chunk's output on mma.sync, for both output kernels (the two-pass
 // path's chunk_output_mma.cu and the fused chunk_walk_mma.cu): 16 query rows i of the chunk
 // and COLS value columns, with q, k, v and the entering state h staged in shared memory as
-// 16-bit rows:
-//   S = Q K^T (key tiles up to the diagonal) -> P = scale S g^(i-j) (zero above the diagonal)
-//   O = w g^i (Q h) + P V        (w: common/passes.h)
+// 16-bit rows (features past the real head sizes zero), and the powers of the chunk's
+// cumulative log2 gates c_i (common/passes.h) from GatePowers:
+//   S = Q K^T (key tiles up to the diagonal) -> P = scale S 2^(c_i - c_j) (zero above the diagonal)
+//   O = w 2^(c_i) (Q h) + P V        (w: common/passes.h)
 // Warps whose rows are the same (one per group of columns) split the scores between them and
 // share P through shared memory: computed once, not once per group. q comes in from shared
 // memory once per product rather than being held: registers go to more warps instead.
@@ -48,6 +49,35 @@ __device__ __forceinline__ void sync_row_warps(int row_warp) {
   }
 }
 
+// The powers of one chunk's gates (common/passes.h: c_i its cumulative log2 gates, L their
+// total, n its rows): GATED, from the c_i and L themselves (kGateSlot floats, as in
+// KernelParams::chunk_gates); else, for one constant gate g with c_i = (i + first) log2 g
+// (first: 1 forward, 0 adjoint), from a table powers[x] = g^x, x = 0 .. kChunk, which spares
+// the special-function unit an exponential per score.
+template <bool GATED>
+struct GatePowers;
+
+// between(i, j) = 2^(c_i - c_j) for j <= i, at(i) = 2^(c_i), to_end(j) = 2^(L - c_j) for j < n,
+// total() = 2^L.
+template <>
+struct GatePowers<true> {
+  const float* cumulative;
+  __device__ __forceinline__ float between(int i, int j) const { return exp2f(cumulative[i] - cumulative[j]); }
+  __device__ __forceinline__ float at(int i) const { return exp2f(cumulative[i]); }
+  __device__ __forceinline__ float to_end(int j) const { return exp2f(cumulative[kChunk] - cumulative[j]); }
+  __device__ __forceinline__ float total() const { return exp2f(cumulative[kChunk]); }
+};
+
+template <>
+struct GatePowers<false> {
+  const float* powers;
+  int first, n;
+  __device__ __forceinline__ float between(int i, int j) const { return powers[i - j]; }
+  __device__ __forceinline__ float at(int i) const { return powers[i + first]; }
+  __device__ __forceinline__ float to_end(int j) const { return powers[n - first - j]; }
+  __device__ __forceinline__ float total() const { return powers[n]; }
+};
+
 // Where this lane's values sit in mma.sync tiles and which row address it gives ldmatrix.
 struct LaneRoles {
   int group, pair;  // accumulator row (lane / 4) and first column (2 * (lane % 4)) in a tile
@@ -62,14 +92,14 @@ __device__ __forceinline__ void load_rows_a(uint32_t (&a)[4], const uint16_t* ro
   load_matrices(a, rows + (row_warp * kTile + lane.r + 8 * (lane.m % 2)) * ld + kk * kTile + 8 * (lane.m / 2));
 }
 
-// P = scale (Q K^T) g^(i-j) for keys j <= i, as 16-bit into s_p ([64][kLdP]): this warp's 16
-// rows, for the key-tile pairs kp = first, first + stride, ... up to the diagonal (warps that
-// share rows share the work; the tiles above the diagonal are never read). powers[x] = g^x.
+// P = scale (Q K^T) 2^(c_i - c_j) for keys j <= i, as 16-bit into s_p ([64][kLdP]): this warp's
+// 16 rows, for the key-tile pairs kp = first, first + stride, ... up to the diagonal (warps
+// that share rows share the work; the tiles above the diagonal are never read).
 // Even and odd steps over dk accumulate apart: two short chains rather than one long one.
-template <typename T, int DK>
+template <typename T, int DK, bool GATED>
 __device__ __forceinline__ void causal_scores(void* s_p, const void* s_q, const void* s_k, int ld, int row_warp,
-                                              const LaneRoles& lane, float scale, const float* powers, int first,
-                                              int stride) {
+                                              const LaneRoles& lane, float scale, const GatePowers<GATED>& gates,
+                                              int first, int stride) {
   const uint16_t* q = static_cast<const uint16_t*>(s_q);
   const uint16_t* k = static_cast<const uint16_t*>(s_k);
   T* out = static_cast<T*>(s_p);
@@ -91,7 +121,8 @@ __device__ __forceinline__ void causal_scores(void* s_p, const void* s_q, const 
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int i = i_top + 8 * (e / 2), j = t * 8 + lane.pair + (e % 2);
-        masked[e] = j <= i ? scale * (s[0][half][e] + s[1][half][e]) * powers[i - j] : 0.0f;
+        // Selected, not multiplied: above the diagonal a power may overflow.
+        masked[e] = j <= i ? scale * (s[0][half][e] + s[1][half][e]) * gates.between(i, j) : 0.0f;
       }
       *reinterpret_cast<uint32_t*>(out + i_top * kLdP + t * 8 + lane.pair) = pack2<T>(masked[0], masked[1]);
       *reinterpret_cast<uint32_t*>(out + (i_top + 8) * kLdP + t * 8 + lane.pair) = pack2<T>(masked[2], masked[3]);
@@ -114,12 +145,12 @@ __device__ __forceinline__ void multiply_rows(float (&o)[COLS / 8][4], const uin
   }
 }
 
-// O = w_state g^i (Q h) + P V for this warp's 16 rows and the COLS columns from `col` of s_h
-// (DK rows) and s_v (64 rows); P from s_p (causal_scores), up to the diagonal.
-template <typename T, int DK, int COLS>
+// O = w_state 2^(c_i) (Q h) + P V for this warp's 16 rows and the COLS columns from `col` of
+// s_h (DK rows) and s_v (64 rows); P from s_p (causal_scores), up to the diagonal.
+template <typename T, int DK, int COLS, bool GATED>
 __device__ __forceinline__ void output_rows(float (&o)[COLS / 8][4], const void* s_q, int ld_qk, const void* s_p,
                                             const void* s_h, const void* s_v, int ld_v, int col, int row_warp,
-                                            const LaneRoles& lane, float w_state, const float* powers) {
+                                            const LaneRoles& lane, float w_state, const GatePowers<GATED>& gates) {
   constexpr int kTiles = COLS / 8;
   const uint16_t* q = static_cast<const uint16_t*>(s_q);
   const uint16_t* h = static_cast<const uint16_t*>(s_h);
@@ -133,7 +164,7 @@ __device__ __forceinline__ void output_rows(float (&o)[COLS / 8][4], const void*
     multiply_rows<T, COLS>(o, a, h + kk * kTile * ld_v, ld_v, col, lane);
   }
   const int i_top = row_warp * kTile + lane.group;
-  const float decay_top = w_state * powers[i_top], decay_bottom = w_state * powers[i_top + 8];
+  const float decay_top = w_state * gates.at(i_top), decay_bottom = w_state * gates.at(i_top + 8);
 #pragma unroll
   for (int c = 0; c < kTiles; ++c) {
     o[c][0] *= decay_top, o[c][1] *= decay_top;
@@ -151,10 +182,11 @@ __device__ __forceinline__ void output_rows(float (&o)[COLS / 8][4], const void*
 
 // The warp's 16 x COLS output to device memory through its own staging rows
 // (staging_bytes<COLS>()), so that device memory sees whole 16-byte words. `out` is the first
-// row's first column, `row_stride` elements between rows; rows at or past `valid` are skipped.
+// row's first column, `row_stride` elements between rows; rows at or past `valid` and columns at
+// or past `cols` (a multiple of 8) are skipped.
 template <typename T, int COLS>
 __device__ __forceinline__ void store_rows(const float (&o)[COLS / 8][4], T* stage, T* out, int64_t row_stride,
-                                           int valid, const LaneRoles& lane, int lane_index) {
+                                           int valid, int cols, const LaneRoles& lane, int lane_index) {
   constexpr int kLd = staging_ld<COLS>();
 #pragma unroll
   for (int c = 0; c < COLS / 8; ++c) {
@@ -165,7 +197,7 @@ __device__ __forceinline__ void store_rows(const float (&o)[COLS / 8][4], T* sta
 #pragma unroll
   for (int x = 0; x < kTile * COLS / 8 / 32; ++x) {
     const int e = lane_index + 32 * x, row = e / (COLS / 8), c8 = (e % (COLS / 8)) * 8;
-    if (row < valid)
+    if (row < valid && c8 < cols)
       *reinterpret_cast<uint4*>(out + row_stride * row + c8) = *reinterpret_cast<const uint4*>(stage + row * kLd + c8);
   }
 }

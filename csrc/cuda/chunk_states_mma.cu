@@ -2,13 +2,18 @@
 // chunk_walk_mma.cu, only the end state of each segment).
 //
 // One block of 8 warps owns a 64 x 64 block (rows d0.., columns v0..) of one (sequence,
-// head)'s state;
-// each warp holds a 16 x 32 piece of it in mma.sync accumulators (fp32, registers) and the
-// block walks the chunks in order:
-//   h[c] = S (as 16-bit), then S = g^n S + K_c^T (u g^(n-1-j) V_c)   (u: common/passes.h)
+// head)'s state, [dk_padded][dv_padded] (k features past dk and v columns past dv load as
+// zeros, so the padding stays zero); each warp holds a 16 x 32 piece of it in mma.sync
+// accumulators (fp32, registers) and the block walks the chunks in order (c_j the chunk's
+// cumulative log2 gates, L its total: common/passes.h):
+//   h[c] = S (as 16-bit), then S = 2^L S + K_c^T (u 2^(L - c_j) V_c)   (u: common/passes.h)
 // K and V stream through a ring of kStages shared-memory slots, kPerStep chunks each, filled
-// by asynchronous copies ahead of use. The state never leaves registers: h is written straight
-// from the accumulators, and the operands come in through ldmatrix.
+// by asynchronous copies ahead of use, from rows at any strides (sequence_rows.cuh). With
+// chunk_gates, each step's gates come in with the previous step's copies, into a ring one slot
+// longer, so that they are in for every thread before the step's own copies land; a constant
+// gate's powers are computed. The state never leaves registers: h is written straight from the
+// accumulators, and the operands come in through ldmatrix. With gates and several segments,
+// each segment's total log2 gate goes to segment_gates for the scan.
 //
 // Measured on an H200 (bf16, B=4, H=16, dk = dv = 128, T = 16384), this pass took: 0.54 ms
 // as wmma staging the state through shared memory; 0.54-0.59 ms on mma.sync with 4 warps;
@@ -46,32 +51,41 @@ constexpr int kPerStep = CULINA_STATE_CHUNKS_PER_STEP;
 constexpr int kRows = kChunk * kPerStep;  // k and v rows per ring slot
 constexpr int kWordsK = kRows * kBlockD / 8 / kThreads;  // 16-byte words per thread per step
 constexpr int kWordsV = kRows * kBlockV / 8 / kThreads;
+constexpr int kRowWords = kBlockD / 8;             // 16-byte words of a k or v row
+constexpr int kRowsPerCopy = kThreads / kRowWords;  // rows the block's threads copy at once
 #ifndef CULINA_STATE_STAGES
 #define CULINA_STATE_STAGES 2  // ring depth: a tuning knob (2 and more)
 #endif
 constexpr int kStages = CULINA_STATE_STAGES;
+// Gate slots: a step's gates are copied a step before its k and v (kernel below).
+constexpr int kGateStages = kStages + 1;
+constexpr int kGateWords = kPerStep * kGateSlot / 4;  // 16-byte words of one step's gates
+static_assert(kGateWords <= kThreads, "one word per thread");
 static_assert(kBlockD == kBlockV, "k and v slots share one row layout");
 
 struct Layout {
   static constexpr size_t k = 0;                                      // kStages x [kRows][kLd] 16-bit
   static constexpr size_t v = k + kStages * size_t(kRows) * kLd * 2;  // kStages x [kRows][kLd] 16-bit
   static constexpr size_t stage = v + kStages * size_t(kRows) * kLd * 2;  // kWarps x [16][kLdStage] 16-bit
-  static constexpr size_t powers = stage + size_t(kWarps) * kTile * kLdStage * 2;
-  static constexpr size_t bytes = powers + (kChunk + 1) * 4;
+  static constexpr size_t gates = stage + size_t(kWarps) * kTile * kLdStage * 2;  // kGateStages x kPerStep x kGateSlot
+  static constexpr size_t bytes = gates + size_t(kGateStages) * kPerStep * kGateSlot * 4;
 };
 
-template <typename T>
+// GATED: p.chunk_gates holds the gates (else one constant per head). A template parameter, not a
+// branch: the branches alone took the kernel from 77 to 124 registers.
+template <typename T, bool GATED>
 __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) {
 #if __CUDA_ARCH__ >= 800
   extern __shared__ __align__(128) unsigned char smem[];
   T* s_k = reinterpret_cast<T*>(smem + Layout::k);
   T* s_v = reinterpret_cast<T*>(smem + Layout::v);
-  float* s_pow = reinterpret_cast<float*>(smem + Layout::powers);
+  float* s_gates = reinterpret_cast<float*>(smem + Layout::gates);
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int warp_row = (warp % (kBlockD / kTile)) * kTile, warp_col = (warp / (kBlockD / kTile)) * kWarpV;
   const int group = lane / 4, pair = (lane % 4) * 2;  // accumulator row and column within a tile
   const int dk = p.dk, dv = p.dv;
+  const int64_t state_size = int64_t(p.dk_padded) * p.dv_padded;  // one workspace state
   const int v0 = blockIdx.x * kBlockV, d0 = blockIdx.y * kBlockD;
   const int segment = blockIdx.z % p.segments, item = blockIdx.z / p.segments;
   // Before the fused pass, only the end states of all but the last segment are needed.
@@ -79,63 +93,82 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
   const int head = item % p.heads;
   const SequenceRows rows = sequence_rows(p, item / p.heads, head);
   // This block's run of chunks: segment 0 starts from the initial state, the others from zero.
-  const int t_len = rows.length, first_chunk = segment * p.segment_chunks, row_base = first_chunk * kChunk;
-  const int chunks = max(0, min((t_len + kChunk - 1) / kChunk - first_chunk, p.segment_chunks));
-  const float* initial_state = segment == 0 ? p.initial_state : nullptr;
-  const uint16_t* k = static_cast<const uint16_t*>(p.k) + d0;
-  const uint16_t* v = static_cast<const uint16_t*>(p.v) + v0;
+  const int first_chunk = segment * p.segment_chunks, row_base = first_chunk * kChunk;
+  const int chunks = max(0, min((rows.length + kChunk - 1) / kChunk - first_chunk, p.segment_chunks));
+  // Rows past the segment are never used: they load as zeros, like those past the sequence.
+  const int t_end = min(rows.length, row_base + chunks * kChunk);
+  // Row t of the sequence: k + t * k_step, v + t * v_step (pointers past the sequence are formed
+  // for chunk-aligned bases only, never read).
+  const uint16_t* k = static_cast<const uint16_t*>(p.k) + rows.at(p.k_at, 0) + d0;
+  const uint16_t* v = static_cast<const uint16_t*>(p.v) + rows.at(p.v_at, 0) + v0;
+  const int64_t k_step = rows.stride(p.k_at), v_step = rows.stride(p.v_at);
   // This lane's first state element: row d0 + warp_row + group, column v0 + warp_col + pair.
   const int state_row = d0 + warp_row + group, state_col = v0 + warp_col + pair;
-  const int64_t state_element = int64_t(state_row) * dv + state_col;  // within one [dk][dv] state
-  T* h = static_cast<T*>(p.states) + (rows.chunk_base + first_chunk) * dk * dv +
-         (int64_t(d0 + warp_row) * dv + v0 + warp_col);
+  T* h = static_cast<T*>(p.states) + (rows.chunk_base + first_chunk) * state_size +
+         (int64_t(d0 + warp_row) * p.dv_padded + v0 + warp_col);
   T* stage = reinterpret_cast<T*>(smem + Layout::stage) + warp * kTile * kLdStage;
 
   const float log2g = p.log2_decay[head];
-  const float w_update = update_weight(p, exp2f(log2g));
-  if (tid <= kChunk) s_pow[tid] = exp2f(float(tid) * log2g);
+  const float w_update = update_weight(p);
 
+  // Segment 0 starts from the initial state ([dk][dv], or [dv][dk] transposed; zero past dk and
+  // dv), the others from zero.
+  const float* initial_state =
+      segment == 0 && p.initial_state ? p.initial_state + rows.state_index * dk * dv : nullptr;
   float acc[kColTiles][4];
 #pragma unroll
-  for (int c = 0; c < kColTiles; ++c) {
-    if (initial_state && p.initial_transposed) {
-      // Stored [dv][dk]: element (row, col) at col * dk + row.
-      const float* init = initial_state + rows.state_index * dk * dv + int64_t(state_col + c * 8) * dk + state_row;
-      acc[c][0] = init[0], acc[c][1] = init[dk], acc[c][2] = init[8], acc[c][3] = init[dk + 8];
-    } else if (initial_state) {
-      const float* init = initial_state + rows.state_index * dk * dv + state_element + c * 8;
-      const float2 top = *reinterpret_cast<const float2*>(init);
-      const float2 bottom = *reinterpret_cast<const float2*>(init + 8 * dv);
-      acc[c][0] = top.x, acc[c][1] = top.y, acc[c][2] = bottom.x, acc[c][3] = bottom.y;
-    } else {
-      acc[c][0] = acc[c][1] = acc[c][2] = acc[c][3] = 0.0f;
+  for (int c = 0; c < kColTiles; ++c)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int d = state_row + 8 * (e / 2), col = state_col + c * 8 + (e % 2);
+      acc[c][e] = !initial_state || d >= dk || col >= dv ? 0.0f
+                  : p.initial_transposed                 ? initial_state[int64_t(col) * dk + d]
+                                                         : initial_state[int64_t(d) * dv + col];
     }
-  }
 
   // Each thread copies the same words of every step, which lets it decay its own v words as
-  // soon as its own copies have landed.
+  // soon as its own copies have landed. A step's gates (the chunk_gates slots of its chunks)
+  // travel in the previous step's group: the barrier that step passes makes them every
+  // thread's.
   const int steps = (chunks + kPerStep - 1) / kPerStep;
+  auto issue_gates = [&](int step) {
+    const int sub = tid / (kGateSlot / 4), word = tid % (kGateSlot / 4), chunk = step * kPerStep + sub;
+    if (GATED && tid < kGateWords && step < steps && chunk < chunks)
+      copy16_async(s_gates + ((step % kGateStages) * kPerStep + sub) * kGateSlot + 4 * word,
+                   p.chunk_gates + (rows.chunk_base + first_chunk + chunk) * kGateSlot + 4 * word, true);
+  };
   auto issue = [&](int step) {
     if (step < steps) {
       const int t0 = row_base + step * kRows, slot = step % kStages;
+      // This thread's words: rows i0 + kRowsPerCopy x, columns c8 .. c8 + 7 (k and v alike).
+      // One pointer stepped from word to word: per-word addresses took 10 more registers.
+      const int i0 = tid / kRowWords, c8 = (tid % kRowWords) * 8;
+      const bool k_inside = d0 + c8 < dk, v_inside = v0 + c8 < dv;
+      const uint16_t* k_word = k + (t0 + i0) * k_step + c8;
+      const uint16_t* v_word = v + (t0 + i0) * v_step + c8;
 #pragma unroll
-      for (int x = 0; x < kWordsK; ++x) {
-        const int e = tid + x * kThreads, i = e / (kBlockD / 8), c8 = (e % (kBlockD / 8)) * 8;
-        const bool inside = t0 + i < t_len;
-        copy16_async(s_k + (slot * kRows + i) * kLd + c8, inside ? k + rows.row(t0 + i) * dk + c8 : k, inside);
+      for (int x = 0; x < kWordsK; ++x, k_word += kRowsPerCopy * k_step) {
+        const int i = i0 + x * kRowsPerCopy;
+        const bool inside = t0 + i < t_end && k_inside;
+        copy16_async(s_k + (slot * kRows + i) * kLd + c8, inside ? k_word : k, inside);
       }
 #pragma unroll
-      for (int x = 0; x < kWordsV; ++x) {
-        const int e = tid + x * kThreads, i = e / (kBlockV / 8), c8 = (e % (kBlockV / 8)) * 8;
-        const bool inside = t0 + i < t_len;
-        copy16_async(s_v + (slot * kRows + i) * kLd + c8, inside ? v + rows.row(t0 + i) * dv + c8 : v, inside);
+      for (int x = 0; x < kWordsV; ++x, v_word += kRowsPerCopy * v_step) {
+        const int i = i0 + x * kRowsPerCopy;
+        const bool inside = t0 + i < t_end && v_inside;
+        copy16_async(s_v + (slot * kRows + i) * kLd + c8, inside ? v_word : v, inside);
       }
     }
+    issue_gates(step + 1);
     commit_async_copies();  // an empty group past the end keeps the group count in step
   };
+  issue_gates(0);
+  commit_async_copies();
 #pragma unroll
   for (int c = 0; c < kStages - 1; ++c) issue(c);
-  __syncthreads();  // s_pow
+  wait_async_copies<kStages - 1>();  // step 0's gates, the oldest group
+  __syncthreads();
+  float segment_gate = 0.0f;  // the sum of the segment's L so far
 
   // ldmatrix row addresses of this lane (see load_matrices_transposed): matrix m = lane / 8.
   const int m = lane / 8, r = lane % 8;
@@ -154,11 +187,11 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
       *reinterpret_cast<uint32_t*>(stage + (group + 8) * kLdStage + c * 8 + pair) = pack2<T>(acc[c][2], acc[c][3]);
     }
     __syncwarp();
-    T* h_chunk = h + int64_t(chunk) * dk * dv;
+    T* h_chunk = h + chunk * state_size;
 #pragma unroll
     for (int x = 0; x < kTile * kWarpV / 8 / 32; ++x) {
       const int e = lane + 32 * x, row = e / (kWarpV / 8), c8 = (e % (kWarpV / 8)) * 8;
-      *reinterpret_cast<uint4*>(h_chunk + int64_t(row) * dv + c8) =
+      *reinterpret_cast<uint4*>(h_chunk + int64_t(row) * p.dv_padded + c8) =
           *reinterpret_cast<const uint4*>(stage + row * kLdStage + c8);
     }
     __syncwarp();
@@ -168,14 +201,21 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
     const int t0 = row_base + step * kRows;
     const T* buf_k = s_k + (step % kStages) * kRows * kLd;
     T* buf_v = s_v + (step % kStages) * kRows * kLd;
+    const float* step_gates = s_gates + (step % kGateStages) * kPerStep * kGateSlot;  // GATED
     wait_async_copies<kStages - 2>();  // this step's group is done; later ones may fly
-    // v rows decayed to the end of their chunk, times u (rows past the sequence were zero-filled).
+    // v rows times u 2^(L - c_j), decayed to the end of their chunk (rows past the segment were
+    // zero-filled, and a constant gate's power grows there: they are left alone). A constant
+    // gate has L - c_j = (n - 1 - j) log2 g forward, (n - j) log2 g adjoint.
 #pragma unroll
     for (int x = 0; x < kWordsV; ++x) {
-      const int e = tid + x * kThreads, i = e / (kBlockV / 8), c8 = (e % (kBlockV / 8)) * 8;
-      const int j = i % kChunk, n = min(kChunk, t_len - (t0 + i - j));
+      const int e = tid + x * kThreads, i = e / kRowWords, c8 = (e % kRowWords) * 8;
+      const int j = i % kChunk, n = min(kChunk, t_end - (t0 + i - j));
+      const float* gates = step_gates + (i / kChunk) * kGateSlot;
       uint4* word = reinterpret_cast<uint4*>(buf_v + i * kLd + c8);
-      if (j < n) *word = scale8<T>(*word, w_update * s_pow[n - 1 - j]);
+      if (j < n) {
+        const float power = GATED ? gates[kChunk] - gates[j] : float(p.adjoint ? n - j : n - 1 - j) * log2g;
+        *word = scale8<T>(*word, w_update * exp2f(power));
+      }
     }
     if (!p.fused) publish(step * kPerStep);
     __syncthreads();
@@ -187,7 +227,10 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
       const int chunk = step * kPerStep + sub;
       if (chunk >= chunks) break;
       if (sub > 0 && !p.fused) publish(chunk);
-      const float chunk_decay = s_pow[min(kChunk, t_len - (first_chunk + chunk) * kChunk)];
+      const float total = GATED ? step_gates[sub * kGateSlot + kChunk]
+                                        : float(min(kChunk, t_end - (first_chunk + chunk) * kChunk)) * log2g;  // L
+      segment_gate += total;
+      const float chunk_decay = exp2f(total);
 #pragma unroll
       for (int c = 0; c < kColTiles; ++c)
 #pragma unroll
@@ -207,17 +250,26 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
       }
     }
   }
-  // One segment: the final state; several: this segment's end state, for the scan, in slot
-  // [item][segment], which is blockIdx.z.
-  float* end_state = p.segments > 1 ? p.segment_states + int64_t(blockIdx.z) * dk * dv
-                     : p.final_state ? p.final_state + rows.state_index * dk * dv
-                                     : nullptr;
-  if (end_state) {
+  // One segment: the final state ([dk][dv]: the real rows and columns only; dk and dv are
+  // multiples of 8, so a column pair is real or not as a whole); several: this segment's end
+  // state ([dk_padded][dv_padded]), for the scan, in slot [item][segment], which is blockIdx.z,
+  // and with gates its total log2 gate, written by one block of the (item, segment).
+  if (p.segments > 1) {
+    float* end_state = p.segment_states + blockIdx.z * state_size + int64_t(state_row) * p.dv_padded + state_col;
 #pragma unroll
     for (int c = 0; c < kColTiles; ++c) {
-      float* fin = end_state + state_element + c * 8;
-      *reinterpret_cast<float2*>(fin) = make_float2(acc[c][0], acc[c][1]);
-      *reinterpret_cast<float2*>(fin + 8 * dv) = make_float2(acc[c][2], acc[c][3]);
+      *reinterpret_cast<float2*>(end_state + c * 8) = make_float2(acc[c][0], acc[c][1]);
+      *reinterpret_cast<float2*>(end_state + 8 * p.dv_padded + c * 8) = make_float2(acc[c][2], acc[c][3]);
+    }
+    if (GATED && blockIdx.x == 0 && blockIdx.y == 0 && tid == 0) p.segment_gates[blockIdx.z] = segment_gate;
+  } else if (p.final_state) {
+    float* final_state = p.final_state + rows.state_index * dk * dv + int64_t(state_row) * dv + state_col;
+#pragma unroll
+    for (int c = 0; c < kColTiles; ++c) {
+      if (state_col + c * 8 >= dv) continue;
+      if (state_row < dk) *reinterpret_cast<float2*>(final_state + c * 8) = make_float2(acc[c][0], acc[c][1]);
+      if (state_row + 8 < dk)
+        *reinterpret_cast<float2*>(final_state + 8 * dv + c * 8) = make_float2(acc[c][2], acc[c][3]);
     }
   }
 #else
@@ -231,39 +283,53 @@ size_t states_shared_bytes() { return Layout::bytes; }
 
 template <typename T>
 cudaError_t launch_chunk_states(const KernelParams& params, int sequences, cudaStream_t stream) {
-  const dim3 grid(params.dv / kBlockV, params.dk / kBlockD, sequences * params.heads * params.segments);
-  return launch_with_shared(chunk_states_kernel<T>, grid, kThreads, Layout::bytes, stream, params);
+  const dim3 grid(params.dv_padded / kBlockV, params.dk_padded / kBlockD, sequences * params.heads * params.segments);
+  return params.chunk_gates
+             ? launch_with_shared(chunk_states_kernel<T, true>, grid, kThreads, Layout::bytes, stream, params)
+             : launch_with_shared(chunk_states_kernel<T, false>, grid, kThreads, Layout::bytes, stream, params);
 }
 
-// One thread per state element of one (sequence, head): walks the segments in order, leaving
-// in each segment's slot the state entering it, and writes the final state (before the fused
-// pass, which writes it, the last segment's slot holds no end state).
+// One thread per state element of one (sequence, head) ([dk_padded][dv_padded]): walks the
+// segments in order, leaving in each segment's slot the state entering it, and writes the final
+// state's real elements (before the fused pass, which writes it, the last segment's slot holds
+// no end state). A segment decays the state by 2^(its total log2 gate): segment_gates with
+// gates, its length times the constant's otherwise; the block computes each once.
 __global__ void segment_scan_kernel(KernelParams p) {
-  const int64_t size = int64_t(p.dk) * p.dv, e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (e >= size) return;
+  const int64_t size = int64_t(p.dk_padded) * p.dv_padded, e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const int item = blockIdx.y, head = item % p.heads;
   const SequenceRows rows = sequence_rows(p, item / p.heads, head);
-  const float log2g = p.log2_decay[head];
+  // Before the fused pass, pass 1 leaves the last segment out (its end state goes unused).
+  const int computed = p.fused ? p.segments - 1 : p.segments;
+  __shared__ float s_decay[kMaxSegments];
+  if (int(threadIdx.x) < computed) {
+    const int s = threadIdx.x, first = s * p.segment_chunks * kChunk;
+    const int length = min(rows.length, first + p.segment_chunks * kChunk) - first;
+    s_decay[s] = exp2f(p.chunk_gates ? p.segment_gates[item * p.segments + s] : float(length) * p.log2_decay[head]);
+  } else if (int(threadIdx.x) < p.segments) {
+    s_decay[threadIdx.x] = 0.0f;
+  }
+  __syncthreads();
+  if (e >= size) return;
   float* slot = p.segment_states + int64_t(item) * p.segments * size + e;
   // All loads first, side by side: one after another, each waited for, they were most of its time.
   float local[kMaxSegments];
 #pragma unroll
-  for (int s = 0; s < kMaxSegments; ++s) local[s] = s < p.segments ? slot[s * size] : 0.0f;
+  for (int s = 0; s < kMaxSegments; ++s) local[s] = s < computed ? slot[s * size] : 0.0f;
   float carry = local[0];
 #pragma unroll
   for (int s = 1; s < kMaxSegments; ++s) {
-    const int first = s * p.segment_chunks * kChunk;
-    if (s >= p.segments || first >= rows.length) break;
-    const int length = min(rows.length, first + p.segment_chunks * kChunk) - first;
+    if (s >= p.segments || s * p.segment_chunks * kChunk >= rows.length) break;
     slot[s * size] = carry;
-    carry = exp2f(float(length) * log2g) * carry + local[s];
+    carry = s_decay[s] * carry + local[s];
   }
-  if (p.final_state && !p.fused) p.final_state[rows.state_index * size + e] = carry;  // else the fused pass's
+  const int64_t d = e / p.dv_padded, col = e % p.dv_padded;
+  if (p.final_state && !p.fused && d < p.dk && col < p.dv)  // else the fused pass's
+    p.final_state[(rows.state_index * p.dk + d) * p.dv + col] = carry;
 }
 
 cudaError_t launch_segment_scan(const KernelParams& params, int sequences, cudaStream_t stream) {
   constexpr int kScanThreads = 256;
-  const dim3 grid(unsigned((int64_t(params.dk) * params.dv + kScanThreads - 1) / kScanThreads),
+  const dim3 grid(unsigned((int64_t(params.dk_padded) * params.dv_padded + kScanThreads - 1) / kScanThreads),
                   sequences * params.heads);
   segment_scan_kernel<<<grid, kScanThreads, 0, stream>>>(params);
   return cudaGetLastError();

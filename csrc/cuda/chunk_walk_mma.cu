@@ -1,19 +1,25 @@
 // The fused tensor-core pass: one block walks one segment of one (sequence, head)'s chunks in
 // order, carrying SLICE columns of the state in mma.sync accumulators, and writes each
-// chunk's output on the way (common/passes.h):
-//   out_i = scale sum_(j<=i) g^(i-j) (q_i.k_j) v_j + w g^i q_i H_c        (chunk_rows_mma.cuh)
-//   H_(c+1) = g^n H_c + K_c^T (u g^(n-1-j) V_c)
+// chunk's output on the way (common/passes.h, c_i the chunk's cumulative log2 gates, L its total):
+//   out_i = scale sum_(j<=i) 2^(c_i - c_j) (q_i.k_j) v_j + w 2^(c_i) q_i H_c   (chunk_rows_mma.cuh)
+//   H_(c+1) = 2^L H_c + K_c^T (u 2^(L - c_j) V_c)
+// Rows come from any strides (sequence_rows.cuh); q and k are staged DK wide, the features past
+// dk zero, and the value columns past dv are zero on load and never stored. With chunk_gates
+// each chunk's c_i and L ride in its ring slot; a constant gate's powers come from one table
+// (chunk_rows_mma.cuh: GatePowers). The update's weights u 2^(L - c_j) depend on j alone: the
+// warps of each row group compute them once per chunk, beside P (with every warp computing its
+// own, the exponentials made the walk 6-19% slower than with a constant's table).
 // The two-pass path writes every chunk's state to device memory and reads it back; for
 // dk = dv = 128 those states are twice the size of q, so that round trip was 40% of the
 // forward's memory traffic. Here the state stays in registers and goes through shared memory
 // (16-bit) only as the B operand of Q H.
 //
 // Each warp has two roles: for the output, 16 query rows x 32 columns (warp % 4, warp / 4);
-// for the state, dk / 4 rows x the same 32 columns. Narrow column groups make many warps with
-// few registers each: 16 warps at 128 columns. q, k and v stream through a ring of shared-memory
-// slots, the next chunk's copies in flight while this chunk is computed. One barrier per chunk
-// (two at dk = 256, whose state has one buffer rather than two), and one among the warps of the
-// same rows, which share P.
+// for the state, DK / 4 rows x the same 32 columns. Narrow column groups make many warps with
+// few registers each: 16 warps at 128 columns. q, k, v and the gates stream through a ring of
+// shared-memory slots, the next chunk's copies in flight while this chunk is computed. One
+// barrier per chunk (two at DK = 256, whose state has one buffer rather than two), and one
+// among the warps of the same rows, which share P.
 #include "cuda/chunk_rows_mma.cuh"
 #include "cuda/kernels.h"
 #include "cuda/sequence_rows.cuh"
@@ -34,16 +40,24 @@ constexpr size_t kMaxBlockShared = 227 * 1024;  // what sm_90 lets one block opt
 template <int SLICE>
 __host__ __device__ constexpr int threads() { return 32 * kRowWarps * (SLICE / kGroupV); }
 
-// A ring of chunks (each slot one ChunkTiles), the state buffers, the per-warp output staging
-// rows, P and the decay powers.
+// A ring slot: one chunk's ChunkTiles, then its kGateSlot gate floats (KernelParams::chunk_gates).
+template <int DK, int SLICE>
+struct WalkSlot : ChunkTiles<DK, SLICE> {
+  static constexpr size_t gates = ChunkTiles<DK, SLICE>::bytes;
+  static constexpr size_t bytes = gates + kGateSlot * 4;
+};
+
+// A ring of chunks, the state buffers, the per-warp output staging rows, P, the update's
+// weights (one row of kChunk per row group) and a constant gate's powers.
 template <int DK, int SLICE>
 struct Layout {
-  using Slot = ChunkTiles<DK, SLICE>;
+  using Slot = WalkSlot<DK, SLICE>;
   static constexpr int ld_qk = Slot::ld_qk, ld_v = Slot::ld_v;
   static constexpr size_t slot_bytes = Slot::bytes;
   static constexpr size_t h_bytes = size_t(DK) * ld_v * 2;  // one state buffer, [DK][ld_v] 16-bit
-  static constexpr size_t fixed_bytes =  // per-warp output staging rows, P, the decay powers
-      size_t(threads<SLICE>() / 32) * staging_bytes<kGroupV>() + kScoreBytes + (kChunk + 1) * 4;
+  static constexpr size_t weights_bytes = size_t(kRowWarps) * kChunk * 4;
+  static constexpr size_t fixed_bytes =  // per-warp output staging rows, P, the weights, the powers
+      size_t(threads<SLICE>() / 32) * staging_bytes<kGroupV>() + kScoreBytes + weights_bytes + (kChunk + 1) * 4;
   // kWalkSlots ring slots where they fit beside one state buffer, else 2; two state buffers
   // save a barrier per chunk, where the ring leaves room for them.
   static constexpr int slots = kWalkSlots * slot_bytes + h_bytes + fixed_bytes <= kMaxBlockShared ? kWalkSlots : 2;
@@ -52,7 +66,8 @@ struct Layout {
   static constexpr size_t h = ring + slots * slot_bytes;
   static constexpr size_t stage = h + h_buffers * h_bytes;
   static constexpr size_t scores = stage + size_t(threads<SLICE>() / 32) * staging_bytes<kGroupV>();  // P
-  static constexpr size_t powers = scores + kScoreBytes;
+  static constexpr size_t weights = scores + kScoreBytes;
+  static constexpr size_t powers = weights + weights_bytes;
   static constexpr size_t bytes = powers + (kChunk + 1) * 4;
 };
 
@@ -64,7 +79,8 @@ __device__ __forceinline__ uint32_t scale2(uint32_t word, float f_lo, float f_hi
   return pack2<T>(f_lo * as_float(pair[0]), f_hi * as_float(pair[1]));
 }
 
-template <typename T, int DK, int SLICE>
+// GATED: p.chunk_gates holds the gates (else one constant per head).
+template <typename T, int DK, int SLICE, bool GATED>
 __global__ void __launch_bounds__(threads<SLICE>(), 1) chunk_walk_kernel(KernelParams p) {
 #if __CUDA_ARCH__ >= 800
   using L = Layout<DK, SLICE>;
@@ -73,60 +89,72 @@ __global__ void __launch_bounds__(threads<SLICE>(), 1) chunk_walk_kernel(KernelP
   constexpr int kStateTiles = kStateRows / kTile;   // their m16 tiles
   static_assert(kStateTiles >= 1, "dk of 64 or more");
   extern __shared__ __align__(128) unsigned char smem[];
-  float* s_pow = reinterpret_cast<float*>(smem + L::powers);
+  float* s_powers = reinterpret_cast<float*>(smem + L::powers);
 
   const int tid = threadIdx.x, warp = tid / 32;
   const LaneRoles lane(tid % 32);
   constexpr int kGroups = SLICE / kGroupV;
   const int row_warp = warp % kRowWarps, group = warp / kRowWarps, col_base = group * kGroupV;
-  const int dk = DK, dv = p.dv, v0 = blockIdx.x * SLICE;
+  const int dk = p.dk, dv = p.dv, v0 = blockIdx.x * SLICE;
   const int segment = blockIdx.y, head = blockIdx.z % p.heads;
   const SequenceRows rows = sequence_rows(p, blockIdx.z / p.heads, head);
   const int all_chunks = (rows.length + kChunk - 1) / kChunk;
   const int first_chunk = segment * p.segment_chunks;
   const int chunks = max(0, min(all_chunks - first_chunk, p.segment_chunks));
-  const int64_t step = rows.step;
-  const float log2g = p.log2_decay[head], g = exp2f(log2g);
-  const float w_state = state_weight(p, g), w_update = update_weight(p, g);
+  const float log2g = p.log2_decay[head];
+  const float w_state = state_weight(p), w_update = update_weight(p);
 
-  // This lane's state elements: rows state_row + 16 t (+ 8), columns state_col + 8 c (+ 1).
+  // This lane's state elements: rows state_row + 16 t (+ 8), columns state_col + 8 c (+ 1); the
+  // rows past dk and columns past dv start, and stay, zero.
   const int state_row = row_warp * kStateRows + lane.group, state_col = v0 + col_base + lane.pair;
   float acc[kStateTiles][kColTiles][4];
   {
-    // Segment 0 starts from the initial state, the others from the scan's entering state.
+    // Segment 0 starts from the initial state ([dk][dv], or [dv][dk] transposed), the others
+    // from the scan's entering state ([dk_padded][dv_padded]). One address per tile, and the
+    // steps to the next column and to 8 rows on (per-element masked addresses spilled).
     const float* from = segment == 0 ? p.initial_state
-                                     : p.segment_states + (rows.state_index * p.segments + segment) * dk * dv;
+                                     : p.segment_states + (rows.state_index * p.segments + segment) *
+                                                              p.dk_padded * p.dv_padded;
+    const int ld = segment == 0 ? dv : p.dv_padded;
     const bool transposed = segment == 0 && p.initial_transposed;
     if (from && segment == 0) from += rows.state_index * dk * dv;
+    const int64_t next_col = transposed ? dk : 1, next_rows = transposed ? 8 : 8 * int64_t(ld);
 #pragma unroll
     for (int t = 0; t < kStateTiles; ++t)
 #pragma unroll
-      for (int c = 0; c < kColTiles; ++c)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int d = state_row + t * kTile + 8 * (e / 2), col = state_col + c * 8 + (e % 2);
-          acc[t][c][e] = !from ? 0.0f : transposed ? from[int64_t(col) * dk + d] : from[int64_t(d) * dv + col];
-        }
+      for (int c = 0; c < kColTiles; ++c) {
+        const int d = state_row + t * kTile, col = state_col + c * 8;  // col < dv: col + 1 too
+        const float* at = from + (transposed ? int64_t(col) * dk + d : int64_t(d) * ld + col);
+        const bool top = from && col < dv && d < dk, bottom = from && col < dv && d + 8 < dk;
+        acc[t][c][0] = top ? at[0] : 0.0f;
+        acc[t][c][1] = top ? at[next_col] : 0.0f;
+        acc[t][c][2] = bottom ? at[next_rows] : 0.0f;
+        acc[t][c][3] = bottom ? at[next_rows + next_col] : 0.0f;
+      }
   }
 
+  // Pass row t of each tensor: x_rows + t * x_step.
+  const uint16_t* q_rows = static_cast<const uint16_t*>(p.q) + rows.at(p.q_at, 0);
+  const uint16_t* k_rows = static_cast<const uint16_t*>(p.k) + rows.at(p.k_at, 0);
+  const uint16_t* v_rows = static_cast<const uint16_t*>(p.v) + rows.at(p.v_at, 0) + v0;
+  const int64_t q_step = rows.stride(p.q_at), k_step = rows.stride(p.k_at), v_step = rows.stride(p.v_at);
   auto slot = [&](int c) { return smem + L::ring + (c % L::slots) * L::slot_bytes; };
   auto issue = [&](int c) {
     if (c < chunks) {
       const int t0 = (first_chunk + c) * kChunk, n = min(kChunk, rows.length - t0);
-      const int64_t row0 = rows.row(t0);
       unsigned char* to = slot(c);
-      stage_rows<kChunk, DK, kThreads>(to + L::Slot::q, L::ld_qk, static_cast<const uint16_t*>(p.q) + row0 * DK,
-                                       step * DK, n);
-      stage_rows<kChunk, DK, kThreads>(to + L::Slot::k, L::ld_qk, static_cast<const uint16_t*>(p.k) + row0 * DK,
-                                       step * DK, n);
-      stage_rows<kChunk, SLICE, kThreads>(to + L::Slot::v, L::ld_v,
-                                          static_cast<const uint16_t*>(p.v) + row0 * dv + v0, step * dv, n);
+      stage_rows<kChunk, DK, kThreads>(to + L::Slot::q, L::ld_qk, q_rows + t0 * q_step, q_step, n, dk);
+      stage_rows<kChunk, DK, kThreads>(to + L::Slot::k, L::ld_qk, k_rows + t0 * k_step, k_step, n, dk);
+      stage_rows<kChunk, SLICE, kThreads>(to + L::Slot::v, L::ld_v, v_rows + t0 * v_step, v_step, n, dv - v0);
+      if (GATED && tid < kGateSlot / 4)
+        copy16_async(to + L::Slot::gates + 16 * tid,
+                     p.chunk_gates + (rows.chunk_base + first_chunk + c) * kGateSlot + 4 * tid, true);
     }
     commit_async_copies();
   };
 #pragma unroll
   for (int c = 0; c < L::slots - 1; ++c) issue(c);
-  if (tid <= kChunk) s_pow[tid] = exp2f(float(tid) * log2g);
+  if (!GATED && tid <= kChunk) s_powers[tid] = exp2f(float(tid) * log2g);
 
   // ldmatrix rows for the state update (as in chunk_states_mma.cu): A = K^T tiles (rows d,
   // columns j) and B = V tile pairs (rows j, columns c), both from row-major [j][..] slots.
@@ -155,20 +183,29 @@ __global__ void __launch_bounds__(threads<SLICE>(), 1) chunk_walk_kernel(KernelP
     const T* s_k = reinterpret_cast<const T*>(here + L::Slot::k);
     const T* s_v = reinterpret_cast<const T*>(here + L::Slot::v);
     const int t0 = (first_chunk + c) * kChunk, n = min(kChunk, rows.length - t0);
+    GatePowers<GATED> gates;
+    if constexpr (GATED) gates = {reinterpret_cast<const float*>(here + L::Slot::gates)};
+    else gates = {s_powers, p.adjoint ? 0 : 1, n};
+    // This row group's update weights for chunk c (the next chunk's overwrite them past the
+    // barrier above; the group's own barrier below makes them its warps').
+    float* weights = reinterpret_cast<float*>(smem + L::weights) + row_warp * kChunk;
+    if (const int member = group * 32 + tid % 32; member < kChunk)
+      weights[member] = member < n ? w_update * gates.to_end(member) : 0.0f;
 
     {
       void* s_p = smem + L::scores;
-      causal_scores<T, DK>(s_p, s_q, s_k, L::ld_qk, row_warp, lane, p.scale, s_pow, group, kGroups);
-      sync_row_warps<32 * kGroups>(row_warp);
+      causal_scores<T, DK>(s_p, s_q, s_k, L::ld_qk, row_warp, lane, p.scale, gates, group, kGroups);
+      sync_row_warps<32 * kGroups>(row_warp);  // P and the weights
       float o[kColTiles][4];
-      output_rows<T, DK, kGroupV>(o, s_q, L::ld_qk, s_p, s_h, s_v, L::ld_v, col_base, row_warp, lane, w_state, s_pow);
-      T* out = static_cast<T*>(p.out) + rows.row(t0 + row_warp * kTile) * dv + v0 + col_base;
-      store_rows<T, kGroupV>(o, stage, out, step * dv, n - row_warp * kTile, lane, tid % 32);
+      output_rows<T, DK, kGroupV>(o, s_q, L::ld_qk, s_p, s_h, s_v, L::ld_v, col_base, row_warp, lane, w_state, gates);
+      T* out = static_cast<T*>(p.out) + rows.at(p.out_at, t0 + row_warp * kTile) + v0 + col_base;
+      store_rows<T, kGroupV>(o, stage, out, rows.stride(p.out_at), n - row_warp * kTile, dv - v0 - col_base, lane,
+                             tid % 32);
     }
 
-    // H = g^n H + K^T (u g^(n-1-j) V): the decay goes onto the A operand (K^T), whose word
+    // H = 2^L H + K^T (u 2^(L - c_j) V): the weights go onto the A operand (K^T), whose word
     // pairs hold columns j = 16 kk + pair (+1) and 16 kk + 8 + pair (+1).
-    const float chunk_decay = s_pow[n];
+    const float chunk_decay = gates.total();
 #pragma unroll
     for (int t = 0; t < kStateTiles; ++t)
 #pragma unroll
@@ -177,12 +214,9 @@ __global__ void __launch_bounds__(threads<SLICE>(), 1) chunk_walk_kernel(KernelP
         for (int e = 0; e < 4; ++e) acc[t][x][e] *= chunk_decay;
 #pragma unroll
     for (int kk = 0; kk < kChunk / kTile; ++kk) {
-      float f[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int j = kk * kTile + lane.pair + 8 * (e / 2) + (e % 2);
-        f[e] = j < n ? w_update * s_pow[n - 1 - j] : 0.0f;
-      }
+      const float2 left = *reinterpret_cast<const float2*>(weights + kk * kTile + lane.pair);
+      const float2 right = *reinterpret_cast<const float2*>(weights + kk * kTile + 8 + lane.pair);
+      const float f[4] = {left.x, left.y, right.x, right.y};
       uint32_t a[kStateTiles][4];
 #pragma unroll
       for (int t = 0; t < kStateTiles; ++t) {
@@ -206,7 +240,8 @@ __global__ void __launch_bounds__(threads<SLICE>(), 1) chunk_walk_kernel(KernelP
   }
 
   // The segment holding the sequence's last chunk (segment 0 for an empty sequence) ends in
-  // the final state.
+  // the final state, [dk][dv]: only the real rows and columns go out (dk and dv are multiples
+  // of 8, so a column pair is real or not as a whole).
   const int last_segment = max(0, all_chunks - 1) / p.segment_chunks;
   if (p.final_state && segment == last_segment) {
     float* to = p.final_state + rows.state_index * dk * dv;
@@ -214,9 +249,10 @@ __global__ void __launch_bounds__(threads<SLICE>(), 1) chunk_walk_kernel(KernelP
     for (int t = 0; t < kStateTiles; ++t)
 #pragma unroll
       for (int x = 0; x < kColTiles; ++x) {
-        float* at = to + int64_t(state_row + t * kTile) * dv + state_col + x * 8;
-        *reinterpret_cast<float2*>(at) = make_float2(acc[t][x][0], acc[t][x][1]);
-        *reinterpret_cast<float2*>(at + 8 * dv) = make_float2(acc[t][x][2], acc[t][x][3]);
+        const int d = state_row + t * kTile, col = state_col + x * 8;
+        float* at = to + int64_t(d) * dv + col;
+        if (col < dv && d < dk) *reinterpret_cast<float2*>(at) = make_float2(acc[t][x][0], acc[t][x][1]);
+        if (col < dv && d + 8 < dk) *reinterpret_cast<float2*>(at + 8 * dv) = make_float2(acc[t][x][2], acc[t][x][3]);
       }
   }
 #else
@@ -226,18 +262,19 @@ __global__ void __launch_bounds__(threads<SLICE>(), 1) chunk_walk_kernel(KernelP
 
 template <typename T, int DK, int SLICE>
 cudaError_t launch_shape(const KernelParams& params, int sequences, cudaStream_t stream) {
-  const dim3 grid(params.dv / SLICE, params.segments, sequences * params.heads);
-  return launch_with_shared(chunk_walk_kernel<T, DK, SLICE>, grid, threads<SLICE>(), Layout<DK, SLICE>::bytes, stream,
-                            params);
+  const dim3 grid(params.dv_padded / SLICE, params.segments, sequences * params.heads);
+  return launch_with_shared(params.chunk_gates ? chunk_walk_kernel<T, DK, SLICE, true>
+                                               : chunk_walk_kernel<T, DK, SLICE, false>,
+                            grid, threads<SLICE>(), Layout<DK, SLICE>::bytes, stream, params);
 }
 
 }  // namespace
 
-// 128 columns where dv allows (16 warps), but 64 at dk = 256, whose 128-column blocks would
-// not fit in shared memory.
-int walk_slice(int dk, int dv) { return dk != 256 && dv % 128 == 0 ? 128 : 64; }
+// 128 columns where the padded dv allows (16 warps), but 64 where the kernel is built for
+// dk = 256 (dk above 128), whose 128-column blocks would not fit in shared memory.
+int walk_slice(int dk, int dv) { return dk <= 128 && padded_head_size(dv) % 128 == 0 ? 128 : 64; }
 
-// (The 128-column blocks are not built at dk = 256.)
+// (The 128-column blocks are not built at DK = 256.)
 size_t walk_shared_bytes(int dk, int dv) {
   return with_head_size(dk, [&](auto head) {
     constexpr int kDk = decltype(head)::value;

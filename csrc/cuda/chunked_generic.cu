@@ -1,6 +1,8 @@
 // Chunked linear attention on CUDA cores in fp32: every head size, dtype and architecture.
 // One block owns one (sequence, head, slice of kSliceV value columns) of a pass and walks the
-// chunks in order, carrying its slice of the state in shared memory.
+// chunks in order, carrying its slice of the state in shared memory. Rows come through their
+// strides (sequence_rows.cuh); each chunk's cumulative log2 gates c_i and total L are summed
+// from the tokens' gates into shared memory as the chunk loads.
 #include "common/dtype.h"
 #include "cuda/kernels.h"
 #include "cuda/sequence_rows.cuh"
@@ -19,16 +21,15 @@ __global__ void __launch_bounds__(kThreads) chunked_generic_kernel(KernelParams 
   float* s_q = smem;                      // [kChunk][dk]
   float* s_k = s_q + kChunk * dk;         // [kChunk][dk]
   float* s_v = s_k + kChunk * dk;         // [kChunk][kSliceV]
-  float* s_a = s_v + kChunk * kSliceV;    // [kChunk][kChunk] masked, decayed q.k
-  float* s_state = s_a + kChunk * kChunk; // [dk][kSliceV]
+  float* s_a = s_v + kChunk * kSliceV;    // [kChunk][kChunk] masked, gated q.k
+  float* s_gates = s_a + kChunk * kChunk; // c_0 .. c_(kChunk-1), then L (common/passes.h)
+  float* s_state = s_gates + kChunk + 1;  // [dk][kSliceV]
 
   const int tid = threadIdx.x;
   const int v0 = blockIdx.x * kSliceV;
   const SequenceRows rows = sequence_rows(p, blockIdx.z, blockIdx.y);
   const int t_len = rows.length;
-  const float log2g = p.log2_decay[blockIdx.y];
-  const float g = exp2f(log2g);
-  const float w_state = state_weight(p, g), w_update = update_weight(p, g);
+  const float w_state = state_weight(p), w_update = update_weight(p);
   const T* q = static_cast<const T*>(p.q);
   const T* k = static_cast<const T*>(p.k);
   const T* v = static_cast<const T*>(p.v);
@@ -44,42 +45,49 @@ __global__ void __launch_bounds__(kThreads) chunked_generic_kernel(KernelParams 
     const int n = min(kChunk, t_len - t0);
     for (int e = tid; e < kChunk * dk; e += kThreads) {
       const int i = e / dk, d = e % dk;
-      const int64_t at = rows.row(t0 + i) * dk + d;
-      s_q[e] = i < n ? to_float(q[at]) : 0.0f;
-      s_k[e] = i < n ? to_float(k[at]) : 0.0f;
+      s_q[e] = i < n ? to_float(q[rows.at(p.q_at, t0 + i) + d]) : 0.0f;
+      s_k[e] = i < n ? to_float(k[rows.at(p.k_at, t0 + i) + d]) : 0.0f;
     }
-    s_v[tid] = (row < n && v0 + col < dv) ? to_float(v[rows.row(t0 + row) * dv + v0 + col]) : 0.0f;
+    s_v[tid] = (row < n && v0 + col < dv) ? to_float(v[rows.at(p.v_at, t0 + row) + v0 + col]) : 0.0f;
+    // Thread i < kChunk: c_i, the sum of the log2 gates of rows 0..i (forward) or 0..i-1
+    // (adjoint); thread kChunk: L, all n rows. Rows past n add nothing, so their c_i is L.
+    if (tid <= kChunk) {
+      const int summed = tid == kChunk ? n : min(p.adjoint ? tid : tid + 1, n);
+      float sum = 0.0f;
+      for (int m = 0; m < summed; ++m) sum += log2_gate(p, rows, t0 + m);
+      s_gates[tid] = sum;
+    }
     __syncthreads();
 
-    // s_a[i][j] = scale g^(i-j) q_i . k_j for j <= i; one entry per thread (kChunk^2 == kThreads).
+    // s_a[i][j] = scale 2^(c_i - c_j) q_i . k_j for j <= i; one entry per thread (kChunk^2 == kThreads).
     {
       const int i = tid / kChunk, j = tid % kChunk;
       float dot = 0.0f;
       if (j <= i) {
         for (int d = 0; d < dk; ++d) dot += s_q[i * dk + d] * s_k[j * dk + d];
-        dot *= p.scale * exp2f(float(i - j) * log2g);
+        dot *= p.scale * exp2f(s_gates[i] - s_gates[j]);
       }
       s_a[tid] = dot;
     }
     __syncthreads();
 
-    // o[row][col] = sum_j a[row][j] v[j][col] + w g^row q_row . S[:, col]
+    // o[row][col] = sum_j a[row][j] v[j][col] + w 2^(c_row) q_row . S[:, col]
     if (row < n && v0 + col < dv) {
       float intra = 0.0f, inter = 0.0f;
       for (int j = 0; j <= row; ++j) intra += s_a[row * kChunk + j] * s_v[j * kSliceV + col];
       for (int d = 0; d < dk; ++d) inter += s_q[row * dk + d] * s_state[d * kSliceV + col];
-      const float o = intra + w_state * exp2f(float(row) * log2g) * inter;
-      out[rows.row(t0 + row) * dv + v0 + col] = from_float<T>(o);
+      const float o = intra + w_state * exp2f(s_gates[row]) * inter;
+      out[rows.at(p.out_at, t0 + row) + v0 + col] = from_float<T>(o);
     }
     __syncthreads();
 
-    // S = g^n S + u sum_j g^(n-1-j) k_j^T v_j
-    const float chunk_decay = exp2f(float(n) * log2g);
+    // S = 2^L S + u sum_j 2^(L - c_j) k_j^T v_j
+    const float total = s_gates[kChunk];
+    const float chunk_decay = exp2f(total);
     for (int e = tid; e < dk * kSliceV; e += kThreads) {
       const int d = e / kSliceV, c = e % kSliceV;
       float update = 0.0f;
-      for (int j = 0; j < n; ++j)
-        update += exp2f(float(n - 1 - j) * log2g) * s_k[j * dk + d] * s_v[j * kSliceV + c];
+      for (int j = 0; j < n; ++j) update += exp2f(total - s_gates[j]) * s_k[j * dk + d] * s_v[j * kSliceV + c];
       s_state[e] = chunk_decay * s_state[e] + w_update * update;
     }
     __syncthreads();
@@ -94,8 +102,8 @@ __global__ void __launch_bounds__(kThreads) chunked_generic_kernel(KernelParams 
 
 template <typename T>
 cudaError_t launch_typed(const KernelParams& params, int sequences, cudaStream_t stream) {
-  const size_t shared = sizeof(float) * (2 * kChunk * params.dk + kChunk * kSliceV +
-                                         kChunk * kChunk + params.dk * kSliceV);
+  const size_t shared = sizeof(float) * (2 * kChunk * params.dk + kChunk * kSliceV + kChunk * kChunk + kChunk + 1 +
+                                         params.dk * kSliceV);
   const dim3 grid((params.dv + kSliceV - 1) / kSliceV, params.heads, sequences);
   return launch_with_shared(chunked_generic_kernel<T>, grid, kThreads, shared, stream, params);  // dk = 256: ~51 KiB
 }

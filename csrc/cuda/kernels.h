@@ -17,6 +17,7 @@ struct KernelParams {
   const void* k;
   const void* v;
   void* out;
+  Strides q_at, k_at, v_at, out_at;  // common/problem.h: element strides of (batch, head, token)
   const float* initial_state;
   float* final_state;
   bool initial_transposed;
@@ -28,14 +29,32 @@ struct KernelParams {
   const void* cu_seqlens;
   bool cu_seqlens_64;
   int num_seqs;
-  // Tensor-core path: the state entering each chunk, [rows][chunk_slots][dk][dv] 16-bit, one
-  // row per (batch, head) when padded, per head when packed (chunk_slots says how).
+  // Gates in device memory (common/problem.h), natural logarithms; null where absent. The log2
+  // gate of a token is log2_decay[h] + log2(e) (gamma[h] + gates[b, h, t]) (sequence_rows.cuh:
+  // log2_gate).
+  const float* gamma;
+  const float* gates;
+  Strides gate_at;
+  // Tensor-core path with gates (gamma or gates set): per chunk slot (the workspace's slots,
+  // below), kGateSlot floats: the chunk's cumulative log2 gates c_0 .. c_63 in the pass's order
+  // (inclusive forward, exclusive adjoint: common/passes.h), then the chunk's total L.
+  // launch_chunk_gates writes them before the pass; null: one constant gate per head, whose
+  // cumulative values the kernels compute from log2_decay.
+  float* chunk_gates;
+  // Tensor-core path, gated, several segments: each segment's total log2 gate, [rows][segments],
+  // written by pass 1 for the scan.
+  float* segment_gates;
+  // Tensor-core path: the state entering each chunk, [rows][chunk_slots][dk_padded][dv_padded]
+  // 16-bit, one row per (batch, head) when padded, per head when packed (chunk_slots says how).
   void* states;
   int64_t chunk_slots;
+  // The workspace's states are dk_padded x dv_padded: dk and dv rounded up to 64, the padding
+  // zero (the kernels read zeros for the features past dk and dv).
+  int dk_padded, dv_padded;
   // Tensor-core path, padded batches: each (sequence, head)'s chunks split into `segments`
   // runs of segment_chunks, whose states pass 1 computes side by side from zero; a scan then
   // turns each run's end state into the state entering the next (segment_states, fp32
-  // [rows][segments][dk][dv]), which pass 2 adds to the chunk states it reads.
+  // [rows][segments][dk_padded][dv_padded]), which pass 2 adds to the chunk states it reads.
   int segments;
   int segment_chunks;
   float* segment_states;
@@ -45,6 +64,9 @@ struct KernelParams {
   float log2_decay[kMaxHeads];
 };
 
+// Floats per chunk slot of chunk_gates: 64 cumulative gates, the total, padding to 16 bytes.
+constexpr int kGateSlot = 68;
+
 // Rows per chunk of the tensor-core path (whose two-pass workspace holds one state per chunk).
 constexpr int kStateChunk = 64;
 // Chunk slots of one workspace row: padded, ceil(T / 64); packed, T / 64 + num_seqs, so that
@@ -53,8 +75,9 @@ int64_t chunk_slots(const Problem& problem);
 
 // Any head sizes up to kMaxHeadDim, every dtype, every architecture (CUDA cores, fp32 math).
 cudaError_t launch_generic(const KernelParams& params, int sequences, DType dtype, cudaStream_t stream);
-// Tensor-core path (mma_path.cu): fp16/bf16, dk in {64, 128, 256}, dv a multiple of 64,
-// 16-byte aligned rows. Code exists only for sm_80 and newer (__CUDA_ARCH__), so the caller
+// Tensor-core path (mma_path.cu): fp16/bf16, dk and dv multiples of 8 from 16 to 256 (the
+// kernels are built for dk of 64, 128 and 256 and zero-fill the features past the real one),
+// 16-byte aligned rows (pointers, and strides in multiples of 8 elements). Code exists only for sm_80 and newer (__CUDA_ARCH__), so the caller
 // must check the binary version the device runs. Either fused (padded batches, where the
 // walk's shared memory fits): the chunk walk carries the state in registers and writes the
 // outputs, after a state pass and a scan for the segments' entering states when there are
@@ -66,8 +89,10 @@ struct MmaPlan {
   bool fused = false;
   int segments = 1;        // runs of segment_chunks chunks computed side by side
   int segment_chunks = 1;
-  size_t workspace = 0;    // bytes: chunk states (two passes), then segment states
+  size_t workspace = 0;    // bytes: chunk states (two passes), segment states, then the gates'
   size_t segment_states_at = 0;
+  size_t chunk_gates_at = 0;    // gated problems: KernelParams::chunk_gates
+  size_t segment_gates_at = 0;  // gated problems with several segments: KernelParams::segment_gates
 };
 // The plan for a pass the tensor-core path handles, or none where neither way fits in the
 // shared memory one block of the device may opt in to (dk = 256 on sm_86/89/120).
@@ -88,6 +113,8 @@ template <typename T>
 cudaError_t launch_chunk_output(const KernelParams& params, int sequences, cudaStream_t stream);
 template <typename T>
 cudaError_t launch_chunk_walk(const KernelParams& params, int sequences, cudaStream_t stream);
+// Gated problems, before a pass's tensor-core kernels: fills chunk_gates for every chunk slot.
+cudaError_t launch_chunk_gates(const KernelParams& params, int sequences, cudaStream_t stream);
 // After pass 1 when segments > 1: the state entering each segment, and the final state.
 cudaError_t launch_segment_scan(const KernelParams& params, int sequences, cudaStream_t stream);
 // Raises `kernel`'s dynamic shared-memory limit to `shared` bytes (above 48 KiB a kernel must

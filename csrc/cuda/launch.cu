@@ -12,6 +12,7 @@
 
 #include "cuda/api.h"
 #include "cuda/kernels.h"
+#include "cuda/mma_common.cuh"
 
 #ifndef __CUDA_ARCH_LIST__
 #error "nvcc defines __CUDA_ARCH_LIST__ (CUDA 11.5+); an older toolkit cannot build culina"
@@ -137,10 +138,14 @@ const DeviceFacts& runnable_facts_of(int device) {
 // Queues one pass (common/passes.h) of `problem` on the current device.
 void run_pass(const Problem& problem, const Pass& pass, const DeviceFacts& facts, cudaStream_t stream) {
   KernelParams params{};
-  params.q = pass.q;
-  params.k = pass.k;
-  params.v = pass.v;
-  params.out = pass.out;
+  params.q = pass.q.data;
+  params.k = pass.k.data;
+  params.v = pass.v.data;
+  params.out = pass.out.data;
+  params.q_at = pass.q.strides;
+  params.k_at = pass.k.strides;
+  params.v_at = pass.v.strides;
+  params.out_at = pass.out.strides;
   params.initial_state = pass.initial_state;
   params.final_state = pass.final_state;
   params.initial_transposed = pass.initial_transposed;
@@ -149,22 +154,34 @@ void run_pass(const Problem& problem, const Pass& pass, const DeviceFacts& facts
   params.seq_len = problem.seq_len;
   params.dk = int(pass.dk);
   params.dv = int(pass.dv);
+  params.dk_padded = mma::padded_head_size(params.dk);
+  params.dv_padded = mma::padded_head_size(params.dv);
   params.scale = problem.scale;
   params.cu_seqlens = problem.packed() ? problem.cu_seqlens : nullptr;
   params.cu_seqlens_64 = problem.seqlen_bits == 64;
   params.num_seqs = int(problem.num_seqs);
+  params.gamma = problem.gamma;
+  params.gates = problem.gates.data;
+  params.gate_at = problem.gates.strides;
   for (int64_t h = 0; h < problem.heads; ++h) params.log2_decay[h] = std::log2(problem.decay_of(h));
 
   std::optional<MmaPlan> plan = mma_plan(problem, pass, facts);
   if (plan && problem.workspace_bytes < plan->workspace) plan.reset();  // the caller's workspace falls short
   const bool mma = plan.has_value();
   if (mma) {
+    char* workspace = static_cast<char*>(problem.workspace);
     params.fused = plan->fused;
     params.states = plan->fused ? nullptr : problem.workspace;
     params.chunk_slots = chunk_slots(problem);
     params.segments = plan->segments;
     params.segment_chunks = plan->segment_chunks;
-    params.segment_states = reinterpret_cast<float*>(static_cast<char*>(problem.workspace) + plan->segment_states_at);
+    params.segment_states = reinterpret_cast<float*>(workspace + plan->segment_states_at);
+    // Every pass fills its own chunk gates (launch_mma runs launch_chunk_gates first): the dq
+    // pass runs forward, the dk and dv passes adjoint, whose c_i differ.
+    if (problem.gated()) {
+      params.chunk_gates = reinterpret_cast<float*>(workspace + plan->chunk_gates_at);
+      if (plan->segments > 1) params.segment_gates = reinterpret_cast<float*>(workspace + plan->segment_gates_at);
+    }
   }
   const int sequences = int(problem.sequences());
   const cudaError_t err = mma ? launch_mma(params, sequences, problem.dtype, stream)
@@ -173,11 +190,17 @@ void run_pass(const Problem& problem, const Pass& pass, const DeviceFacts& facts
 }
 
 void check_limits(const Problem& problem) {
-  if (problem.heads > kMaxHeads || problem.dk > kMaxHeadDim || problem.dv > kMaxHeadDim)
-    throw std::invalid_argument("culina: " + std::to_string(problem.heads) + " heads, Dk " +
-                                std::to_string(problem.dk) + ", Dv " + std::to_string(problem.dv) +
-                                ": the kernels take at most " + std::to_string(kMaxHeads) + " heads and head size " +
-                                std::to_string(kMaxHeadDim));
+  if (problem.heads > kMaxHeads)
+    throw std::invalid_argument("culina: " + std::to_string(problem.heads) + " heads: the kernels take at most " +
+                                std::to_string(kMaxHeads) + "; split the heads over several calls");
+  // Outputs are sums over q's and k's features and independent across v's: either splits.
+  const auto check_head_size = [](const char* name, int64_t size, const char* split) {
+    if (size < 1 || size > kMaxHeadDim)
+      throw std::invalid_argument("culina: head size " + std::string(name) + " = " + std::to_string(size) +
+                                  ": the kernels take 1 to " + std::to_string(kMaxHeadDim) + "; " + split);
+  };
+  check_head_size("Dk", problem.dk, "a larger Dk: sum the outputs of calls on slices of q's and k's features");
+  check_head_size("Dv", problem.dv, "a larger Dv: run slices of v's features as separate calls");
 }
 
 // The largest tensor-core workspace any of `passes` needs, else 0.

@@ -1,5 +1,5 @@
-// Pieces shared by the tensor-core kernels (sm_80+): chunk geometry, 16-bit conversions,
-// asynchronous copies.
+// Pieces shared by the tensor-core kernels (sm_80+): chunk geometry, head-size padding, 16-bit
+// conversions, asynchronous copies.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -53,15 +53,18 @@ __device__ __forceinline__ void copy16_async(void* smem, const void* gmem, bool 
 }
 
 // Asynchronous copies of rows x WIDTH 16-bit elements, global (row stride src_ld) -> shared (row stride dst_ld);
-// rows at or past `valid` are zero-filled.
+// rows at or past `valid` and columns at or past `cols` (a multiple of 8: whole 16-byte words)
+// are zero-filled.
 template <int ROWS, int WIDTH, int THREADS>
-__device__ __forceinline__ void stage_rows(void* dst, int dst_ld, const uint16_t* src, int64_t src_ld, int valid) {
+__device__ __forceinline__ void stage_rows(void* dst, int dst_ld, const uint16_t* src, int64_t src_ld, int valid,
+                                           int cols) {
   constexpr int kVectors = WIDTH / 8;
   uint16_t* out = static_cast<uint16_t*>(dst);
 #pragma unroll 4
   for (int e = threadIdx.x; e < ROWS * kVectors; e += THREADS) {
     const int i = e / kVectors, c = (e % kVectors) * 8;
-    copy16_async(out + i * dst_ld + c, i < valid ? src + i * src_ld + c : src, i < valid);
+    const bool inside = i < valid && c < cols;
+    copy16_async(out + i * dst_ld + c, inside ? src + i * src_ld + c : src, inside);
   }
 }
 
@@ -140,15 +143,17 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
   return *reinterpret_cast<const uint32_t*>(pair);
 }
 
-// f(std::integral_constant<int, DK>) for the head size dk in {64, 128, 256} the kernels are
-// built for; `otherwise` for any other.
+// A head size rounded up to the 64-row and 64-column blocks of the workspace's states
+// (KernelParams::dk_padded, dv_padded).
+__host__ __device__ constexpr int padded_head_size(int d) { return (d + 63) / 64 * 64; }
+
+// f(std::integral_constant<int, DK>) for DK the smallest of the head sizes the kernels are built
+// for (64, 128, 256) that holds dk: the features past dk are zero-filled. `otherwise` past 256.
 template <typename F, typename R>
 R with_head_size(int dk, F&& f, R otherwise) {
-  switch (dk) {
-    case 64: return f(std::integral_constant<int, 64>{});
-    case 128: return f(std::integral_constant<int, 128>{});
-    case 256: return f(std::integral_constant<int, 256>{});
-  }
+  if (dk <= 64) return f(std::integral_constant<int, 64>{});
+  if (dk <= 128) return f(std::integral_constant<int, 128>{});
+  if (dk <= 256) return f(std::integral_constant<int, 256>{});
   return otherwise;
 }
 

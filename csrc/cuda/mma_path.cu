@@ -1,16 +1,31 @@
-// The tensor-core path's host side: which problems it takes, its plan for a pass, the launches.
+// The tensor-core path's host side: which problems it takes (any head size 16..256 in steps of
+// 8, padded inside the kernels), its plan for a pass and workspace layout, the launches.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
 
 #include "cuda/kernels.h"
+#include "cuda/mma_common.cuh"
 
 namespace culina::gpu {
 namespace {
 
-// Rows move in 16-byte words; the fp32 states are read and written as float pairs.
+using mma::padded_head_size;
+
+// Rows move in 16-byte words; the fp32 states are written as float pairs.
 bool aligned(const void* ptr, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(ptr) % bytes == 0; }
+
+// Every row of a tensor starts on a 16-byte boundary: its first element, and strides of whole
+// 16-byte words (8 16-bit elements).
+template <typename Pointer>
+bool aligned_rows(const Rows<Pointer>& rows) {
+  const Strides& s = rows.strides;
+  return aligned(rows.data, 16) && s.batch % 8 == 0 && s.head % 8 == 0 && s.token % 8 == 0;
+}
+
+// Head sizes the kernels pad to 64, 128 or 256 features in 16-byte words.
+bool head_size_fits(int64_t d) { return d >= 16 && d <= kMaxHeadDim && d % 8 == 0; }
 
 #ifndef CULINA_CHUNK_WALK
 #define CULINA_CHUNK_WALK 1  // a tuning knob: 0 keeps every pass on the two-pass path
@@ -21,8 +36,9 @@ constexpr int kMinSegmentChunks = 8;
 
 template <typename T>
 cudaError_t launch_passes(const KernelParams& params, int sequences, cudaStream_t stream) {
-  cudaError_t err = cudaSuccess;
-  if (!params.fused || params.segments > 1) err = launch_chunk_states<T>(params, sequences, stream);
+  cudaError_t err = params.chunk_gates ? launch_chunk_gates(params, sequences, stream) : cudaSuccess;
+  if (err == cudaSuccess && (!params.fused || params.segments > 1))
+    err = launch_chunk_states<T>(params, sequences, stream);
   if (err == cudaSuccess && params.segments > 1) err = launch_segment_scan(params, sequences, stream);
   if (err != cudaSuccess) return err;
   return params.fused ? launch_chunk_walk<T>(params, sequences, stream)
@@ -56,9 +72,9 @@ int walk_segments(int64_t blocks, int64_t chunks, int resident, int multiprocess
 }  // namespace
 
 bool mma_handles(DType dtype, const Pass& pass) {
-  return dtype != DType::kFloat32 && (pass.dk == 64 || pass.dk == 128 || pass.dk == 256) && pass.dv % 64 == 0 &&
-         aligned(pass.q, 16) && aligned(pass.k, 16) && aligned(pass.v, 16) && aligned(pass.out, 16) &&
-         aligned(pass.initial_state, 8) && aligned(pass.final_state, 8);
+  return dtype != DType::kFloat32 && head_size_fits(pass.dk) && head_size_fits(pass.dv) && aligned_rows(pass.q) &&
+         aligned_rows(pass.k) && aligned_rows(pass.v) && aligned_rows(pass.out) && aligned(pass.initial_state, 8) &&
+         aligned(pass.final_state, 8);
 }
 
 int64_t chunk_slots(const Problem& problem) {
@@ -69,6 +85,7 @@ int64_t chunk_slots(const Problem& problem) {
 std::optional<MmaPlan> plan_mma(const Problem& problem, const Pass& pass, int multiprocessors,
                                 size_t shared_per_block) {
   const int dk = int(pass.dk), dv = int(pass.dv);
+  const int dk_padded = padded_head_size(dk), dv_padded = padded_head_size(dv);
   const int64_t rows = problem.packed() ? problem.heads : problem.batch * problem.heads;
   const int64_t chunks = chunk_slots(problem);
   MmaPlan plan;
@@ -78,15 +95,28 @@ std::optional<MmaPlan> plan_mma(const Problem& problem, const Pass& pass, int mu
     return std::nullopt;
   // Packed sequences stay in one segment (their state pass walks whole sequences). Two passes:
   // the state pass's 64 x 64 blocks, about three per multiprocessor.
-  if (!problem.packed())
-    plan.segments = plan.fused ? walk_segments((dv / walk_slice(dk, dv)) * rows, chunks,
+  // Gated two-pass: the output's fix-up would need each chunk's gate from its segment's start.
+  if (!problem.packed() && (plan.fused || !problem.gated()))
+    plan.segments = plan.fused ? walk_segments((dv_padded / walk_slice(dk, dv)) * rows, chunks,
                                                int(std::max<size_t>(1, shared_per_block / walk_shared)), multiprocessors)
-                               : segments_for((dk / 64) * (dv / 64) * rows, chunks, 3, multiprocessors);
+                               : segments_for((dk_padded / 64) * (dv_padded / 64) * rows, chunks, 3, multiprocessors);
   plan.segment_chunks = int(std::max<int64_t>(1, (chunks + plan.segments - 1) / plan.segments));
   plan.segments = int(std::max<int64_t>(1, (chunks + plan.segment_chunks - 1) / plan.segment_chunks));
-  const size_t chunk_state_bytes = plan.fused ? 0 : (size_t(rows * chunks * dk * dv) * 2 + 15) / 16 * 16;
+  // Chunk states (two passes, 16-bit), segment states (fp32), then with gates the chunk gates
+  // and the segments' gates; every region starts on 16 bytes.
+  const size_t state_elements = size_t(dk_padded) * size_t(dv_padded);
+  const size_t chunk_state_bytes = plan.fused ? 0 : (size_t(rows * chunks) * state_elements * 2 + 15) / 16 * 16;
   plan.segment_states_at = chunk_state_bytes;
-  plan.workspace = chunk_state_bytes + (plan.segments > 1 ? size_t(rows * plan.segments * dk * dv) * 4 : 0);
+  size_t end = chunk_state_bytes + (plan.segments > 1 ? size_t(rows * plan.segments) * state_elements * 4 : 0);
+  if (problem.gated()) {
+    plan.chunk_gates_at = end;
+    end += size_t(rows * chunks) * kGateSlot * 4;
+    if (plan.segments > 1) {
+      plan.segment_gates_at = end;
+      end += size_t(rows * plan.segments) * 4;
+    }
+  }
+  plan.workspace = end;
   return plan;
 }
 

@@ -1,5 +1,6 @@
-// Where one (sequence, head) of a pass lives, for every kernel: its rows in the q/k/v/out
-// arrays (reversed for an adjoint pass), its index in the states, its workspace chunk slots.
+// Where one (sequence, head) of a pass lives, for every kernel: its tokens in the q/k/v/out
+// tensors (reversed for an adjoint pass), its index in the states, its workspace chunk slots,
+// and the gate of each of its tokens.
 #pragma once
 
 #include "cuda/kernels.h"
@@ -7,14 +8,20 @@
 namespace culina::gpu {
 
 struct SequenceRows {
-  int64_t first;        // array row of the pass's row 0
-  int64_t step;         // array rows per pass row: +1, or -1 for an adjoint pass
-  int length;           // rows in the sequence
+  int64_t batch;        // padded: the batch index; packed: 0
+  int head;
+  int64_t first;        // token of pass row 0
+  int64_t step;         // tokens per pass row: +1, or -1 for an adjoint pass
+  int length;           // tokens in the sequence
   int64_t state_index;  // sequence * heads + head: the [.., Dk, Dv] state it starts from and ends in
   int64_t chunk_base;   // workspace slot (over all rows) of its chunk 0
 
-  // Array row of pass row t.
-  __device__ __forceinline__ int64_t row(int64_t t) const { return first + step * t; }
+  // Element offset of pass row t's first feature in a tensor with strides `at`.
+  __device__ __forceinline__ int64_t at(const Strides& s, int64_t t) const {
+    return batch * s.batch + head * s.head + (first + step * t) * s.token;
+  }
+  // Elements from one pass row to the next in a tensor with strides `at`.
+  __device__ __forceinline__ int64_t stride(const Strides& s) const { return step * s.token; }
 };
 
 __device__ __forceinline__ int64_t sequence_start(const KernelParams& p, int seq) {
@@ -25,20 +32,32 @@ __device__ __forceinline__ int64_t sequence_start(const KernelParams& p, int seq
 // Sequence n's chunk 0 takes packed slot start_n / kStateChunk + n (kernels.h: chunk_slots).
 __device__ __forceinline__ SequenceRows sequence_rows(const KernelParams& p, int seq, int head) {
   SequenceRows rows;
+  rows.head = head;
   rows.state_index = int64_t(seq) * p.heads + head;
   if (p.cu_seqlens) {
     const int64_t start = sequence_start(p, seq);
+    rows.batch = 0;
     rows.length = int(sequence_start(p, seq + 1) - start);
-    rows.first = head * p.seq_len + start;
+    rows.first = start;
     rows.chunk_base = head * p.chunk_slots + start / kStateChunk + seq;
   } else {
+    rows.batch = seq;
     rows.length = int(p.seq_len);
-    rows.first = rows.state_index * p.seq_len;
+    rows.first = 0;
     rows.chunk_base = rows.state_index * p.chunk_slots;
   }
   rows.step = p.adjoint ? -1 : 1;
   if (p.adjoint) rows.first += rows.length - 1;
   return rows;
+}
+
+// The log2 forget gate of pass row t (common/problem.h): the head's constant, plus gamma and
+// the token's gate where given.
+__device__ __forceinline__ float log2_gate(const KernelParams& p, const SequenceRows& rows, int64_t t) {
+  constexpr float kLog2e = 1.4426950408889634f;
+  float natural = p.gamma ? p.gamma[rows.head] : 0.0f;
+  if (p.gates) natural += p.gates[rows.at(p.gate_at, t)];
+  return p.log2_decay[rows.head] + kLog2e * natural;
 }
 
 // The sequence whose chunks hold packed slot `slot` (slots between sequences belong to none:
@@ -54,9 +73,9 @@ __device__ __forceinline__ int sequence_of_slot(const KernelParams& p, int64_t s
   return int64_t(chunk) * kStateChunk < length ? lo : -1;
 }
 
-// Decay weights of a pass: out = scale (intra-chunk) + state_weight g^i q H and
-// H' = g^n H + update_weight sum_j g^(n-1-j) k_j^T v_j (common/passes.h).
-__device__ __forceinline__ float state_weight(const KernelParams& p, float g) { return p.adjoint ? 1.0f : p.scale * g; }
-__device__ __forceinline__ float update_weight(const KernelParams& p, float g) { return p.adjoint ? p.scale * g : 1.0f; }
+// Weights of a pass (common/passes.h): out = scale (intra-chunk) + state_weight 2^(c_i) q H and
+// H' = 2^L H + update_weight sum_j 2^(L - c_j) k_j^T v_j.
+__device__ __forceinline__ float state_weight(const KernelParams& p) { return p.adjoint ? 1.0f : p.scale; }
+__device__ __forceinline__ float update_weight(const KernelParams& p) { return p.adjoint ? p.scale : 1.0f; }
 
 }  // namespace culina::gpu

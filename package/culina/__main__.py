@@ -11,14 +11,27 @@ from pathlib import Path
 
 from . import __version__, _C, _build, _frameworks
 
-# The problems `info` asks each GPU's kernel path for: every dtype, at the common head sizes.
-KERNEL_PATH_HEAD_SIZES = (64, 128, 256)
+# The head sizes `info` asks each GPU's kernel path for (Dk = Dv), every dtype: the multiples of
+# 8 over the range the kernels take.
+KERNEL_PATH_HEAD_SIZES = range(16, _C.MAX_HEAD_DIM + 1, 8)
 
 
 def kernel_paths(device: int) -> dict:
-    """{"bfloat16 D=128": "tensor-core, fused (sm_80+)", ...}: the path device `device` takes."""
-    return {f"{dtype} D={size}": _C.kernel_path(device, code, size, size)
-            for dtype, code in _frameworks.NUMPY_DTYPES.items() for size in KERNEL_PATH_HEAD_SIZES}
+    """{"bfloat16": {"16": "tensor-core, fused (sm_80+)", ...}, ...}: the path device `device`
+    takes per dtype and head size."""
+    return {dtype: {str(size): _C.kernel_path(device, code, size, size) for size in KERNEL_PATH_HEAD_SIZES}
+            for dtype, code in _frameworks.NUMPY_DTYPES.items()}
+
+
+def path_ranges(paths: dict) -> list:
+    """[(path, "16-120"), (path, "128"), ...]: runs of consecutive head sizes that share a path."""
+    runs: list = []
+    for size, path in paths.items():
+        if runs and runs[-1][0] == path:
+            runs[-1][2] = size
+        else:
+            runs.append([path, size, size])
+    return [(path, first if first == last else f"{first}-{last}") for path, first, last in runs]
 
 
 def gather() -> dict:
@@ -72,11 +85,9 @@ def render(facts: dict) -> str:
         status = (f"supported ({gpu['runs']})" if gpu["supported"]
                   else f"NOT supported: {gpu['reason']}; {gpu['fix']}")
         lines.append(f"  GPU {gpu['index']}:   {gpu['name']}, compute capability {gpu['capability']}: {status}")
-        by_path: dict = {}
-        for problem, path in gpu.get("kernel_paths", {}).items():
-            by_path.setdefault(path, []).append(problem)
-        for path, problems in by_path.items():
-            lines.append(f"    kernels: {path} for {', '.join(problems)}")
+        for dtype, paths in gpu.get("kernel_paths", {}).items():
+            runs = ", ".join(f"D={sizes} {path}" for path, sizes in path_ranges(paths))
+            lines.append(f"    kernels, {dtype}: {runs}")
     return "\n".join(lines)
 
 

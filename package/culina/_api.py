@@ -15,16 +15,35 @@ MAX_HEADS = _C.MAX_HEADS
 MAX_GRID = 65535  # B*H rides on a CUDA grid dimension of this size
 # cu_seqlens element type -> the `seqlen_bits` the extension takes
 SEQLEN_BITS = {"int32": 32, "int64": 64}
+# The layouts q, k, v (and o) may have, and where their B, H and T axes are (the feature axis is
+# last): culina's own [B, H, T, D], and flash-linear-attention's [B, T, H, D]. The gates g have
+# the first three axes of the same layout.
+AXES = {"BHTD": (0, 1, 2), "BTHD": (0, 2, 1)}
+AXIS_NAMES = {"BHTD": ("B", "H", "T"), "BTHD": ("B", "T", "H")}
 
 
-class Dims(typing.NamedTuple):
+class Operand(typing.NamedTuple):
+    """What the checks need of one array: its shape, its strides in elements (None: C-contiguous)
+    and its dtype name."""
+
+    shape: tuple
+    strides: tuple | None
+    dtype: str
+
+
+class Problem(typing.NamedTuple):
     """The checked problem: dims (B, H, T, Dk, Dv) as the extension takes them, the number of
-    packed sequences (0 without cu_seqlens) and cu_seqlens' integer width. Hashable: it keys the
-    torch route's caches."""
+    packed sequences (0 without cu_seqlens), cu_seqlens' integer width, the layout, and the
+    (batch, head, token) element strides of q, k, v and g ((0, 0, 0) without g), and whether a
+    gate lives in device memory (g or gamma: the GPU workspace depends on it). Hashable: it keys
+    the torch route's caches."""
 
     dims: tuple
     num_seqs: int
     seqlen_bits: int
+    layout: str
+    strides: tuple
+    gated: bool
 
     @property
     def states(self) -> tuple:
@@ -32,137 +51,166 @@ class Dims(typing.NamedTuple):
         batch, heads, _, dk, dv = self.dims
         return (self.num_seqs or batch, heads, dk, dv)
 
+    def shape(self, features: int) -> tuple:
+        """The shape of a [B, H, T, features] tensor in this layout (o: features = Dv)."""
+        batch, heads, seq_len = self.dims[:3]
+        return (batch, heads, seq_len, features) if self.layout == "BHTD" else (batch, seq_len, heads, features)
 
-def linear_attention(q, k, v, decay=None, *, scale=None, initial_state=None, output_final_state=False,
-                     cu_seqlens=None):
-    """Causal linear attention with an optional per-head decay.
-
-    S_t = g_h * S_(t-1) + k_t^T v_t and o_t = scale * q_t S_t, with S_(-1) = initial_state
-    (zeros when None).
-
-    q, k: [B, H, T, Dk]; v: [B, H, T, Dv]; float32, float16 or bfloat16, all the same dtype,
-    C-contiguous, Dk and Dv at most 256. decay: None (g = 1) or H values in (0, 1], given as
-    a list, tuple or NumPy array; it is a fixed per-head constant, not a trainable parameter (no
-    gradient flows to it). scale: defaults to Dk ** -0.5. initial_state: float32 [B, H, Dk, Dv] on
-    the same device as q.
-
-    cu_seqlens (packed variable-length batches, flash-linear-attention's convention): int32 or
-    int64 [N + 1] on q's device, 0 = cu_seqlens[0] <= ... <= cu_seqlens[N] = total_T, with q, k
-    and v [1, H, total_T, D]: sequence i is rows cu_seqlens[i]:cu_seqlens[i+1], each starts from
-    its own initial state, and the states (initial and final) are [N, H, Dk, Dv]. Host arrays have
-    their values checked; CUDA ones are read only by the kernels (no synchronisation).
-
-    NumPy arrays run on the CPU reference and return NumPy. PyTorch tensors (CPU or CUDA) go
-    through the custom op culina::linear_attention: differentiable with respect to q, k, v and
-    initial_state (backward on the CPU reference or the GPU kernels), and traceable by
-    torch.compile(fullgraph=True). CUDA arrays from CuPy or JAX run forward only. GPU calls run on
-    the caller's current stream, with no copy, and return arrays of the same framework. Returns
-    o [B, H, T, Dv] (v's dtype), or (o, S_T) with S_T float32 [B or N, H, Dk, Dv] when
-    output_final_state is true.
-    """
-    if _frameworks.framework_of(q) == "torch":
-        from . import _torch  # here, not at the top: culina without PyTorch never imports it
-
-        return _torch.linear_attention(q, k, v, decay, scale, initial_state, output_final_state, cu_seqlens)
-    arrays = {"q": q, "k": k, "v": v}
-    if initial_state is not None:
-        arrays["initial_state"] = initial_state
-    if cu_seqlens is not None:
-        arrays["cu_seqlens"] = cu_seqlens
-    places = {name: _place(name, value) for name, value in arrays.items()}
-    first = places["q"]
-    for name, place in places.items():
-        if place != first:
-            raise ValueError(f"arrays on different devices: {name} is on {_place_name(place)} but q is "
-                             f"on {_place_name(first)}; move them to one device")
-    if first == "cpu":
-        return _run_cpu(q, k, v, decay, scale, initial_state, output_final_state, cu_seqlens)
-    return _run_gpu(q, k, v, decay, scale, initial_state, output_final_state, cu_seqlens, device=first[1])
+    def output_strides(self, features: int) -> tuple:
+        """(batch, head, token) strides of an output culina makes: C-contiguous, shape(features)."""
+        return rows_strides(compact_strides(self.shape(features)), self.layout)
 
 
-def _place(name, value):
-    """'cpu' for NumPy arrays, ('cuda', id) for CUDA DLPack arrays; anything else is refused."""
-    if isinstance(value, np.ndarray):
-        return "cpu"
-    device = _frameworks.dlpack_device(value)
-    if device is not None and device[0] == _frameworks.DLPACK_CUDA:
-        return ("cuda", device[1])
-    where = f" on DLPack device type {device[0]}" if device else ""
-    raise TypeError(f"{name}: expected a NumPy array or a CUDA array that supports DLPack (PyTorch, "
-                    f"CuPy, JAX), got {type(value).__module__}.{type(value).__name__}{where}; pass "
-                    f"np.asarray({name}) for the CPU, or move it to a GPU")
+def compact_strides(shape: tuple) -> tuple:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= size
+    return tuple(reversed(strides))
 
 
-def _place_name(place) -> str:
-    return "cpu (NumPy)" if place == "cpu" else f"cuda:{place[1]}"
+def rows_strides(strides: tuple, layout: str) -> tuple:
+    """(batch, head, token) of a tensor's element strides in `layout`."""
+    batch, head, token = AXES[layout]
+    return (strides[batch], strides[head], strides[token])
 
 
-def check_shapes(shapes: dict, dtypes: dict, compact: dict) -> Dims:
-    """The one owner of the argument checks every framework shares, on shapes (tuples), dtype
-    names and layout (C-contiguous or not) of q, k, v and, where given, initial_state and
-    cu_seqlens. Raises ValueError/TypeError naming the argument, the value and the fix."""
+def layout_shape(layout: str, features: str) -> str:
+    return f"[{', '.join(AXIS_NAMES[layout])}, {features}]"
+
+
+def resolve_layout(layout, q_shape: tuple, pins: dict, tokens=None) -> str:
+    """The layout of q, k and v: `layout` when named, else the one that facts pin. `pins` maps a
+    fact's description to the H it implies; `tokens`, if given, is a callable returning the total
+    T that cu_seqlens implies, asked only when the head counts pin nothing. A fact that fits
+    neither layout, or both, pins nothing here (the shape checks report a misfit). With no fact
+    deciding, q.shape[1] < q.shape[2] means [B, H, T, D]; anything else is refused."""
+    if layout is not None:
+        if layout not in AXES:
+            raise ValueError(f"layout: expected \"BHTD\" ([B, H, T, D], culina's own) or \"BTHD\" ([B, T, H, D], "
+                             f"flash-linear-attention's), got {layout!r}")
+        return layout
+    if len(q_shape) != 4:
+        return "BHTD"  # the shape checks report the rank
+    second, third = q_shape[1], q_shape[2]
+    pinned, facts = None, []
+    for fact, heads in pins.items():
+        says = "BHTD" if heads == second != third else "BTHD" if heads == third != second else None
+        if says is None:
+            continue
+        facts.append(f"{fact} gives H={heads}")
+        if pinned not in (None, says):
+            raise ValueError(f"layout: the facts disagree on q's layout ({'; '.join(facts)}, q has shape "
+                             f"{tuple(q_shape)}); pass layout=\"BHTD\" or layout=\"BTHD\" and fix the one that is "
+                             "wrong")
+        pinned = says
+    if pinned is None and tokens is not None:
+        total = tokens()
+        pinned = "BHTD" if total == third != second else "BTHD" if total == second != third else None
+    if pinned is not None:
+        return pinned
+    if second < third:
+        return "BHTD"
+    raise ValueError(f"q: shape {tuple(q_shape)} is ambiguous: [B, H, T, D] with H={second}, T={third}, or "
+                     f"flash-linear-attention's [B, T, H, D] with T={second}, H={third}, and no decay, "
+                     f"initial_state or host cu_seqlens tells which; pass layout=\"BHTD\" or layout=\"BTHD\" "
+                     f"(culina.chunk_simple_gla takes fla's layout as fla does)")
+
+
+def check_problem(operands: dict, layout: str) -> Problem:
+    """The one owner of the argument checks every framework shares, on the Operands of q, k, v
+    and, where given, g, gamma, initial_state and cu_seqlens. Raises ValueError/TypeError naming
+    the argument, the value and the fix."""
+    qkv_shape = {name: layout_shape(layout, "Dv" if name == "v" else "Dk") for name in ("q", "k", "v")}
     for name in ("q", "k", "v"):
-        if len(shapes[name]) != 4:
-            want = "[B, H, T, Dv]" if name == "v" else "[B, H, T, Dk]"
-            raise ValueError(f"{name}: expected 4 dimensions {want}, got shape {tuple(shapes[name])}")
-    batch, heads, seq_len, dk = shapes["q"]
-    if tuple(shapes["k"]) != tuple(shapes["q"]):
-        raise ValueError(f"k: shape {tuple(shapes['k'])} must equal q's shape {tuple(shapes['q'])}")
-    if tuple(shapes["v"][:3]) != (batch, heads, seq_len):
-        raise ValueError(f"v: shape {tuple(shapes['v'])} must be [B, H, T, Dv] with B, H, T = "
-                         f"{(batch, heads, seq_len)} from q")
-    dv = shapes["v"][3]
+        if len(operands[name].shape) != 4:
+            raise ValueError(f"{name}: expected 4 dimensions {qkv_shape[name]}, got shape {tuple(operands[name].shape)}")
+    q_shape = tuple(operands["q"].shape)
+    batch, heads, seq_len = (q_shape[axis] for axis in AXES[layout])
+    dk = q_shape[3]
+    if tuple(operands["k"].shape) != q_shape:
+        raise ValueError(f"k: shape {tuple(operands['k'].shape)} must equal q's shape {q_shape}")
+    if tuple(operands["v"].shape[:3]) != q_shape[:3]:
+        raise ValueError(f"v: shape {tuple(operands['v'].shape)} must be {qkv_shape['v']} with "
+                         f"{', '.join(AXIS_NAMES[layout])} = {q_shape[:3]} from q")
+    dv = operands["v"].shape[3]
     if min(batch, heads, seq_len) < 1:
-        raise ValueError(f"q: B, H and T must be at least 1, got shape {tuple(shapes['q'])}")
+        raise ValueError(f"q: B, H and T must be at least 1, got shape {q_shape} ({qkv_shape['q']})")
     for name, size in (("q", dk), ("v", dv)):
         if not 1 <= size <= MAX_HEAD_DIM:
             axis = "Dv" if name == "v" else "Dk"
-            raise ValueError(f"{name}: head size {axis}={size} is not supported; culina handles "
-                             f"1 to {MAX_HEAD_DIM} (64 and 128 are the fast cases)")
+            raise ValueError(f"{name}: head size {axis}={size} is not supported; culina handles 1 to {MAX_HEAD_DIM} "
+                             "(multiples of 8 from 16 up run on the tensor cores)")
     if heads > MAX_HEADS:
-        raise ValueError(f"q: H={heads} heads is more than culina's limit of {MAX_HEADS}; split the "
-                         "heads across calls")
+        raise ValueError(f"q: H={heads} heads is more than culina's limit of {MAX_HEADS}; split the heads across calls")
     for name in ("q", "k", "v"):
-        if dtypes[name] not in _frameworks.NUMPY_DTYPES:
-            raise TypeError(f"{name}: dtype {dtypes[name]} is not supported; use float32, float16 "
-                            f"or bfloat16")
+        if operands[name].dtype not in _frameworks.NUMPY_DTYPES:
+            raise TypeError(f"{name}: dtype {operands[name].dtype} is not supported; use float32, float16 or bfloat16")
     for name in ("k", "v"):
-        if dtypes[name] != dtypes["q"]:
-            raise TypeError(f"{name}: dtype {dtypes[name]} differs from q's {dtypes['q']}; cast all "
+        if operands[name].dtype != operands["q"].dtype:
+            raise TypeError(f"{name}: dtype {operands[name].dtype} differs from q's {operands['q'].dtype}; cast all "
                             "three to one dtype")
+    strides = []
+    for name in ("q", "k", "v"):
+        element_strides = operands[name].strides or compact_strides(operands[name].shape)
+        if operands[name].shape[3] > 1 and element_strides[3] != 1:
+            raise ValueError(f"{name}: the feature axis (the last) has stride {element_strides[3]}; culina reads any "
+                             f"view whose last axis has stride 1 without a copy, others need one: pass "
+                             f"{name}.contiguous() in PyTorch, np.ascontiguousarray({name})")
+        strides.append(rows_strides(element_strides, layout))
+    gated = "g" in operands or "gamma" in operands
+    if "g" in operands:
+        gates = operands["g"]
+        if tuple(gates.shape) != q_shape[:3]:
+            raise ValueError(f"g: shape {tuple(gates.shape)} must be [{', '.join(AXIS_NAMES[layout])}] = {q_shape[:3]}, "
+                             f"q's first three axes (one natural-log forget gate per token and head)")
+        if gates.dtype != "float32":
+            raise TypeError(f"g: dtype {gates.dtype} is not supported; the gates are float32 (g.float())")
+        strides.append(rows_strides(gates.strides or compact_strides(gates.shape), layout))
+    else:
+        strides.append((0, 0, 0))
+    if "gamma" in operands:
+        gamma = operands["gamma"]
+        if tuple(gamma.shape) != (heads,):
+            raise ValueError(f"gamma: shape {tuple(gamma.shape)} must be [H] = ({heads},), one log decay per head")
+        if gamma.dtype != "float32":
+            raise TypeError(f"gamma: dtype {gamma.dtype} is not supported; the log decays are float32 (gamma.float())")
+        if not _frameworks.is_compact(gamma.shape, gamma.strides):
+            raise ValueError("gamma: a strided [H] tensor is not supported; pass gamma.contiguous()")
     num_seqs, seqlen_bits = 0, 0
-    if "cu_seqlens" in shapes:
-        seqlens_shape, seqlens_dtype = tuple(shapes["cu_seqlens"]), dtypes["cu_seqlens"]
-        if len(seqlens_shape) != 1 or seqlens_shape[0] < 2:
+    if "cu_seqlens" in operands:
+        offsets = operands["cu_seqlens"]
+        if len(offsets.shape) != 1 or offsets.shape[0] < 2:
             raise ValueError(f"cu_seqlens: expected a 1-D array of N + 1 >= 2 offsets [0, ..., total_T], "
-                             f"got shape {seqlens_shape}")
-        if seqlens_dtype not in SEQLEN_BITS:
-            raise TypeError(f"cu_seqlens: dtype {seqlens_dtype} is not supported; pass int32 or int64 "
-                            "offsets (.to(torch.int32) / .astype(np.int32))")
+                             f"got shape {tuple(offsets.shape)}")
+        if offsets.dtype not in SEQLEN_BITS:
+            raise TypeError(f"cu_seqlens: dtype {offsets.dtype} is not supported; pass int32 or int64 offsets "
+                            "(.to(torch.int32) / .astype(np.int32))")
+        if not _frameworks.is_compact(offsets.shape, offsets.strides):
+            raise ValueError("cu_seqlens: non-contiguous offsets are not supported; pass cu_seqlens.contiguous()")
         if batch != 1:
-            raise ValueError(f"cu_seqlens: packed sequences need q, k and v as [1, H, total_T, D], got "
-                             f"B={batch} (shape {tuple(shapes['q'])}); concatenate the batch along T "
-                             "(flash-linear-attention's layout)")
-        num_seqs, seqlen_bits = seqlens_shape[0] - 1, SEQLEN_BITS[seqlens_dtype]
-    dims = Dims((batch, heads, seq_len, dk, dv), num_seqs, seqlen_bits)
-    sequences = dims.states[0]
+            packed = layout_shape(layout, "D").replace("B", "1").replace("T", "total_T")
+            raise ValueError(f"cu_seqlens: packed sequences need q, k and v as {packed}, got B={batch} (shape "
+                             f"{q_shape}); concatenate the batch along T (flash-linear-attention's packing)")
+        num_seqs, seqlen_bits = offsets.shape[0] - 1, SEQLEN_BITS[offsets.dtype]
+    problem = Problem((batch, heads, seq_len, dk, dv), num_seqs, seqlen_bits, layout, tuple(strides), gated)
+    sequences = problem.states[0]
     if sequences * heads > MAX_GRID:
         what = f"cu_seqlens: N*H={sequences}*{heads}" if num_seqs else f"q: B*H={sequences}*{heads}"
-        raise ValueError(f"{what}={sequences * heads} is more than culina's limit of {MAX_GRID} (sequence, "
-                         "head) pairs; split the batch across calls")
-    if "initial_state" in shapes:
-        if tuple(shapes["initial_state"]) != dims.states:
+        raise ValueError(f"{what}={sequences * heads} is more than culina's limit of {MAX_GRID} (sequence, head) "
+                         "pairs; split the batch across calls")
+    if "initial_state" in operands:
+        state = operands["initial_state"]
+        if tuple(state.shape) != problem.states:
             what = "[N, H, Dk, Dv] (N sequences in cu_seqlens)" if num_seqs else "[B, H, Dk, Dv]"
-            raise ValueError(f"initial_state: shape {tuple(shapes['initial_state'])} must be {what} = "
-                             f"{dims.states}")
-        if dtypes["initial_state"] != "float32":
-            raise TypeError(f"initial_state: dtype {dtypes['initial_state']} is not supported; the state "
-                            "is float32 (cast it with .astype / .to(float32))")
-    for name, ok in compact.items():
-        if not ok:
-            raise ValueError(f"{name}: non-contiguous layouts are not supported; pass a C-contiguous "
-                             f"array ({name}.contiguous() in PyTorch, np.ascontiguousarray({name}))")
-    return dims
+            raise ValueError(f"initial_state: shape {tuple(state.shape)} must be {what} = {problem.states}")
+        if state.dtype != "float32":
+            raise TypeError(f"initial_state: dtype {state.dtype} is not supported; the state is float32 (cast it "
+                            "with .astype / .to(float32))")
+        if not _frameworks.is_compact(state.shape, state.strides):
+            raise ValueError("initial_state: non-contiguous states are not supported; pass a C-contiguous array "
+                             "(initial_state.contiguous() in PyTorch, np.ascontiguousarray(initial_state))")
+    return problem
 
 
 def check_seqlens_values(offsets, total: int) -> None:
@@ -182,13 +230,15 @@ def check_decay(decay, heads: int):
         return None
     if isinstance(decay, np.ndarray):
         if decay.ndim != 1:
-            raise ValueError(f"decay: expected shape [H] = ({heads},), got {decay.shape}")
+            raise ValueError(f"decay: expected shape [H] = ({heads},), got {decay.shape}; per-token forget gates "
+                             "go in g= (natural logarithms)")
         decay = decay.tolist()
     try:
         values = [float(x) for x in decay]
     except (TypeError, ValueError, RuntimeError) as exc:
         raise TypeError(f"decay: expected H={heads} host values (a list, tuple or NumPy array), got "
-                        f"{type(decay).__name__} ({exc}); pass decay.tolist() or decay.cpu()") from exc
+                        f"{type(decay).__name__} ({exc}); pass decay.tolist(), or with PyTorch tensors q, k "
+                        "and v a torch tensor [H] on q's device") from exc
     if len(values) != heads:
         raise ValueError(f"decay: expected shape [H] = ({heads},), got ({len(values)},)")
     for head, value in enumerate(values):
@@ -208,29 +258,142 @@ def check_scale(scale, dk: int) -> float:
     return float(scale)
 
 
-def _run_cpu(q, k, v, decay, scale, initial_state, output_final_state, cu_seqlens):
+def decay_heads(decay) -> int | None:
+    """The head count a decay argument implies, for resolve_layout (None: it implies none)."""
+    if decay is None:
+        return None
+    shape = getattr(decay, "shape", None)
+    if shape is not None:
+        return shape[0] if len(shape) == 1 else None
+    try:
+        return len(decay)
+    except TypeError:
+        return None
+
+
+def linear_attention(q, k, v, decay=None, *, g=None, scale=None, initial_state=None, output_final_state=False,
+                     cu_seqlens=None, layout=None):
+    """Causal linear attention with per-head decay and per-token forget gates.
+
+    S_t = a_t S_(t-1) + k_t^T v_t and o_t = scale * q_t S_t, with S_(-1) = initial_state (zeros
+    when None) and a_t = decay_h * exp(g_t), a factor in (0, 1] per token and head.
+
+    Returns o alone, or (o, S_T) when output_final_state is true: `o, ht = linear_attention(...)`
+    without it unpacks o along its first axis (culina.chunk_simple_gla, like flash-linear-attention,
+    always returns a pair).
+
+    q, k: [B, H, T, Dk]; v: [B, H, T, Dv] (layout="BHTD"), or [B, T, H, Dk] / [B, T, H, Dv]
+    (layout="BTHD", flash-linear-attention's). float32, float16 or bfloat16, all one dtype, Dk
+    and Dv 1 to 256. Any view whose last axis has stride 1 is read in place (a slice of a fused
+    qkv projection, a transpose of the other axes): nothing is copied. o comes in the same layout
+    as v, C-contiguous, in v's dtype. layout=None: the decay's length, initial_state's H and
+    (host) cu_seqlens' total T decide where they tell the layouts apart; without such a fact a
+    q.shape[1] < q.shape[2] means [B, H, T, D], and anything else is refused as ambiguous: pass
+    layout="BHTD" or layout="BTHD".
+
+    decay: None (1), H host values in (0, 1] (a list, tuple or NumPy array: a fixed constant, no
+    gradient), or, with PyTorch tensors, a tensor [H] on q's device, which is trainable (it
+    enters as its logarithm, so it gets a gradient and torch.compile traces it; its values are
+    not checked, as that would synchronise). g: per-token natural-log forget gates, float32,
+    [B, H, T] (BHTD) or [B, T, H] (BTHD), any strides; a gradient with PyTorch tensors. scale:
+    defaults to Dk ** -0.5. initial_state: float32 [B, H, Dk, Dv], C-contiguous, on q's device.
+
+    cu_seqlens (packed variable-length batches, flash-linear-attention's convention): int32 or
+    int64 [N + 1] on q's device, 0 = cu_seqlens[0] <= ... <= cu_seqlens[N] = total_T, with B = 1
+    (q [1, H, total_T, Dk] or [1, total_T, H, Dk]): sequence i is tokens cu_seqlens[i] to
+    cu_seqlens[i+1] - 1, each starts from its own initial state, and the states are
+    [N, H, Dk, Dv]. Host offsets have their values checked; CUDA ones are read only by the
+    kernels (no synchronisation).
+
+    NumPy arrays run on the CPU reference and return NumPy. PyTorch tensors (CPU or CUDA) go
+    through the custom op culina::linear_attention: differentiable with respect to q, k, v, g,
+    a tensor decay and initial_state (backward on the CPU reference or the GPU kernels), and
+    traceable by torch.compile(fullgraph=True). CUDA arrays from CuPy or JAX run forward only.
+    GPU calls run on the caller's current stream and return arrays of the same framework. S_T is
+    float32 [B or N, H, Dk, Dv].
+    """
+    if _frameworks.framework_of(q) == "torch":
+        from . import _torch  # here, not at the top: culina without PyTorch never imports it
+
+        return _torch.linear_attention(q, k, v, decay, g, scale, initial_state, output_final_state, cu_seqlens,
+                                       layout)
     arrays = {"q": q, "k": k, "v": v}
-    if initial_state is not None:
-        arrays["initial_state"] = initial_state
-    if cu_seqlens is not None:
-        arrays["cu_seqlens"] = cu_seqlens
-    problem = check_shapes({n: a.shape for n, a in arrays.items()}, {n: a.dtype.name for n, a in arrays.items()},
-                           {n: a.flags.c_contiguous for n, a in arrays.items()})
+    for name, value in (("g", g), ("initial_state", initial_state), ("cu_seqlens", cu_seqlens)):
+        if value is not None:
+            arrays[name] = value
+    places = {name: _place(name, value) for name, value in arrays.items()}
+    first = places["q"]
+    for name, place in places.items():
+        if place != first:
+            raise ValueError(f"arrays on different devices: {name} is on {_place_name(place)} but q is "
+                             f"on {_place_name(first)}; move them to one device")
+    if first == "cpu":
+        return _run_cpu(arrays, decay, scale, output_final_state, layout)
+    return _run_gpu(arrays, decay, scale, output_final_state, layout, device=first[1])
+
+
+def layout_pins(decay, initial_state_shape) -> dict:
+    """The head counts decay and initial_state imply, for resolve_layout."""
+    pins = {}
+    heads = decay_heads(decay)
+    if heads is not None:
+        pins["decay's length"] = heads
+    if initial_state_shape is not None and len(initial_state_shape) == 4:
+        pins["initial_state"] = initial_state_shape[1]
+    return pins
+
+
+def _place(name, value):
+    """'cpu' for NumPy arrays, ('cuda', id) for CUDA DLPack arrays; anything else is refused."""
+    if isinstance(value, np.ndarray):
+        return "cpu"
+    device = _frameworks.dlpack_device(value)
+    if device is not None and device[0] == _frameworks.DLPACK_CUDA:
+        return ("cuda", device[1])
+    where = f" on DLPack device type {device[0]}" if device else ""
+    raise TypeError(f"{name}: expected a NumPy array or a CUDA array that supports DLPack (PyTorch, "
+                    f"CuPy, JAX), got {type(value).__module__}.{type(value).__name__}{where}; pass "
+                    f"np.asarray({name}) for the CPU, or move it to a GPU")
+
+
+def _place_name(place) -> str:
+    return "cpu (NumPy)" if place == "cpu" else f"cuda:{place[1]}"
+
+
+def _numpy_operand(name: str, array: np.ndarray) -> Operand:
+    item = array.itemsize
+    if any(stride % item for stride in array.strides):
+        raise ValueError(f"{name}: strides {array.strides} (bytes) are not whole {item}-byte elements; pass "
+                         f"np.ascontiguousarray({name})")
+    return Operand(array.shape, tuple(stride // item for stride in array.strides), array.dtype.name)
+
+
+def forward_strides(problem: Problem) -> list:
+    """The forward's strides list for the extension: q, k, v, out (made C-contiguous), g."""
+    return [*problem.strides[:3], problem.output_strides(problem.dims[4]), problem.strides[3]]
+
+
+def _run_cpu(arrays: dict, decay, scale, output_final_state, layout):
+    operands = {name: _numpy_operand(name, array) for name, array in arrays.items()}
+    q, cu_seqlens, initial_state = arrays["q"], arrays.get("cu_seqlens"), arrays.get("initial_state")
+    host_total = None
+    if cu_seqlens is not None and cu_seqlens.ndim == 1 and cu_seqlens.size:
+        host_total = lambda: int(cu_seqlens[-1])  # noqa: E731
+    layout = resolve_layout(layout, q.shape, layout_pins(decay, None if initial_state is None else initial_state.shape),
+                            host_total)
+    problem = check_problem(operands, layout)
     if cu_seqlens is not None:
         check_seqlens_values(cu_seqlens, problem.dims[2])
     decay_values = check_decay(decay, problem.dims[1])
     scale_value = check_scale(scale, problem.dims[3])
-    out = np.empty((*problem.dims[:3], problem.dims[4]), dtype=v.dtype)
+    out = np.empty(problem.shape(problem.dims[4]), dtype=arrays["v"].dtype)
     final = np.empty(problem.states, dtype=np.float32) if output_final_state else None
-    _C.cpu_forward(q.ctypes.data, k.ctypes.data, v.ctypes.data, out.ctypes.data,
-                   initial_state.ctypes.data if initial_state is not None else 0,
-                   final.ctypes.data if final is not None else 0,
-                   problem.dims, _frameworks.NUMPY_DTYPES[q.dtype.name], scale_value, decay_values,
-                   cu_seqlens=cu_seqlens.ctypes.data if cu_seqlens is not None else 0,
+    address = lambda array: 0 if array is None else array.ctypes.data  # noqa: E731
+    _C.cpu_forward(address(q), address(arrays["k"]), address(arrays["v"]), address(out), address(initial_state),
+                   address(final), problem.dims, _frameworks.NUMPY_DTYPES[q.dtype.name], scale_value, decay_values,
+                   0, address(arrays.get("g")), forward_strides(problem), cu_seqlens=address(cu_seqlens),
                    num_seqs=problem.num_seqs, seqlen_bits=problem.seqlen_bits)
     return (out, final) if output_final_state else out
-
-
 _ready_devices: set = set()
 
 
@@ -280,46 +443,40 @@ def launch_gpu(entry, device: int, *args, **kwargs):
         raise _unsupported(device, str(exc)) from None
 
 
-def _run_gpu(q, k, v, decay, scale, initial_state, output_final_state, cu_seqlens, device: int):
+def _run_gpu(arrays: dict, decay, scale, output_final_state, layout, device: int):
     ready_device(device)
-    framework = _frameworks.framework_of(q)
+    framework = _frameworks.framework_of(arrays["q"])
     with _frameworks.device_scope(framework, device):
-        return _launch_dlpack(q, k, v, decay, scale, initial_state, output_final_state, cu_seqlens, device,
-                              framework)
+        return _launch_dlpack(arrays, decay, scale, output_final_state, layout, device, framework)
 
 
-def _launch_dlpack(q, k, v, decay, scale, initial_state, output_final_state, cu_seqlens, device: int,
-                   framework: str):
+def _launch_dlpack(arrays: dict, decay, scale, output_final_state, layout, device: int, framework: str):
     stream = _frameworks.current_stream(framework, device)
-    named = {"q": q, "k": k, "v": v}
-    if initial_state is not None:
-        named["initial_state"] = initial_state
-    if cu_seqlens is not None:
-        named["cu_seqlens"] = cu_seqlens
-    borrowed = {name: _frameworks.borrow(value, stream) for name, value in named.items()}
+    borrowed = {name: _frameworks.borrow(value, stream) for name, value in arrays.items()}
     frameworks = {b.framework for b in borrowed.values()}
     if len(frameworks) > 1:
-        raise TypeError(f"q, k, v, initial_state and cu_seqlens must come from one framework (outputs are "
-                        f"made in it), got {sorted(frameworks)}; convert with from_dlpack first")
-    problem = check_shapes({n: b.shape for n, b in borrowed.items()}, {n: b.dtype for n, b in borrowed.items()},
-                           {n: _frameworks.is_compact(b.shape, b.strides) for n, b in borrowed.items()})
+        raise TypeError(f"q, k, v, g, initial_state and cu_seqlens must come from one framework (outputs are made "
+                        f"in it), got {sorted(frameworks)}; convert with from_dlpack first")
+    state = borrowed.get("initial_state")
+    layout = resolve_layout(layout, borrowed["q"].shape, layout_pins(decay, None if state is None else state.shape))
+    problem = check_problem({n: Operand(b.shape, b.strides, b.dtype) for n, b in borrowed.items()}, layout)
     decay_values = check_decay(decay, problem.dims[1])
     scale_value = check_scale(scale, problem.dims[3])
     like = borrowed["q"]
-    out = _frameworks.empty_like_framework(like, (*problem.dims[:3], problem.dims[4]), borrowed["v"].dtype)
+    out = _frameworks.empty_like_framework(like, problem.shape(problem.dims[4]), borrowed["v"].dtype)
     final = _frameworks.empty_like_framework(like, problem.states, "float32") if output_final_state else None
     dtype_code = _frameworks.NUMPY_DTYPES[like.dtype]
-    workspace_bytes = _C.gpu_workspace_bytes(problem.dims, dtype_code, device, num_seqs=problem.num_seqs)
+    workspace_bytes = _C.gpu_workspace_bytes(problem.dims, dtype_code, device, num_seqs=problem.num_seqs,
+                                             gated=problem.gated)
     workspace = (_frameworks.empty_like_framework(like, (workspace_bytes,), "uint8")
                  if workspace_bytes else None)
-    workspace_view = _frameworks.borrow(workspace, stream) if workspace is not None else None
-    out_view = _frameworks.borrow(out, stream)
-    final_view = _frameworks.borrow(final, stream) if final is not None else None
+    for name, made in (("out", out), ("final", final), ("workspace", workspace)):
+        if made is not None:
+            borrowed[name] = _frameworks.borrow(made, stream)
     launch_stream = 0 if stream in (None, _frameworks.LEGACY_DEFAULT_STREAM) else stream
     address = lambda name: borrowed[name].address if name in borrowed else 0  # noqa: E731
-    launch_gpu(_C.gpu_forward, device, address("q"), address("k"), address("v"), out_view.address,
-               address("initial_state"), final_view.address if final_view else 0, problem.dims, dtype_code,
-               scale_value, decay_values, device, launch_stream,
-               workspace_view.address if workspace_view else 0, workspace_bytes,
+    launch_gpu(_C.gpu_forward, device, address("q"), address("k"), address("v"), address("out"),
+               address("initial_state"), address("final"), problem.dims, dtype_code, scale_value, decay_values, 0,
+               address("g"), forward_strides(problem), device, launch_stream, address("workspace"), workspace_bytes,
                cu_seqlens=address("cu_seqlens"), num_seqs=problem.num_seqs, seqlen_bits=problem.seqlen_bits)
     return (out, final) if output_final_state else out

@@ -1,11 +1,13 @@
-"""PyTorch integration, imported only when a torch tensor reaches culina.linear_attention.
+"""PyTorch integration, imported only when a torch tensor reaches culina.linear_attention or
+culina.chunk_simple_gla.
 
 Two custom ops, culina::linear_attention and culina::linear_attention_backward, with fake
 (meta) implementations and autograd registered, so that culina is differentiable with respect to
-q, k, v and initial_state and torch.compile(fullgraph=True) traces it without a graph break. Both
-run on the CPU reference for CPU tensors and on the GPU kernels for CUDA tensors, reading raw
-addresses straight from the tensors (no DLPack round trip) on the caller's current stream, with
-scratch memory from PyTorch's caching allocator.
+q, k, v, the gates (g and the per-head log decay gamma) and initial_state, and
+torch.compile(fullgraph=True) traces it without a graph break. Both run on the CPU reference for
+CPU tensors and on the GPU kernels for CUDA tensors, reading raw addresses and strides straight
+from the tensors (no DLPack round trip, no copy of a strided view) on the caller's current
+stream, with scratch memory from PyTorch's caching allocator.
 
 An eager call that neither autograd nor a tensor subclass, functorch transform or dispatch mode
 needs to see goes straight to the implementation, skipping PyTorch's dispatcher (tens of
@@ -13,6 +15,7 @@ microseconds a call for an op written in Python); so does an eager backward on p
 """
 from __future__ import annotations
 
+import functools
 from typing import List, Optional, Tuple
 
 import numpy as np
@@ -20,7 +23,7 @@ import torch
 
 from . import _api, _C, _frameworks
 
-# torch dtype -> the dtype names _api.check_shapes speaks (float types, cu_seqlens' integers)
+# torch dtype -> the dtype names _api.check_problem speaks (float types, cu_seqlens' integers)
 DTYPE_NAMES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16",
                torch.int32: "int32", torch.int64: "int64"}
 DTYPE_CODES = {t: _frameworks.NUMPY_DTYPES[n] for t, n in DTYPE_NAMES.items() if n in _frameworks.NUMPY_DTYPES}
@@ -31,18 +34,58 @@ _decays: dict = {}
 _workspaces: dict = {}
 
 
-def linear_attention(q, k, v, decay, scale, initial_state, output_final_state, cu_seqlens):
+def linear_attention(q, k, v, decay, g, scale, initial_state, output_final_state, cu_seqlens, layout):
     """culina.linear_attention for torch tensors (the public docstring describes it)."""
-    route = _route(q, k, v, initial_state, cu_seqlens)
-    heads = q.shape[1] if q.dim() == 4 else 0
+    state_shape = initial_state.shape if isinstance(initial_state, torch.Tensor) else None
+    layout = _api.resolve_layout(layout, q.shape, _api.layout_pins(decay, state_shape), _host_total(cu_seqlens))
+    gamma = None
+    if isinstance(decay, torch.Tensor):
+        gamma, decay = log_decay("decay", decay, heads_of(q, layout), q), None
+    out, final = run(q, k, v, decay, gamma, g, scale, initial_state, output_final_state, cu_seqlens, layout)
+    return (out, final) if output_final_state else out
+
+
+def heads_of(q, layout: str) -> int:
+    return q.shape[_api.AXES[layout][1]] if q.dim() == 4 else 0
+
+
+def _host_total(cu_seqlens):
+    """For resolve_layout: a reader of the total T of offsets on the host, where reading it is
+    free (eager, CPU); None elsewhere (a CUDA read would synchronise, a traced one would guard on
+    data)."""
+    if type(cu_seqlens) is torch.Tensor and cu_seqlens.device.type == "cpu" and cu_seqlens.dim() == 1 \
+            and cu_seqlens.numel() and eager():
+        return lambda: int(cu_seqlens[-1])
+    return None
+
+
+def log_decay(name: str, decay: torch.Tensor, heads: int, q) -> torch.Tensor:
+    """A per-head decay tensor [H] as the float32 natural logarithm the kernels read; autograd
+    carries the gradient back through the logarithm. The values are not checked: reading them
+    would synchronise (and guard on data under torch.compile)."""
+    if decay.dim() != 1 or decay.shape[0] != heads:
+        raise ValueError(f"{name}: expected a tensor [H] = ({heads},), got shape {tuple(decay.shape)}; per-token "
+                         "forget gates go in g= (natural logarithms)")
+    if not decay.is_floating_point():
+        raise TypeError(f"{name}: dtype {decay.dtype} is not supported; pass a floating-point tensor")
+    if decay.device != q.device:
+        raise ValueError(f"arrays on different devices: {name} is on {decay.device} but q is on {q.device}; pass "
+                         f"{name}.to(q.device) (or {name}.tolist() for fixed values)")
+    return decay.log().to(torch.float32)
+
+
+def run(q, k, v, decay, gamma, g, scale, initial_state, output_final_state, cu_seqlens, layout):
+    """(o, S_T or None) through the direct route or the op; decay is host values or None, gamma
+    the per-head log decay tensor or None, layout resolved."""
+    route = _route(q, k, v, gamma, g, initial_state, cu_seqlens)
+    heads = heads_of(q, layout)
     scale_value = _api.check_scale(scale, q.shape[-1])
     if route is DIRECT:
-        out, final = forward(q, k, v, _cached_decay(decay, heads), scale_value, initial_state, cu_seqlens,
-                             output_final_state)
-    else:
-        out, final = torch.ops.culina.linear_attention(q, k, v, _api.check_decay(decay, heads), scale_value,
-                                                       initial_state, cu_seqlens, output_final_state)
-    return (out, final) if output_final_state else out
+        return forward(q, k, v, _cached_decay(decay, heads), gamma, g, scale_value, initial_state, cu_seqlens,
+                       output_final_state, layout)
+    out, final = torch.ops.culina.linear_attention(q, k, v, _api.check_decay(decay, heads), gamma, g, scale_value,
+                                                   initial_state, cu_seqlens, output_final_state, layout)
+    return out, final if output_final_state else None
 
 
 # How a call reaches the kernels. PyTorch's dispatcher costs tens of microseconds a call for an op
@@ -52,28 +95,32 @@ def linear_attention(q, k, v, decay, scale, initial_state, output_final_state, c
 DIRECT, DISPATCHER = "direct", "dispatcher"
 
 
-def _route(q, k, v, initial_state, cu_seqlens) -> str:
+def _route(q, k, v, gamma, g, initial_state, cu_seqlens) -> str:
     """The dispatcher while torch.compile traces, where autograd (an input that requires grad),
     a tensor subclass (fake, functional, DTensor, ...), a functorch transform (vmap, grad) or a
     dispatch mode must see the call; else direct. Raises for an argument that is no tensor.
     Written out test by test: this runs on every eager call."""
     tensor = torch.Tensor
     if not (type(q) is tensor and type(k) is tensor and type(v) is tensor
+            and (gamma is None or type(gamma) is tensor) and (g is None or type(g) is tensor)
             and (initial_state is None or type(initial_state) is tensor)
             and (cu_seqlens is None or type(cu_seqlens) is tensor)):
-        for name, value in (("k", k), ("v", v), ("initial_state", initial_state), ("cu_seqlens", cu_seqlens)):
+        for name, value in (("k", k), ("v", v), ("gamma", gamma), ("g", g), ("initial_state", initial_state),
+                            ("cu_seqlens", cu_seqlens)):
             if value is not None and not isinstance(value, tensor):
                 raise _not_a_tensor(name, value, q)
         return DISPATCHER
-    if not _eager():
+    if not eager():
         return DISPATCHER
     if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad
+                                    or (gamma is not None and gamma.requires_grad)
+                                    or (g is not None and g.requires_grad)
                                     or (initial_state is not None and initial_state.requires_grad)):
         return DISPATCHER
     return DIRECT
 
 
-def _eager() -> bool:
+def eager() -> bool:
     """No torch.compile tracing, functorch transform or dispatch mode active."""
     return not (torch.compiler.is_compiling() or torch._C._are_functorch_transforms_active()
                 or torch._C._len_torch_dispatch_stack())
@@ -101,10 +148,10 @@ def _cached_decay(decay, heads: int):
         return values
 
 
-def problem_of(q, k, v, initial_state, cu_seqlens) -> _api.Dims:
-    """_api.check_shapes on torch tensors, after checking they share q's device."""
+def problem_of(q, k, v, gamma, g, initial_state, cu_seqlens, layout: str) -> _api.Problem:
+    """_api.check_problem on torch tensors, after checking they share q's device."""
     named = {"q": q, "k": k, "v": v}
-    for name, tensor in (("initial_state", initial_state), ("cu_seqlens", cu_seqlens)):
+    for name, tensor in (("gamma", gamma), ("g", g), ("initial_state", initial_state), ("cu_seqlens", cu_seqlens)):
         if tensor is not None:
             named[name] = tensor
     for name, tensor in named.items():
@@ -116,33 +163,43 @@ def problem_of(q, k, v, initial_state, cu_seqlens) -> _api.Dims:
     if q.device.type not in ("cpu", "cuda", "meta"):
         raise TypeError(f"q: PyTorch tensors on {q.device} are not supported; culina runs CPU and CUDA "
                         "tensors (q.cpu() or q.cuda())")
-    return _api.check_shapes({n: t.shape for n, t in named.items()},
-                             {n: DTYPE_NAMES.get(t.dtype, str(t.dtype).removeprefix("torch.")) for n, t in named.items()},
-                             {n: t.is_contiguous() for n, t in named.items()})
+    return _api.check_problem(
+        {n: _api.Operand(tuple(t.shape), tuple(t.stride()), DTYPE_NAMES.get(t.dtype, str(t.dtype).removeprefix("torch.")))
+         for n, t in named.items()}, layout)
 
 
-def _cached_problem(q, k, v, initial_state, cu_seqlens) -> _api.Dims:
-    key = (q.shape, k.shape, v.shape, q.dtype, k.dtype, v.dtype, q.device, k.device, v.device,
-           q.is_contiguous(), k.is_contiguous(), v.is_contiguous(),
-           None if initial_state is None else (initial_state.shape, initial_state.dtype, initial_state.device,
-                                               initial_state.is_contiguous()),
-           None if cu_seqlens is None else (cu_seqlens.shape, cu_seqlens.dtype, cu_seqlens.device,
-                                            cu_seqlens.is_contiguous()))
+def _meta(tensor):
+    return None if tensor is None else (tensor.shape, tensor.stride(), tensor.dtype, tensor.device)
+
+
+def _cached_problem(q, k, v, gamma, g, initial_state, cu_seqlens, layout: str) -> _api.Problem:
+    key = (layout, _meta(q), _meta(k), _meta(v), _meta(gamma), _meta(g), _meta(initial_state), _meta(cu_seqlens))
     problem = _problems.get(key)
     if problem is None:
-        problem = problem_of(q, k, v, initial_state, cu_seqlens)
+        problem = problem_of(q, k, v, gamma, g, initial_state, cu_seqlens, layout)
         if len(_problems) >= CACHE_LIMIT:
             _problems.clear()
         _problems[key] = problem
     return problem
 
 
-def _workspace(size_of, problem: _api.Dims, dtype_code: int, device: torch.device):
+@functools.lru_cache(maxsize=CACHE_LIMIT)
+def _forward_strides(problem: _api.Problem) -> list:
+    return _api.forward_strides(problem)
+
+
+@functools.lru_cache(maxsize=CACHE_LIMIT)
+def _gradient_strides(problem: _api.Problem) -> tuple:
+    """(batch, head, token) strides of dq and dk, and of dv: C-contiguous in the layout."""
+    return problem.output_strides(problem.dims[3]), problem.output_strides(problem.dims[4])
+
+
+def _workspace(size_of, problem: _api.Problem, dtype_code: int, device: torch.device):
     """Scratch memory for one GPU call from PyTorch's caching allocator: (tensor or None, bytes)."""
     key = (size_of, problem, dtype_code, device.index)
     size = _workspaces.get(key)
     if size is None:
-        size = size_of(problem.dims, dtype_code, device.index, num_seqs=problem.num_seqs)
+        size = size_of(problem.dims, dtype_code, device.index, num_seqs=problem.num_seqs, gated=problem.gated)
         if len(_workspaces) >= CACHE_LIMIT:
             _workspaces.clear()
         _workspaces[key] = size
@@ -153,9 +210,10 @@ def _address(tensor) -> int:
     return 0 if tensor is None else tensor.data_ptr()
 
 
-def _launch(cpu_entry, gpu_entry, workspace_size_of, problem: _api.Dims, q, cu_seqlens, args: tuple) -> None:
+def _launch(cpu_entry, gpu_entry, workspace_size_of, problem: _api.Problem, q, cu_seqlens, args: tuple) -> None:
     """Runs one extension entry point: args are the leading arguments both share (addresses,
-    dims, dtype, scale, decay); the device, stream, workspace and cu_seqlens follow here."""
+    dims, dtype, scale, decay, gamma, gates, strides); the device, stream, workspace and
+    cu_seqlens follow here."""
     packing = (_address(cu_seqlens), problem.num_seqs, problem.seqlen_bits)
     if q.is_cuda:
         device = q.device
@@ -169,89 +227,162 @@ def _launch(cpu_entry, gpu_entry, workspace_size_of, problem: _api.Dims, q, cu_s
         cpu_entry(*args, 0, *packing)
 
 
-def forward(q, k, v, decay: Optional[List[float]], scale: float, initial_state: Optional[torch.Tensor],
-            cu_seqlens: Optional[torch.Tensor], output_final_state: bool) -> Tuple[torch.Tensor, torch.Tensor]:
-    """The forward on real tensors: o, and S_T (None unless output_final_state)."""
-    problem = _cached_problem(q, k, v, initial_state, cu_seqlens)
-    out = torch.empty_like(v)  # o is [B, H, T, Dv] in v's dtype, v's own (checked contiguous) layout
+def forward(q, k, v, decay: Optional[List[float]], gamma: Optional[torch.Tensor], g: Optional[torch.Tensor],
+            scale: float, initial_state: Optional[torch.Tensor], cu_seqlens: Optional[torch.Tensor],
+            output_final_state: bool, layout: str) -> Tuple[torch.Tensor, torch.Tensor]:
+    """The forward on real tensors: o (C-contiguous in the layout), and S_T (None unless
+    output_final_state)."""
+    problem = _cached_problem(q, k, v, gamma, g, initial_state, cu_seqlens, layout)
+    out = torch.empty(problem.shape(problem.dims[4]), dtype=v.dtype, device=q.device)
     final = torch.empty(problem.states, dtype=torch.float32, device=q.device) if output_final_state else None
     _launch(_C.cpu_forward, _C.gpu_forward, _C.gpu_workspace_bytes, problem, q, cu_seqlens,
             (q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), _address(initial_state), _address(final),
-             problem.dims, DTYPE_CODES[q.dtype], scale, decay))
+             problem.dims, DTYPE_CODES[q.dtype], scale, decay, _address(gamma), _address(g),
+             _forward_strides(problem)))
     return out, final
 
 
-def backward(q, k, v, d_out, decay: Optional[List[float]], scale: float, initial_state: Optional[torch.Tensor],
-             d_final_state: Optional[torch.Tensor], cu_seqlens: Optional[torch.Tensor],
-             need_d_initial_state: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """dq, dk, dv and dS0 (None unless need_d_initial_state) on real tensors."""
-    problem = _cached_problem(q, k, v, initial_state, cu_seqlens)
-    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+def backward(q, k, v, d_out, decay: Optional[List[float]], gamma: Optional[torch.Tensor], g: Optional[torch.Tensor],
+             scale: float, initial_state: Optional[torch.Tensor], d_final_state: Optional[torch.Tensor],
+             cu_seqlens: Optional[torch.Tensor], need_d_initial_state: bool,
+             layout: str) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """dq, dk, dv (C-contiguous in the layout) and dS0 (None unless need_d_initial_state) on real
+    tensors; the gates' gradients follow from these (gate_gradient)."""
+    problem = _cached_problem(q, k, v, gamma, g, initial_state, cu_seqlens, layout)
+    d_out = _gradient_rows(d_out, problem)
+    if d_final_state is not None and (tuple(d_final_state.shape) != problem.states
+                                      or d_final_state.dtype != torch.float32 or not d_final_state.is_contiguous()):
+        raise ValueError(f"d_final_state: expected a contiguous float32 tensor of shape {problem.states}, got "
+                         f"{d_final_state.dtype} {tuple(d_final_state.shape)}")
+    dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    dk = torch.empty(k.shape, dtype=k.dtype, device=q.device)
+    dv = torch.empty(v.shape, dtype=v.dtype, device=q.device)
     d_initial = torch.empty(problem.states, dtype=torch.float32, device=q.device) if need_d_initial_state else None
+    dk_rows, dv_rows = _gradient_strides(problem)
+    strides = [*problem.strides[:3], _api.rows_strides(d_out.stride(), layout), dk_rows, dk_rows, dv_rows,
+               problem.strides[3]]
     _launch(_C.cpu_backward, _C.gpu_backward, _C.gpu_backward_workspace_bytes, problem, q, cu_seqlens,
             (q.data_ptr(), k.data_ptr(), v.data_ptr(), d_out.data_ptr(), _address(initial_state),
              _address(d_final_state), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), _address(d_initial),
-             problem.dims, DTYPE_CODES[q.dtype], scale, decay))
+             problem.dims, DTYPE_CODES[q.dtype], scale, decay, _address(gamma), _address(g), strides))
     return dq, dk, dv, d_initial
 
 
+def _gradient_rows(d_out, problem: _api.Problem):
+    """The gradient of o, read in place where its feature axis has stride 1 (an expanded
+    gradient, such as sum()'s, is made contiguous)."""
+    shape = problem.shape(problem.dims[4])
+    if tuple(d_out.shape) != shape:
+        raise ValueError(f"do: shape {tuple(d_out.shape)} must be o's shape {shape}")
+    return d_out if d_out.stride(-1) == 1 or shape[-1] == 1 else d_out.contiguous()
+
+
+def gate_gradient(q, k, dq, dk, final, d_final, cu_seqlens, layout: str) -> torch.Tensor:
+    """dL/dg, in g's shape ([B, H, T] or [B, T, H]) and float32.
+
+    With b_t the inclusive cumulative log gate of a sequence, dL/db_t = q_t.dq_t - k_t.dk_t, plus
+    <dS_T, S_T> at the sequence's last token where the final state has a gradient; g_t enters
+    every b_s with s >= t, so dL/dg_t is the reverse cumulative sum of dL/db within the sequence
+    (and dL/dgamma_h the sum of dL/dg over the head's tokens)."""
+    token_axis = _api.AXES[layout][2]
+    per_token = (q.float() * dq.float()).sum(-1) - (k.float() * dk.float()).sum(-1)
+    # The last token's term reaches every token of its sequence through the reverse sum: added
+    # after it, per sequence, it needs no index of last tokens. [sequences, H]
+    ends = (d_final * final).sum((-2, -1)) if final is not None and d_final is not None else None
+    if cu_seqlens is None:
+        d_g = per_token.flip(token_axis).cumsum(token_axis).flip(token_axis)
+        return d_g if ends is None else d_g + ends.unsqueeze(token_axis)
+    # Packed: the reverse sum over all tokens, less its value at each token's sequence end (a
+    # device-side lookup, no synchronisation), in float64: the total over every sequence can
+    # dwarf one sequence's sum.
+    axis = token_axis - 1  # of the [H, T] or [T, H] rows of the one batch entry
+    per_token = per_token[0].double()
+    seq_len = per_token.shape[axis]
+    suffix = per_token.flip(axis).cumsum(axis).flip(axis)
+    past_last = list(suffix.shape)
+    past_last[axis] = 1
+    suffix = torch.cat([suffix, suffix.new_zeros(past_last)], axis)  # the sum past the last token: 0
+    ends_at = cu_seqlens[1:].long()
+    sequence = torch.bucketize(torch.arange(seq_len, device=q.device), ends_at, right=True)
+    d_g = suffix.narrow(axis, 0, seq_len) - suffix.index_select(axis, ends_at[sequence])
+    if ends is not None:
+        per_sequence = ends.double()[sequence]  # [T, H]
+        d_g = d_g + (per_sequence if axis == 0 else per_sequence.T)
+    return d_g.float().unsqueeze(0)
+
+
 @torch.library.custom_op("culina::linear_attention", mutates_args=())
-def _forward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, decay: Optional[List[float]], scale: float,
-                initial_state: Optional[torch.Tensor], cu_seqlens: Optional[torch.Tensor],
-                output_final_state: bool) -> Tuple[torch.Tensor, torch.Tensor]:
-    out, final = forward(q, k, v, decay, scale, initial_state, cu_seqlens, output_final_state)
+def _forward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, decay: Optional[List[float]],
+                gamma: Optional[torch.Tensor], g: Optional[torch.Tensor], scale: float,
+                initial_state: Optional[torch.Tensor], cu_seqlens: Optional[torch.Tensor], output_final_state: bool,
+                layout: str) -> Tuple[torch.Tensor, torch.Tensor]:
+    out, final = forward(q, k, v, decay, gamma, g, scale, initial_state, cu_seqlens, output_final_state, layout)
     # An op returns tensors only: an S_T nobody asked for is an empty one.
     return out, final if final is not None else q.new_empty((0,), dtype=torch.float32)
 
 
 @_forward_op.register_fake
-def _forward_fake(q, k, v, decay, scale, initial_state, cu_seqlens, output_final_state):
-    problem = problem_of(q, k, v, initial_state, cu_seqlens)
-    batch, heads, seq_len, _, dv = problem.dims
-    return (q.new_empty((batch, heads, seq_len, dv), dtype=v.dtype),
+def _forward_fake(q, k, v, decay, gamma, g, scale, initial_state, cu_seqlens, output_final_state, layout):
+    problem = problem_of(q, k, v, gamma, g, initial_state, cu_seqlens, layout)
+    return (q.new_empty(problem.shape(problem.dims[4]), dtype=v.dtype),
             q.new_empty(problem.states if output_final_state else (0,), dtype=torch.float32))
 
 
 @torch.library.custom_op("culina::linear_attention_backward", mutates_args=())
 def _backward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, d_out: torch.Tensor,
-                 decay: Optional[List[float]], scale: float, initial_state: Optional[torch.Tensor],
-                 d_final_state: Optional[torch.Tensor], cu_seqlens: Optional[torch.Tensor],
-                 need_d_initial_state: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    dq, dk, dv, d_initial = backward(q, k, v, d_out, decay, scale, initial_state, d_final_state, cu_seqlens,
-                                     need_d_initial_state)
+                 decay: Optional[List[float]], gamma: Optional[torch.Tensor], g: Optional[torch.Tensor],
+                 scale: float, initial_state: Optional[torch.Tensor], d_final_state: Optional[torch.Tensor],
+                 cu_seqlens: Optional[torch.Tensor], need_d_initial_state: bool,
+                 layout: str) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    dq, dk, dv, d_initial = backward(q, k, v, d_out, decay, gamma, g, scale, initial_state, d_final_state,
+                                     cu_seqlens, need_d_initial_state, layout)
     # An op returns tensors only: a dS0 nobody asked for is an empty one.
     return dq, dk, dv, d_initial if d_initial is not None else q.new_empty((0,), dtype=torch.float32)
 
 
 @_backward_op.register_fake
-def _backward_fake(q, k, v, d_out, decay, scale, initial_state, d_final_state, cu_seqlens, need_d_initial_state):
-    problem = problem_of(q, k, v, initial_state, cu_seqlens)
-    return (torch.empty_like(q), torch.empty_like(k), torch.empty_like(v),
+def _backward_fake(q, k, v, d_out, decay, gamma, g, scale, initial_state, d_final_state, cu_seqlens,
+                   need_d_initial_state, layout):
+    problem = problem_of(q, k, v, gamma, g, initial_state, cu_seqlens, layout)
+    return (q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape),
             q.new_empty(problem.states if need_d_initial_state else (0,), dtype=torch.float32))
 
 
+# The op's inputs, by position, as autograd's needs_input_grad lists them.
+GAMMA, GATES, INITIAL_STATE = 4, 5, 7
+
+
 def _setup_context(ctx, inputs, output):
-    q, k, v, decay, scale, initial_state, cu_seqlens, _ = inputs
-    ctx.save_for_backward(q, k, v, initial_state, cu_seqlens)
-    ctx.decay, ctx.scale = decay, scale
+    q, k, v, decay, gamma, g, scale, initial_state, cu_seqlens, output_final_state, layout = inputs
+    # The gates' gradient has a term in S_T where S_T has a gradient of its own.
+    gated_final = output[1] if output_final_state and (gamma is not None or g is not None) else None
+    ctx.save_for_backward(q, k, v, gamma, g, initial_state, cu_seqlens, gated_final)
+    ctx.decay, ctx.scale, ctx.layout = decay, scale, layout
 
 
 def _backward_formula(ctx, d_out, d_final):
-    q, k, v, initial_state, cu_seqlens = ctx.saved_tensors
+    q, k, v, gamma, g, initial_state, cu_seqlens, final = ctx.saved_tensors
     # An unused S_T (or one never asked for, an empty tensor) adds nothing to the gradients.
     d_final = d_final.contiguous() if d_final is not None and d_final.numel() else None
-    d_out = torch.zeros_like(v) if d_out is None else d_out.contiguous()
-    need_d_initial = initial_state is not None and ctx.needs_input_grad[5]
+    d_out = torch.zeros(v.shape, dtype=v.dtype, device=v.device) if d_out is None else d_out
+    need_d_initial = initial_state is not None and ctx.needs_input_grad[INITIAL_STATE]
     # Eager backward on plain tensors skips the dispatcher, as the forward does.
-    tensors = (q, k, v, d_out, initial_state, d_final, cu_seqlens)
-    if _eager() and all(t is None or type(t) is torch.Tensor for t in tensors):
-        dq, dk, dv, d_initial = backward(q, k, v, d_out, ctx.decay, ctx.scale, initial_state, d_final, cu_seqlens,
-                                         need_d_initial)
+    tensors = (q, k, v, d_out, gamma, g, initial_state, d_final, cu_seqlens)
+    if eager() and all(t is None or type(t) is torch.Tensor for t in tensors):
+        dq, dk, dv, d_initial = backward(q, k, v, d_out, ctx.decay, gamma, g, ctx.scale, initial_state, d_final,
+                                         cu_seqlens, need_d_initial, ctx.layout)
     else:
         dq, dk, dv, d_initial = torch.ops.culina.linear_attention_backward(
-            q, k, v, d_out, ctx.decay, ctx.scale, initial_state, d_final, cu_seqlens, need_d_initial)
-    return dq, dk, dv, None, None, d_initial if need_d_initial else None, None, None
+            q, k, v, d_out, ctx.decay, gamma, g, ctx.scale, initial_state, d_final, cu_seqlens, need_d_initial,
+            ctx.layout)
+    d_gamma = d_g = None
+    if ctx.needs_input_grad[GAMMA] or ctx.needs_input_grad[GATES]:
+        d_g = gate_gradient(q, k, dq, dk, final, d_final, cu_seqlens, ctx.layout)
+        if ctx.needs_input_grad[GAMMA]:
+            d_gamma = d_g.sum((0, _api.AXES[ctx.layout][2]))
+        if not ctx.needs_input_grad[GATES]:
+            d_g = None
+    return (dq, dk, dv, None, d_gamma, d_g, None, d_initial if need_d_initial else None, None, None, None)
 
 
 _forward_op.register_autograd(_backward_formula, setup_context=_setup_context)
-

@@ -1,121 +1,145 @@
-// The C++ CPU kernel against an independent double-precision loop, plus the 16-bit
-// conversions it relies on.
+// The C++ CPU kernel's forward against the float64 recurrence (float64_reference.h): every part
+// of the forget gate alone and together, both layouts and strided views, packed sequences, and
+// the 16-bit conversions it relies on.
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
+#include <ostream>
+#include <string>
 #include <vector>
 
 #include "common/dtype.h"
 #include "cpu/linear_attention_cpu.h"
+#include "float64_reference.h"
 
 namespace culina {
 namespace {
 
-struct Shape {
-  int64_t b, h, t, dk, dv;
+using reference::Gating;
+using reference::Placement;
+using reference::Shape;
+
+struct Case {
+  Shape shape;
+  DType dtype;
+  Gating gating;
+  bool with_states;
+  Placement in_place, out_place;  // q, k, v and the gates; out
+  bool offsets_64;
 };
 
-// o_t = scale q_t S_t with S_t = g S_(t-1) + k_t^T v_t, written as the closed form
-// S_t = g^t S_0 + sum_{s<=t} g^(t-s) k_s^T v_s so that it shares no code path with the kernel.
-std::vector<double> closed_form(const Shape& s, const std::vector<float>& q, const std::vector<float>& k,
-                                const std::vector<float>& v, const std::vector<float>& decay,
-                                const std::vector<float>& s0, float scale) {
-  std::vector<double> out(s.b * s.h * s.t * s.dv, 0.0);
-  for (int64_t bh = 0; bh < s.b * s.h; ++bh) {
-    const double g = decay.empty() ? 1.0 : decay[bh % s.h];
-    for (int64_t t = 0; t < s.t; ++t)
-      for (int64_t j = 0; j < s.dv; ++j) {
-        double acc = 0.0;
-        for (int64_t i = 0; i < s.dk; ++i) {
-          const double qi = q[(bh * s.t + t) * s.dk + i];
-          if (!s0.empty()) acc += qi * std::pow(g, double(t + 1)) * s0[(bh * s.dk + i) * s.dv + j];
-          for (int64_t u = 0; u <= t; ++u)
-            acc += qi * std::pow(g, double(t - u)) * k[(bh * s.t + u) * s.dk + i] * v[(bh * s.t + u) * s.dv + j];
-        }
-        out[(bh * s.t + t) * s.dv + j] = scale * acc;
-      }
-  }
+std::string place_name(Placement place) {
+  return std::string(place.tokens_first ? "BTHD" : "BHTD") + (place.pad ? "pad" + std::to_string(place.pad) : "");
+}
+
+std::string describe(const Case& c) {
+  const char* dtypes[] = {"fp32", "fp16", "bf16"};
+  std::string name = std::string(dtypes[int(c.dtype)]) + "_H" + std::to_string(c.shape.heads) + "_Dk" +
+                     std::to_string(c.shape.dk) + "_Dv" + std::to_string(c.shape.dv) +
+                     (c.shape.packed ? "_packed" : "_padded");
+  for (int64_t n : c.shape.lengths) name += "_" + std::to_string(n);
+  name += c.gating.decay ? "_decay" : "";
+  name += c.gating.gamma ? "_gamma" : "";
+  name += c.gating.gates ? "_gates" : "";
+  name += c.with_states ? "_states" : "";
+  return name + "_" + place_name(c.in_place) + "_to_" + place_name(c.out_place) + (c.offsets_64 ? "_i64" : "");
+}
+
+std::string case_name(const ::testing::TestParamInfo<Case>& info) { return describe(info.param); }
+void PrintTo(const Case& c, std::ostream* os) { *os << describe(c); }
+
+class CpuForward : public ::testing::TestWithParam<Case> {};
+
+TEST_P(CpuForward, MatchesTheFloat64Recurrence) {
+  const Case& c = GetParam();
+  const Shape& s = c.shape;
+  const reference::Inputs in = reference::random_inputs(s, c.dtype, c.gating, c.with_states, 1234);
+  reference::Setup setup(s, in, c.dtype, c.in_place, c.offsets_64);
+  reference::Tensor out(s, c.out_place, s.dv, c.dtype);
+  std::vector<float> final_state(s.states(), std::nanf(""));
+  setup.problem.out = out.out();
+  setup.problem.final_state = final_state.data();
+  cpu::linear_attention(setup.problem, 3);
+
+  std::vector<double> want_out, want_final;
+  reference::forward(s, in, want_out, want_final);
+  EXPECT_LT(reference::relative_error(out.values(), want_out), reference::tolerance(c.dtype)) << "out";
+  EXPECT_LT(reference::relative_error(reference::doubles(final_state), want_final), 1e-5) << "final state";
+  EXPECT_TRUE(out.padding_untouched()) << "the kernel wrote outside out's rows";
+}
+
+std::vector<Case> cases() {
+  const std::vector<Shape> shapes = {
+      {3, 8, 12, {17, 17}, false},     // odd T, Dk != Dv
+      {1, 4, 4, {1}, false},           // one token
+      {2, 16, 40, {40}, false},        // Dk 16, Dv 40
+      {2, 6, 7, {5, 0, 17, 1}, true},  // packed, with an empty sequence
+      {2, 16, 40, {70, 3}, true},
+  };
+  const Placement heads_first{false, 0}, tokens_first{true, 0};
+  // q, k, v out of one fused projection ([B, T, 3 H D]), out into a padded [B, H, T, D + 5].
+  const std::pair<Placement, Placement> placements[] = {
+      {heads_first, heads_first}, {tokens_first, tokens_first}, {{true, 24}, {false, 5}}};
+  std::vector<Case> out;
+  for (const Shape& s : shapes)
+    for (int parts = 0; parts < 8; ++parts)
+      for (bool states : {false, true})
+        for (const auto& [in_place, out_place] : placements)
+          out.push_back({s, DType::kFloat32, {bool(parts & 1), bool(parts & 2), bool(parts & 4)}, states, in_place,
+                         out_place, false});
+  for (DType dtype : {DType::kFloat16, DType::kBFloat16})
+    for (const Shape& s : {shapes[0], shapes[4]})
+      out.push_back({s, dtype, {true, true, true}, true, tokens_first, tokens_first, false});
+  out.push_back({shapes[3], DType::kFloat32, {true, true, true}, true, tokens_first, heads_first, true});
   return out;
 }
 
-std::vector<float> random_vector(size_t n, std::mt19937& gen) {
-  std::normal_distribution<float> dist(0.0f, 0.5f);
-  std::vector<float> x(n);
-  for (auto& e : x) e = dist(gen);
-  return x;
+INSTANTIATE_TEST_SUITE_P(Cases, CpuForward, ::testing::ValuesIn(cases()), case_name);
+
+// Tokens from..to of every sequence of a padded batch, as a batch of their own.
+std::vector<double> token_range(const Shape& s, const std::vector<double>& x, int64_t width, int64_t from,
+                                int64_t to) {
+  std::vector<double> out;
+  for (int64_t n = 0; n < s.sequences(); ++n)
+    for (int64_t h = 0; h < s.heads; ++h)
+      out.insert(out.end(), x.begin() + s.index(n, h, from, width), x.begin() + s.index(n, h, to, width));
+  return out;
 }
 
-double relative_error(const std::vector<float>& got, const std::vector<double>& want) {
-  double num = 0.0, den = 0.0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    num += (got[i] - want[i]) * (got[i] - want[i]);
-    den += want[i] * want[i];
+// A gated run split in two, the second half starting from the first's final state, gives the
+// whole run's outputs.
+TEST(CpuForward, FinalStateContinuesTheSequence) {
+  const Shape whole{2, 8, 6, {24, 24}, false}, half{2, 8, 6, {12, 12}, false};
+  const Placement place{true, 0};
+  const reference::Inputs in = reference::random_inputs(whole, DType::kFloat32, {true, true, true}, false, 7);
+  reference::Setup all(whole, in, DType::kFloat32, place);
+  reference::Tensor whole_out(whole, place, whole.dv, DType::kFloat32);
+  all.problem.out = whole_out.out();
+  cpu::linear_attention(all.problem);
+
+  reference::Inputs parts[2] = {in, in};
+  for (int part = 0; part < 2; ++part) {
+    reference::Inputs& x = parts[part];
+    const int64_t from = part * 12, to = from + 12;
+    x.q = token_range(whole, in.q, whole.dk, from, to);
+    x.k = token_range(whole, in.k, whole.dk, from, to);
+    x.v = token_range(whole, in.v, whole.dv, from, to);
+    x.d_out = token_range(whole, in.d_out, whole.dv, from, to);
+    x.gates = token_range(whole, in.gates, 1, from, to);
   }
-  return std::sqrt(num / den);
-}
+  std::vector<float> state(half.states());
+  reference::Setup first(half, parts[0], DType::kFloat32, place), second(half, parts[1], DType::kFloat32, place);
+  reference::Tensor first_out(half, place, half.dv, DType::kFloat32), second_out(half, place, half.dv, DType::kFloat32);
+  first.problem.out = first_out.out();
+  first.problem.final_state = state.data();
+  cpu::linear_attention(first.problem);
+  second.problem.out = second_out.out();
+  second.problem.initial_state = state.data();
+  cpu::linear_attention(second.problem);
 
-class CpuKernel : public ::testing::TestWithParam<std::tuple<Shape, bool, bool>> {};
-
-TEST_P(CpuKernel, MatchesClosedForm) {
-  const auto [shape, with_decay, with_state] = GetParam();
-  std::mt19937 gen(1234);
-  const auto q = random_vector(shape.b * shape.h * shape.t * shape.dk, gen);
-  const auto k = random_vector(q.size(), gen);
-  const auto v = random_vector(shape.b * shape.h * shape.t * shape.dv, gen);
-  std::vector<float> decay, s0;
-  if (with_decay)
-    for (int64_t i = 0; i < shape.h; ++i) decay.push_back(0.7f + 0.1f * float(i % 3));
-  if (with_state) s0 = random_vector(shape.b * shape.h * shape.dk * shape.dv, gen);
-  std::vector<float> out(v.size(), std::nanf("")), final_state(shape.b * shape.h * shape.dk * shape.dv);
-
-  Problem p;
-  p.batch = shape.b, p.heads = shape.h, p.seq_len = shape.t, p.dk = shape.dk, p.dv = shape.dv;
-  p.dtype = DType::kFloat32;
-  p.scale = 0.25f;
-  p.decay = decay;
-  p.q = q.data(), p.k = k.data(), p.v = v.data(), p.out = out.data();
-  p.initial_state = with_state ? s0.data() : nullptr;
-  p.final_state = final_state.data();
-  cpu::linear_attention(p, 3);
-
-  EXPECT_LT(relative_error(out, closed_form(shape, q, k, v, decay, s0, 0.25f)), 1e-5);
-}
-
-INSTANTIATE_TEST_SUITE_P(Shapes, CpuKernel,
-                         ::testing::Combine(::testing::Values(Shape{2, 3, 17, 8, 12}, Shape{1, 1, 1, 4, 4},
-                                                              Shape{1, 2, 40, 16, 5}),
-                                            ::testing::Bool(), ::testing::Bool()));
-
-TEST(CpuKernel, FinalStateContinuesTheSequence) {
-  const Shape s{1, 2, 24, 8, 8};
-  std::mt19937 gen(7);
-  const auto q = random_vector(s.h * s.t * s.dk, gen), k = random_vector(q.size(), gen);
-  const auto v = random_vector(s.h * s.t * s.dv, gen);
-  std::vector<float> whole(v.size()), state(s.h * s.dk * s.dv), first(v.size() / 2), second(v.size() / 2);
-  Problem p;
-  p.batch = 1, p.heads = 2, p.seq_len = s.t, p.dk = s.dk, p.dv = s.dv, p.decay = {0.9f, 0.6f};
-  p.q = q.data(), p.k = k.data(), p.v = v.data(), p.out = whole.data();
-  cpu::linear_attention(p);
-  EXPECT_TRUE(std::isfinite(whole[0]));
-  // Same sequences split in two halves per head; halves laid out as their own [1,H,T/2,D] arrays.
-  auto half = [&](const std::vector<float>& x, int64_t width, int64_t part) {
-    std::vector<float> out;
-    for (int64_t h = 0; h < s.h; ++h)
-      out.insert(out.end(), x.begin() + (h * s.t + part * s.t / 2) * width,
-                 x.begin() + (h * s.t + (part + 1) * s.t / 2) * width);
-    return out;
-  };
-  const auto q0 = half(q, s.dk, 0), k0 = half(k, s.dk, 0), v0 = half(v, s.dv, 0);
-  const auto q1 = half(q, s.dk, 1), k1 = half(k, s.dk, 1), v1 = half(v, s.dv, 1);
-  p.seq_len = s.t / 2;
-  p.q = q0.data(), p.k = k0.data(), p.v = v0.data(), p.out = first.data(), p.final_state = state.data();
-  cpu::linear_attention(p);
-  p.q = q1.data(), p.k = k1.data(), p.v = v1.data(), p.out = second.data(), p.final_state = nullptr;
-  p.initial_state = state.data();
-  cpu::linear_attention(p);
-  const auto whole_second = half(whole, s.dv, 1);
-  for (size_t i = 0; i < second.size(); ++i) EXPECT_NEAR(second[i], whole_second[i], 1e-4f) << i;
+  const std::vector<double> want = token_range(whole, whole_out.values(), whole.dv, 12, 24), got = second_out.values();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << i;
 }
 
 TEST(Dtype, HalfAndBFloat16RoundTrip) {
@@ -132,14 +156,14 @@ TEST(Dtype, HalfAndBFloat16RoundTrip) {
   EXPECT_TRUE(std::isnan(to_float(from_float<Half>(std::nanf("")))));
 }
 
-TEST(CpuKernel, SixteenBitInputsRoundTheOutput) {
+TEST(CpuForward, SixteenBitInputsRoundTheOutput) {
   std::vector<Half> q = {from_float<Half>(1.0f)}, v = {from_float<Half>(3.0f)};
   std::vector<Half> out(1);
   Problem p;
   p.batch = p.heads = p.seq_len = p.dk = p.dv = 1;
   p.dtype = DType::kFloat16;
   p.scale = 1.0f / 3.0f;
-  p.q = q.data(), p.k = q.data(), p.v = v.data(), p.out = out.data();
+  p.q.data = q.data(), p.k.data = q.data(), p.v.data = v.data(), p.out.data = out.data();
   cpu::linear_attention(p);
   EXPECT_EQ(to_float(out[0]), 1.0f);
 }

@@ -40,7 +40,7 @@ def test_matches_recurrence(rng, dtype, use_decay, shape):
     q, k = make(rng, (b, h, t, dk), dtype), make(rng, (b, h, t, dk), dtype)
     v = make(rng, (b, h, t, dv), dtype)
     decay = rng.uniform(0.6, 1.0, size=h) if use_decay else None
-    out, state = culina.linear_attention(q, k, v, decay, output_final_state=True)
+    out, state = culina.linear_attention(q, k, v, decay, output_final_state=True, layout="BHTD")
     ref_out, ref_state = reference(q, k, v, decay)
     assert out.dtype == v.dtype and out.shape == (b, h, t, dv)
     assert state.dtype == np.float32 and state.shape == (b, h, dk, dv)
@@ -105,3 +105,74 @@ def test_numpy_calls_never_import_torch():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "False"
+
+
+def gates(rng, shape):
+    """Per-token natural-log forget gates, mostly near 0 (long memory)."""
+    return -np.log1p(np.exp(-rng.standard_normal(shape) - 3)).astype(np.float32)
+
+
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+@pytest.mark.parametrize("layout", ["BHTD", "BTHD"])
+def test_gates_match_recurrence(rng, dtype, layout):
+    b, h, t, dk, dv = 2, 3, 29, 16, 24
+    q, k, v = make(rng, (b, h, t, dk), dtype), make(rng, (b, h, t, dk), dtype), make(rng, (b, h, t, dv), dtype)
+    g = gates(rng, (b, h, t))
+    s0 = rng.standard_normal((b, h, dk, dv)).astype(np.float32)
+    decay = [0.9, 0.95, 1.0]
+    swap = (lambda x: x) if layout == "BHTD" else (lambda x: np.ascontiguousarray(np.swapaxes(x, 1, 2)))
+    out, state = culina.linear_attention(swap(q), swap(k), swap(v), decay, g=swap(g), scale=0.4, initial_state=s0,
+                                         output_final_state=True, layout=layout)
+    ref_out, ref_state = reference(q, k, v, decay, scale=0.4, initial_state=s0, g=g)
+    assert out.shape == swap(ref_out).shape and out.flags.c_contiguous
+    assert rel_err(np.swapaxes(out, 1, 2) if layout == "BTHD" else out, ref_out) < TOLERANCE[dtype]
+    assert rel_err(state, ref_state) < 1e-5
+
+
+def test_strided_views_are_read_in_place(rng):
+    """Slices of a fused [B, T, 3, H, D] projection (BTHD views), their transposes (BHTD) and a
+    reversed view (a negative token stride) give the results of contiguous copies."""
+    qkv = rng.standard_normal((2, 23, 3, 2, 8)).astype(np.float32)
+    q, k, v = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
+    g = gates(rng, (2, 2, 23)).swapaxes(1, 2)  # [B, T, H], strided
+    assert not q.flags.c_contiguous and not g.flags.c_contiguous
+    copies = [np.ascontiguousarray(x) for x in (q, k, v, g)]
+    expected = culina.linear_attention(*copies[:3], g=copies[3], layout="BTHD")
+    np.testing.assert_array_equal(culina.linear_attention(q, k, v, g=g, layout="BTHD"), expected)
+    transposed = [x.swapaxes(1, 2) for x in (q, k, v, g)]
+    np.testing.assert_array_equal(culina.linear_attention(*transposed[:3], g=transposed[3], layout="BHTD"),
+                                  expected.swapaxes(1, 2))
+    reversed_tokens = [x[:, ::-1] for x in (q, k, v, g)]
+    np.testing.assert_array_equal(
+        culina.linear_attention(*reversed_tokens[:3], g=reversed_tokens[3], layout="BTHD"),
+        culina.linear_attention(*(np.ascontiguousarray(x) for x in reversed_tokens[:3]),
+                                g=np.ascontiguousarray(reversed_tokens[3]), layout="BTHD"))
+
+
+def test_packed_sequences_with_gates_match_recurrence(rng):
+    offsets = np.array([0, 7, 7, 30, 41], dtype=np.int32)
+    q, k, v = (make(rng, (1, 41, 2, 8), "float32") for _ in range(3))  # [1, total_T, H, D]
+    g = gates(rng, (1, 41, 2))
+    s0 = rng.standard_normal((4, 2, 8, 8)).astype(np.float32)
+    out, state = culina.linear_attention(q, k, v, [0.9, 0.7], g=g, initial_state=s0, output_final_state=True,
+                                         cu_seqlens=offsets)  # the offsets' total T tells the layout
+    assert out.shape == (1, 41, 2, 8)
+    bhtd = lambda x: np.swapaxes(x, 1, 2)  # noqa: E731
+    for i, (start, end) in enumerate(zip(offsets[:-1], offsets[1:])):
+        ref_out, ref_state = reference(*(bhtd(x[:, start:end]) for x in (q, k, v)), [0.9, 0.7],
+                                       initial_state=s0[i:i + 1], g=bhtd(g[:, start:end]))
+        if end > start:
+            assert rel_err(bhtd(out[:, start:end]), ref_out) < 1e-5
+        assert rel_err(state[i:i + 1], ref_state) < 1e-5
+
+
+def test_numpy_gate_and_layout_errors(rng):
+    q = rng.standard_normal((1, 12, 3, 8)).astype(np.float32)
+    with pytest.raises(ValueError, match=r'^q: shape \(1, 12, 3, 8\) is ambiguous: .* pass layout="BHTD" or '
+                                         r'layout="BTHD"'):
+        culina.linear_attention(q, q, q)
+    with pytest.raises(TypeError, match=r"^g: dtype float64 is not supported; the gates are float32"):
+        culina.linear_attention(q, q, q, g=np.zeros((1, 12, 3)), layout="BTHD")
+    with pytest.raises(ValueError, match=r"^decay: expected shape \[H\] = \(3,\), got \(1, 12, 3\); per-token "
+                                         r"forget gates go in g="):
+        culina.linear_attention(q, q, q, np.full((1, 12, 3), 0.9), layout="BTHD")

@@ -60,11 +60,11 @@ def test_gpu_matches_cpu_reference(dtype, shape, mode):
     decay = rng.uniform(0.8, 1.0, size=h).tolist() if mode != "plain" else None
     s0 = rng.standard_normal((b, h, dk, dv)).astype(np.float32) if mode == "decay+state" else None
     out, state = culina.linear_attention(q, k, v, decay, initial_state=None if s0 is None else torch.from_numpy(s0).cuda(),
-                                         output_final_state=True)
+                                         output_final_state=True, layout="BHTD")
     assert isinstance(out, torch.Tensor) and out.device == q.device and out.dtype == q.dtype
     assert out.shape == (b, h, t, dv) and state.shape == (b, h, dk, dv) and state.dtype == torch.float32
     ref_out, ref_state = culina.linear_attention(to_numpy(q, dtype), to_numpy(k, dtype), to_numpy(v, dtype), decay,
-                                                 initial_state=s0, output_final_state=True)
+                                                 initial_state=s0, output_final_state=True, layout="BHTD")
     assert rel_err(out.float().cpu().numpy(), ref_out.astype(np.float32)) < TOLERANCE[dtype]
     assert rel_err(state.cpu().numpy(), ref_state) < TOLERANCE[dtype]
 
@@ -139,10 +139,27 @@ def test_a_call_creates_a_context_on_its_own_gpu_only():
     assert after_call == after_torch and after_call[-1] == 1
 
 
-def test_non_contiguous_cuda_input_is_refused():
+def test_strided_feature_axis_is_refused():
     q, k, v = random_inputs((1, 2, 16, 128, 64), "float16", seed=1)
-    with pytest.raises(ValueError, match=r"^q: non-contiguous layouts are not supported"):
+    with pytest.raises(ValueError, match=r"^q: the feature axis \(the last\) has stride 2; culina reads any view"):
         culina.linear_attention(q[..., ::2], k[..., ::2].contiguous(), v)
+
+
+@pytest.mark.parametrize("dtype", list(TORCH_DTYPES))
+@pytest.mark.parametrize("dim", [64, 96, 128])
+def test_views_of_a_fused_projection_are_read_in_place(dtype, dim):
+    """Slices of one [B, T, 3, H, D] projection (BTHD views, token stride 3 H D) and their BHTD
+    transposes give the results of contiguous copies, on every path."""
+    gen = torch.Generator(device="cuda").manual_seed(dim)
+    qkv = torch.randn(2, 300, 3, 4, dim, device="cuda", generator=gen).to(TORCH_DTYPES[dtype])
+    q, k, v = qkv.unbind(2)
+    g = torch.nn.functional.logsigmoid(torch.randn(2, 4, 300, device="cuda", generator=gen) + 3).transpose(1, 2)
+    expected = culina.linear_attention(q.contiguous(), k.contiguous(), v.contiguous(), g=g.contiguous(),
+                                       layout="BTHD")
+    torch.testing.assert_close(culina.linear_attention(q, k, v, g=g, layout="BTHD"), expected, rtol=0, atol=0)
+    transposed = [x.transpose(1, 2) for x in (q, k, v, g)]
+    torch.testing.assert_close(culina.linear_attention(*transposed[:3], g=transposed[3], layout="BHTD"),
+                               expected.transpose(1, 2), rtol=0, atol=0)
 
 
 def test_cuda_and_numpy_mixed_is_refused():

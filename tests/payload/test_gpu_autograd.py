@@ -38,7 +38,7 @@ def run_both(shape, dtype, seed, decay=None, use_state=False, use_final=False, c
     leaves64 = [x.double().requires_grad_() for x in inputs] + ([s0.double().requires_grad_()] if use_state else [])
     seqlens = None if cu_seqlens is None else torch.tensor(cu_seqlens, dtype=torch.int32, device="cuda")
     out, final = culina.linear_attention(*leaves[:3], decay, scale=scale, initial_state=leaves[3] if use_state else None,
-                                         output_final_state=True, cu_seqlens=seqlens)
+                                         output_final_state=True, cu_seqlens=seqlens, layout="BHTD")
     ref_out, ref_final = reference(*leaves64[:3], decay, scale, leaves64[3] if use_state else None, cu_seqlens)
     d_out = torch.randn(out.shape, generator=gen).to(out.dtype)
     d_final = torch.randn(final.shape, generator=gen)
@@ -76,11 +76,13 @@ def test_routes_agree():
 
     q, k, v, d_out = (torch.randn(1, 2, 200, 64, device="cuda", dtype=torch.bfloat16) for _ in range(4))
     direct = culina.linear_attention(q, k, v, [0.9, 0.8])
-    dispatched, _ = torch.ops.culina.linear_attention(q, k, v, [0.9, 0.8], 64 ** -0.5, None, None, False)
+    dispatched, _ = torch.ops.culina.linear_attention(q, k, v, [0.9, 0.8], None, None, 64 ** -0.5, None, None, False,
+                                                      "BHTD")
     torch.testing.assert_close(dispatched, direct, rtol=0, atol=0)
-    direct_grads = _torch.backward(q, k, v, d_out, [0.9, 0.8], 64 ** -0.5, None, None, None, False)[:3]
-    dispatched_grads = torch.ops.culina.linear_attention_backward(q, k, v, d_out, [0.9, 0.8], 64 ** -0.5, None, None,
-                                                                  None, False)[:3]
+    direct_grads = _torch.backward(q, k, v, d_out, [0.9, 0.8], None, None, 64 ** -0.5, None, None, None, False,
+                                   "BHTD")[:3]
+    dispatched_grads = torch.ops.culina.linear_attention_backward(q, k, v, d_out, [0.9, 0.8], None, None, 64 ** -0.5,
+                                                                  None, None, None, False, "BHTD")[:3]
     for got, want in zip(direct_grads, dispatched_grads):
         torch.testing.assert_close(got, want, rtol=0, atol=0)
 

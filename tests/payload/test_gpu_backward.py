@@ -18,9 +18,11 @@ DTYPES = {"float32": (torch.float32, 0), "float16": (torch.float16, 1), "bfloat1
 # ||gpu - cpu|| / ||cpu||: 16-bit types run on tensor cores, which round the decayed
 # attention matrix, the scaled operands and the chunk states to 16 bits.
 TOLERANCE = {"float32": 1e-4, "float16": 5e-3, "bfloat16": 2e-2}
-# (H, Dk, Dv): the first three take the tensor-core path for 16-bit types in all three
-# backward passes (Dk and Dv both in {64, 128, 256}); the others the generic one.
-HEADS = [(2, 64, 64), (1, 128, 256), (1, 256, 128), (2, 32, 48), (1, 7, 130)]
+# (H, Dk, Dv): Dk and Dv multiples of 8 from 16 to 256 take the tensor-core path for 16-bit
+# types in all three backward passes (padded inside the kernels where not 64, 128 or 256); the
+# last one the generic path.
+HEADS = [(2, 64, 64), (1, 128, 256), (1, 256, 128), (2, 32, 48), (2, 96, 96), (1, 80, 112), (1, 16, 192),
+         (1, 7, 130)]
 
 
 def address(x):
@@ -33,14 +35,23 @@ def rel_err(got, want):
     return ((got - want).norm() / want.norm()).item()
 
 
-class Problem:
-    """Inputs of one problem on the CPU; `run` runs forward and backward on a device."""
+def rows_strides(x, layout):
+    """(batch, head, token) element strides of a tensor in `layout` (gates: no feature axis)."""
+    batch, first, second = x.stride()[:3]
+    return (batch, first, second) if layout == "BHTD" else (batch, second, first)
 
-    def __init__(self, dims, dtype, seed, decay, states, lengths=None):
+
+class Problem:
+    """Inputs of one problem on the CPU, in either layout; `run` runs forward and backward on a
+    device. gates: per-token gates g and a per-head log decay gamma, besides any decay."""
+
+    def __init__(self, dims, dtype, seed, decay, states, lengths=None, gates=False, layout="BHTD"):
         b, h, t, dk, dv = dims
         torch_dtype, self.code = DTYPES[dtype]
         gen = torch.Generator().manual_seed(seed)
-        make = lambda *s: (0.5 * torch.randn(*s, generator=gen)).to(torch_dtype)
+        self.layout = layout
+        in_layout = (lambda x: x) if layout == "BHTD" else (lambda x: x.transpose(1, 2).contiguous())
+        make = lambda *s: in_layout((0.5 * torch.randn(*s, generator=gen)).to(torch_dtype))  # noqa: E731
         self.dims = list(dims)
         self.q, self.k, self.v, self.do = make(b, h, t, dk), make(b, h, t, dk), make(b, h, t, dv), make(b, h, t, dv)
         self.sequences = len(lengths) if lengths is not None else b
@@ -48,14 +59,19 @@ class Problem:
         self.s0 = torch.randn(*state_shape, generator=gen) if states else None
         self.d_final = torch.randn(*state_shape, generator=gen) if states else None
         self.decay = [0.97 - 0.05 * (i % 3) for i in range(h)] if decay else None
+        self.g = self.gamma = None
+        if gates:
+            self.g = in_layout(torch.nn.functional.logsigmoid(torch.randn(b, h, t, generator=gen) + 3))
+            self.gamma = -0.05 * torch.rand(h, generator=gen)
         self.scale = dk ** -0.5
         self.cu_seqlens = None
         if lengths is not None:
             self.cu_seqlens = torch.tensor([0] + lengths).cumsum(0)
 
     def run(self, device, seqlen_bits=64):
-        on = lambda x: x.to(device) if x is not None else None
-        q, k, v, do, s0, d_final = map(on, (self.q, self.k, self.v, self.do, self.s0, self.d_final))
+        on = lambda x: x.to(device) if x is not None else None  # noqa: E731
+        q, k, v, do, s0, d_final, g, gamma = map(on, (self.q, self.k, self.v, self.do, self.s0, self.d_final, self.g,
+                                                      self.gamma))
         cu = None
         packed = {}
         if self.cu_seqlens is not None:
@@ -65,24 +81,29 @@ class Problem:
         final = torch.empty(self.sequences, *self.dims[1:2], *self.dims[3:], device=device)
         dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
         d_init = torch.full_like(final, float("nan"))
-        common = (self.dims, self.code, self.scale, self.decay)
+        at = lambda x: rows_strides(x, self.layout) if x is not None else (0, 0, 0)  # noqa: E731
+        forward_strides = [at(q), at(k), at(v), at(out), at(g)]
+        backward_strides = [at(q), at(k), at(v), at(do), at(dq), at(dk), at(dv), at(g)]
+        common = (self.dims, self.code, self.scale, self.decay, address(gamma), address(g))
+        gated = g is not None
         if device == "cpu":
             _C.cpu_forward(address(q), address(k), address(v), address(out), address(s0), address(final), *common,
-                           **packed)
+                           forward_strides, **packed)
             _C.cpu_backward(address(q), address(k), address(v), address(do), address(s0), address(d_final),
-                            address(dq), address(dk), address(dv), address(d_init), *common, **packed)
+                            address(dq), address(dk), address(dv), address(d_init), *common, backward_strides,
+                            **packed)
         else:
             stream = torch.cuda.current_stream().cuda_stream
             num_seqs = packed.get("num_seqs", 0)
-            size = _C.gpu_workspace_bytes(self.dims, self.code, 0, num_seqs=num_seqs)
+            size = _C.gpu_workspace_bytes(self.dims, self.code, 0, num_seqs=num_seqs, gated=gated)
             workspace = torch.empty(size, dtype=torch.uint8, device=device)
             _C.gpu_forward(address(q), address(k), address(v), address(out), address(s0), address(final), *common,
-                           0, stream, workspace.data_ptr(), size, **packed)
-            size = _C.gpu_backward_workspace_bytes(self.dims, self.code, 0, num_seqs=num_seqs)
+                           forward_strides, 0, stream, workspace.data_ptr(), size, **packed)
+            size = _C.gpu_backward_workspace_bytes(self.dims, self.code, 0, num_seqs=num_seqs, gated=gated)
             workspace = torch.empty(size, dtype=torch.uint8, device=device)
             _C.gpu_backward(address(q), address(k), address(v), address(do), address(s0), address(d_final),
-                            address(dq), address(dk), address(dv), address(d_init), *common, 0, stream,
-                            workspace.data_ptr(), size, **packed)
+                            address(dq), address(dk), address(dv), address(d_init), *common, backward_strides, 0,
+                            stream, workspace.data_ptr(), size, **packed)
             torch.cuda.synchronize()
         return {"out": out, "final state": final, "dq": dq, "dk": dk, "dv": dv, "d initial state": d_init}
 
@@ -97,23 +118,25 @@ def assert_matches_cpu(problem, dtype, **run_args):
 @pytest.mark.parametrize("dtype", list(DTYPES))
 @pytest.mark.parametrize("heads", HEADS, ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("t", [1, 63, 200])
-@pytest.mark.parametrize("mode", ["plain", "decay+states"])
+@pytest.mark.parametrize("mode", ["plain", "decay+states", "gates+states", "gates+states BTHD"])
 def test_backward_matches_cpu(dtype, heads, t, mode):
     h, dk, dv = heads
-    problem = Problem((2, h, t, dk, dv), dtype, seed=t * 31 + dk, decay=mode != "plain", states=mode != "plain")
+    problem = Problem((2, h, t, dk, dv), dtype, seed=t * 31 + dk, decay=mode == "decay+states",
+                      states=mode != "plain", gates="gates" in mode, layout="BTHD" if "BTHD" in mode else "BHTD")
     assert_matches_cpu(problem, dtype)
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES))
-@pytest.mark.parametrize("heads", [HEADS[0], HEADS[1], HEADS[3]], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("heads", [HEADS[0], HEADS[1], HEADS[3], HEADS[4]], ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("seqlen_bits", [32, 64])
-def test_packed_sequences_match_cpu(dtype, heads, seqlen_bits):
+@pytest.mark.parametrize("gates", [False, True], ids=["decay", "gates BTHD"])
+def test_packed_sequences_match_cpu(dtype, heads, seqlen_bits, gates):
     """Sequences of every kind of length (empty, one row, across chunk edges, starting
     mid-chunk), each from its own initial state."""
     h, dk, dv = heads
     lengths = [70, 0, 1, 64, 130, 5, 200]
-    problem = Problem((1, h, sum(lengths), dk, dv), dtype, seed=dk + seqlen_bits, decay=True, states=True,
-                      lengths=lengths)
+    problem = Problem((1, h, sum(lengths), dk, dv), dtype, seed=dk + seqlen_bits, decay=not gates, states=True,
+                      lengths=lengths, gates=gates, layout="BTHD" if gates else "BHTD")
     assert_matches_cpu(problem, dtype, seqlen_bits=seqlen_bits)
 
 
@@ -141,11 +164,14 @@ def test_packed_sequences_equal_separate_calls():
 
 
 def test_kernel_path_names_the_path_taken():
+    """16-bit types: every head size 16..256 that is a multiple of 8 on the tensor cores, others
+    and float32 on the generic kernel."""
+    for size in range(16, 257, 8):
+        assert _C.kernel_path(0, 2, size, size).startswith("tensor-core"), size
     assert _C.kernel_path(0, 2, 128, 128) == "tensor-core, fused (sm_80+)"
-    assert _C.kernel_path(0, 1, 64, 256) == "tensor-core, fused (sm_80+)"
-    assert _C.kernel_path(0, 2, 256, 128) == "tensor-core, fused (sm_80+)"
+    assert _C.kernel_path(0, 1, 96, 64).startswith("tensor-core")
     assert _C.kernel_path(0, 0, 128, 128) == "generic"
-    assert _C.kernel_path(0, 1, 96, 64) == "generic"
+    assert _C.kernel_path(0, 1, 7, 64) == "generic"
 
 
 def test_workspace_follows_the_plan():
@@ -159,6 +185,9 @@ def test_workspace_follows_the_plan():
     # Packed sequences take the two passes, with a state per chunk slot: total_T / 64 +
     # num_seqs slots per head, whatever the lengths.
     assert _C.gpu_workspace_bytes([1, 4, 1000, 64, 64], 1, 0, num_seqs=3) == 4 * (15 + 3) * 64 * 64 * 2
+    # Gated, the two passes keep each chunk slot's cumulative gates besides.
+    assert (_C.gpu_workspace_bytes([1, 4, 1000, 64, 64], 1, 0, num_seqs=3, gated=True)
+            > _C.gpu_workspace_bytes([1, 4, 1000, 64, 64], 1, 0, num_seqs=3))
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])

@@ -44,7 +44,7 @@ def check_against_reference(q, k, v, decay, s0, mode, dtype, cu_seqlens=None, sc
     use_final = MODES[mode][2]
     seqlens = None if cu_seqlens is None else torch.tensor(cu_seqlens, dtype=torch.int32)
     out, final = culina.linear_attention(q, k, v, decay, scale=scale, initial_state=s0, output_final_state=True,
-                                         cu_seqlens=seqlens)
+                                         cu_seqlens=seqlens, layout="BHTD")
     leaves64 = [x.detach().double().requires_grad_() for x in (q, k, v)]
     s0_64 = s0.detach().double().requires_grad_() if s0 is not None else None
     ref_out, ref_final = reference(*leaves64, decay, scale, s0_64, cu_seqlens)
@@ -140,7 +140,8 @@ def test_torch_cpu_equals_numpy():
     np.testing.assert_array_equal(out.numpy(), culina.linear_attention(q.numpy(), k.numpy(), v.numpy(), [0.5, 0.9, 1.0]))
 
 
-def test_routes_agree():
+@pytest.mark.parametrize("gated", [False, True], ids=["decay-list", "gates"])
+def test_routes_agree(gated):
     """An eager call without grad and an eager backward skip the dispatcher; the op
     (torch.ops.culina.*), which autograd, torch.compile and tensor subclasses reach, gives the same
     bits, forward and backward."""
@@ -150,14 +151,17 @@ def test_routes_agree():
     q, k, v = (torch.randn(1, 2, 9, 4, generator=gen) for _ in range(3))
     s0, d_final = torch.randn(1, 2, 4, 4, generator=gen), torch.randn(1, 2, 4, 4, generator=gen)
     d_out = torch.randn(1, 2, 9, 4, generator=gen)
-    direct = culina.linear_attention(q, k, v, [0.9, 0.7], scale=0.5, initial_state=s0, output_final_state=True)
-    dispatched = torch.ops.culina.linear_attention(q, k, v, [0.9, 0.7], 0.5, s0, None, True)
-    direct_grads = _torch.backward(q, k, v, d_out, [0.9, 0.7], 0.5, s0, d_final, None, True)
-    dispatched_grads = torch.ops.culina.linear_attention_backward(q, k, v, d_out, [0.9, 0.7], 0.5, s0, d_final,
-                                                                  None, True)
+    decay = torch.tensor([0.9, 0.7]) if gated else [0.9, 0.7]
+    g = torch.nn.functional.logsigmoid(torch.randn(1, 2, 9, generator=gen)) if gated else None
+    decay_list, gamma = (None, decay.log()) if gated else (decay, None)
+    direct = culina.linear_attention(q, k, v, decay, g=g, scale=0.5, initial_state=s0, output_final_state=True)
+    dispatched = torch.ops.culina.linear_attention(q, k, v, decay_list, gamma, g, 0.5, s0, None, True, "BHTD")
+    direct_grads = _torch.backward(q, k, v, d_out, decay_list, gamma, g, 0.5, s0, d_final, None, True, "BHTD")
+    dispatched_grads = torch.ops.culina.linear_attention_backward(q, k, v, d_out, decay_list, gamma, g, 0.5, s0,
+                                                                  d_final, None, True, "BHTD")
     for got, want in zip((*direct, *direct_grads), (*dispatched, *dispatched_grads)):
         torch.testing.assert_close(got, want, rtol=0, atol=0)
-    with_grad = culina.linear_attention(q.requires_grad_(), k, v, [0.9, 0.7], scale=0.5, initial_state=s0)
+    with_grad = culina.linear_attention(q.requires_grad_(), k, v, decay, g=g, scale=0.5, initial_state=s0)
     assert with_grad.grad_fn is not None and direct[0].grad_fn is None
 
 
@@ -238,7 +242,8 @@ def test_packed_argument_errors():
 
 def test_torch_argument_errors():
     q = torch.zeros(1, 2, 10, 4)
-    raises(ValueError, r"^k: non-contiguous layouts are not supported", q, torch.zeros(1, 2, 4, 10).mT, q)
+    raises(ValueError, r"^k: the feature axis \(the last\) has stride 10; culina reads any view whose last axis has "
+           r"stride 1", q, torch.zeros(1, 2, 4, 10).mT, q)
     raises(TypeError, r"^v: dtype float16 differs from q's float32", q, q, q.half())
     raises(TypeError, r"^q: dtype float64 is not supported; use float32, float16 or bfloat16", *[q.double()] * 3)
     raises(ValueError, r"^decay: every value must be in \(0, 1\], head 1 has 1.5", q, q, q, [0.5, 1.5])

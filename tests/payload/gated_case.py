@@ -1,0 +1,80 @@
+"""One problem with forget gates run through culina and through the float64 recurrence
+(torch_reference) on the same inputs and upstream gradients: the pairs the CPU
+(test_torch_gates.py) and GPU (test_gpu_gates.py) tests compare."""
+import torch
+import torch.nn.functional as F
+from torch_reference import reference
+
+import culina
+
+TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+def rel_err(got, ref):
+    got, ref = got.detach().double().cpu(), ref.detach().double().cpu()
+    assert torch.isfinite(got).all(), "non-finite values"
+    return ((got - ref).norm() / ref.norm()).item()
+
+
+def to_layout(x, layout: str):
+    """A [B, H, T, ...] tensor in `layout` (a view; the swap is its own inverse)."""
+    return x if layout == "BHTD" else x.transpose(1, 2)
+
+
+def run(shape, dtype="float32", *, layout="BHTD", per_token=True, per_head=True, state=True, final=True,
+        cu_seqlens=None, scale=None, device="cpu", seed=0, api="linear_attention"):
+    """{name: (culina, reference)} for o, S_T and the gradients of q, k, v, g, the per-head gate and
+    S0 (those that exist). per_head is a trainable tensor decay for linear_attention and g_gamma
+    for chunk_simple_gla (whose layout is BTHD)."""
+    if api == "chunk_simple_gla":
+        layout = "BTHD"
+    b, h, t, dk, dv = shape
+    gen = torch.Generator().manual_seed(seed)
+    randn = lambda *s: torch.randn(*s, generator=gen, dtype=torch.float64)  # noqa: E731
+    inputs = {"q": 0.5 * randn(b, h, t, dk), "k": 0.5 * randn(b, h, t, dk), "v": 0.5 * randn(b, h, t, dv)}
+    if per_token:  # mostly near 0 (long memory), a few strong forgets
+        inputs["g"] = F.logsigmoid(randn(b, h, t) + 3)
+    if per_head:
+        decay = 0.8 + 0.2 * torch.rand(h, generator=gen, dtype=torch.float64)
+        inputs["decay" if api == "linear_attention" else "g_gamma"] = decay if api == "linear_attention" else decay.log()
+    sequences = b if cu_seqlens is None else len(cu_seqlens) - 1
+    if state:
+        inputs["initial_state"] = randn(sequences, h, dk, dv)
+    ref = {name: x.clone().requires_grad_() for name, x in inputs.items()}
+    ref_out, ref_final = reference(ref["q"], ref["k"], ref["v"], ref.get("decay"), scale, ref.get("initial_state"),
+                                   cu_seqlens, ref.get("g"), ref.get("g_gamma"))
+
+    def ours(name, x):
+        if name in ("q", "k", "v"):
+            x = to_layout(x, layout).to(TORCH_DTYPES[dtype]).contiguous()
+        elif name == "g":
+            x = to_layout(x, layout).float().contiguous()
+        else:
+            x = x.float()
+        return x.to(device).requires_grad_()
+
+    got = {name: ours(name, x) for name, x in inputs.items()}
+    seqlens = None if cu_seqlens is None else torch.tensor(cu_seqlens, dtype=torch.int32, device=device)
+    if api == "linear_attention":
+        out, final_state = culina.linear_attention(got["q"], got["k"], got["v"], got.get("decay"), g=got.get("g"),
+                                                   scale=scale, initial_state=got.get("initial_state"),
+                                                   output_final_state=True, cu_seqlens=seqlens, layout=layout)
+    else:
+        out, final_state = culina.chunk_simple_gla(got["q"], got["k"], got["v"], got.get("g"), got.get("g_gamma"),
+                                                   scale=scale, initial_state=got.get("initial_state"),
+                                                   output_final_state=True, cu_seqlens=seqlens)
+    d_out, d_final = randn(*ref_out.shape), randn(*ref_final.shape)
+    loss = (to_layout(out, layout).double() * d_out.to(device)).sum()
+    ref_loss = (ref_out * d_out).sum()
+    if final:
+        loss = loss + (final_state.double() * d_final.to(device)).sum()
+        ref_loss = ref_loss + (ref_final * d_final).sum()
+    loss.backward()
+    ref_loss.backward()
+    assert out.dtype == got["q"].dtype and final_state.dtype == torch.float32
+    pairs = {"o": (to_layout(out, layout), ref_out), "S_T": (final_state, ref_final)}
+    for name, x in got.items():
+        grad = to_layout(x.grad, layout) if name in ("q", "k", "v", "g") else x.grad
+        assert x.grad.shape == x.shape and x.grad.dtype == x.dtype, name
+        pairs[f"d{name}"] = (grad, ref[name].grad)
+    return pairs

@@ -1,0 +1,123 @@
+"""CUDA tensors with forget gates (per-token g, per-head decay or g_gamma), both layouts, every
+head-size class, packed sequences and culina.chunk_simple_gla, against the float64 recurrence
+(gated_case); torch.compile (inductor); and culina.chunk_simple_gla against
+flash-linear-attention's chunk_simple_gla where fla is installed. Runs only where PyTorch sees a
+CUDA GPU and culina was built with CUDA."""
+import pytest
+
+import culina
+
+torch = pytest.importorskip("torch", reason="the GPU gate tests drive culina through PyTorch, which is not installed")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA GPU visible to PyTorch", allow_module_level=True)
+if culina.build_record().get("cpu_only") is not False:
+    pytest.skip("culina was built without CUDA (CPU-only build)", allow_module_level=True)
+import gated_case  # noqa: E402  (imports torch)
+from gated_case import TORCH_DTYPES, rel_err  # noqa: E402
+
+# ||gpu - ref|| / ||ref||, the reference on the unrounded inputs: the 16-bit types run on tensor
+# cores, which round intermediates (gated q and k, the attention matrix, the states) to 16 bits.
+TOLERANCE = {"float32": 2e-4, "float16": 1e-2, "bfloat16": 4e-2}
+GATES = {"neither": (False, False), "g": (True, False), "per-head": (False, True), "both": (True, True)}
+
+
+def check(pairs, dtype):
+    errors = {name: rel_err(got, ref) for name, (got, ref) in pairs.items()}
+    assert all(got.device.type == "cuda" for name, (got, _) in pairs.items()), errors
+    assert all(error < TOLERANCE[dtype] for error in errors.values()), errors
+
+
+@pytest.mark.parametrize("dtype", list(TORCH_DTYPES))
+@pytest.mark.parametrize("layout", ["BHTD", "BTHD"])
+@pytest.mark.parametrize("gates", list(GATES))
+def test_gates_match_float64_reference(dtype, layout, gates):
+    per_token, per_head = GATES[gates]
+    check(gated_case.run((2, 3, 150, 64, 64), dtype, layout=layout, per_token=per_token, per_head=per_head,
+                         device="cuda", seed=abs(hash((dtype, layout, gates))) % 2**31), dtype)
+
+
+# (Dk, Dv): every head size class, Dk != Dv
+HEAD_SIZES = [(16, 16), (64, 64), (80, 80), (96, 96), (128, 128), (192, 192), (256, 256), (96, 64), (16, 256)]
+
+
+@pytest.mark.parametrize("dtype", list(TORCH_DTYPES))
+@pytest.mark.parametrize("dk,dv", HEAD_SIZES, ids=lambda d: str(d))
+def test_head_sizes_with_gates(dtype, dk, dv):
+    check(gated_case.run((1, 2, 200, dk, dv), dtype, layout="BTHD", device="cuda", seed=dk * 1000 + dv), dtype)
+
+
+@pytest.mark.parametrize("dtype", list(TORCH_DTYPES))
+@pytest.mark.parametrize("gates", list(GATES))
+def test_packed_sequences_with_gates(dtype, gates):
+    per_token, per_head = GATES[gates]
+    check(gated_case.run((1, 2, 330, 64, 64), dtype, layout="BTHD", per_token=per_token, per_head=per_head,
+                         cu_seqlens=[0, 100, 100, 229, 230, 330], scale=0.2, device="cuda", seed=9), dtype)
+
+
+@pytest.mark.parametrize("gates", list(GATES))
+def test_chunk_simple_gla_matches_float64_reference(gates):
+    per_token, per_head = GATES[gates]
+    check(gated_case.run((2, 3, 150, 96, 96), "bfloat16", api="chunk_simple_gla", per_token=per_token,
+                         per_head=per_head, device="cuda", seed=5), "bfloat16")
+
+
+def test_module_with_tensor_gates_compiles_with_inductor():
+    class Layer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(64, 3 * 2 * 32 + 2, device="cuda", dtype=torch.bfloat16)
+            self.g_gamma = torch.nn.Parameter(torch.tensor([-0.05, -0.1], device="cuda"))
+
+        def forward(self, x, state):
+            qkv, gate = self.proj(x).split([192, 2], dim=-1)
+            q, k, v = qkv.unflatten(-1, (3, 2, 32)).unbind(2)  # [B, T, H, D] views of the projection
+            g = torch.nn.functional.logsigmoid(gate.float())
+            out, final = culina.chunk_simple_gla(q, k, v, g, self.g_gamma, initial_state=state,
+                                                 output_final_state=True)
+            return out.float().square().mean() + final.square().mean()
+
+    torch.manual_seed(0)
+    layer = Layer()
+    x = torch.randn(2, 100, 64, device="cuda", dtype=torch.bfloat16)
+    state = torch.randn(2, 2, 32, 32, device="cuda", requires_grad=True)
+    eager_loss = layer(x, state)
+    eager_grads = torch.autograd.grad(eager_loss, [state, *layer.parameters()])
+    compiled = torch.compile(layer, fullgraph=True)
+    loss = compiled(x, state)
+    grads = torch.autograd.grad(loss, [state, *layer.parameters()])
+    torch.testing.assert_close(loss, eager_loss, rtol=2e-2, atol=1e-3)
+    for got, want in zip(grads, eager_grads):
+        torch.testing.assert_close(got.float(), want.float(), rtol=5e-2, atol=5e-3)
+
+
+# culina against fla: both on the same bf16 inputs, each against the other. (name, B, T, H, D,
+# per-token g, g_gamma, cu_seqlens)
+FLA_CASES = [("g", 2, 512, 4, 64, True, False, None), ("g_gamma", 2, 512, 4, 64, False, True, None),
+             ("both", 2, 512, 4, 128, True, True, None), ("head-96", 1, 1000, 4, 96, True, True, None),
+             ("packed", 1, 700, 4, 64, True, True, [0, 100, 101, 400, 700])]
+FLA_TOLERANCE = 2e-2  # two bf16 computations, each about 3e-3 from float64
+
+
+@pytest.mark.parametrize("case", FLA_CASES, ids=lambda c: c[0])
+def test_chunk_simple_gla_equals_fla(case):
+    fla_simple_gla = pytest.importorskip("fla.ops.simple_gla", reason="flash-linear-attention is not installed")
+    _, batch, seq_len, heads, dim, per_token, per_head, cu_seqlens = case
+    gen = torch.Generator(device="cuda").manual_seed(seq_len + dim)
+    randn = lambda *s: torch.randn(*s, device="cuda", generator=gen)  # noqa: E731
+    q, k, v = ((0.5 * randn(batch, seq_len, heads, dim)).bfloat16() for _ in range(3))
+    g = torch.nn.functional.logsigmoid(randn(batch, seq_len, heads) + 3) if per_token else None
+    g_gamma = -0.05 * torch.rand(heads, device="cuda", generator=gen) if per_head else None
+    sequences = batch if cu_seqlens is None else len(cu_seqlens) - 1
+    s0 = randn(sequences, heads, dim, dim)
+    offsets = None if cu_seqlens is None else torch.tensor(cu_seqlens, device="cuda", dtype=torch.long)
+    d_out, d_final = randn(batch, seq_len, heads, dim).bfloat16(), randn(sequences, heads, dim, dim)
+    results = {}
+    for name, fn in (("culina", culina.chunk_simple_gla), ("fla", fla_simple_gla.chunk_simple_gla)):
+        leaves = {n: x.clone().requires_grad_() for n, x in (("q", q), ("k", k), ("v", v), ("g", g), ("s0", s0))
+                  if x is not None}
+        out, final = fn(leaves["q"], leaves["k"], leaves["v"], leaves.get("g"), g_gamma, initial_state=leaves["s0"],
+                        output_final_state=True, cu_seqlens=offsets)
+        ((out.float() * d_out.float()).sum() + (final * d_final).sum()).backward()
+        results[name] = {"o": out, "final_state": final, **{f"d{n}": x.grad for n, x in leaves.items()}}
+    errors = {n: rel_err(results["culina"][n], results["fla"][n]) for n in results["fla"]}
+    assert all(error < FLA_TOLERANCE for error in errors.values()), errors
