@@ -111,13 +111,24 @@ def test_chunk_simple_gla_equals_fla(case):
     s0 = randn(sequences, heads, dim, dim)
     offsets = None if cu_seqlens is None else torch.tensor(cu_seqlens, device="cuda", dtype=torch.long)
     d_out, d_final = randn(batch, seq_len, heads, dim).bfloat16(), randn(sequences, heads, dim, dim)
-    results = {}
+    results, losses, leaves = {}, {}, {}
     for name, fn in (("culina", culina.chunk_simple_gla), ("fla", fla_simple_gla.chunk_simple_gla)):
-        leaves = {n: x.clone().requires_grad_() for n, x in (("q", q), ("k", k), ("v", v), ("g", g), ("s0", s0))
-                  if x is not None}
-        out, final = fn(leaves["q"], leaves["k"], leaves["v"], leaves.get("g"), g_gamma, initial_state=leaves["s0"],
-                        output_final_state=True, cu_seqlens=offsets)
-        ((out.float() * d_out.float()).sum() + (final * d_final).sum()).backward()
-        results[name] = {"o": out, "final_state": final, **{f"d{n}": x.grad for n, x in leaves.items()}}
+        leaves[name] = {n: x.clone().requires_grad_() for n, x in (("q", q), ("k", k), ("v", v), ("g", g), ("s0", s0))
+                        if x is not None}
+        out, final = fn(leaves[name]["q"], leaves[name]["k"], leaves[name]["v"], leaves[name].get("g"), g_gamma,
+                        initial_state=leaves[name]["s0"], output_final_state=True, cu_seqlens=offsets)
+        results[name] = {"o": out, "final_state": final}
+        losses[name] = (out.float() * d_out.float()).sum() + (final * d_final).sum()
     errors = {n: rel_err(results["culina"][n], results["fla"][n]) for n in results["fla"]}
+    assert all(error < FLA_TOLERANCE for error in errors.values()), errors
+    try:
+        losses["fla"].backward()
+    except RuntimeError as exc:
+        # fla 0.6 refuses its gated backward on Hopper with Triton 3.4 to 3.7.0 (fla issue #640:
+        # wrong results); the forward above was compared, the gradients cannot be.
+        if "incorrect results" not in str(exc):
+            raise
+        pytest.skip(f"forward equal to fla's; fla refuses the gradients here: {str(exc)[:120]}")
+    losses["culina"].backward()
+    errors = {f"d{n}": rel_err(leaves["culina"][n].grad, x.grad) for n, x in leaves["fla"].items()}
     assert all(error < FLA_TOLERANCE for error in errors.values()), errors
