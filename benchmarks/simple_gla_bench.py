@@ -3,9 +3,10 @@ public APIs, side by side in one process on one GPU.
 
 Each implementation gets the same inputs in fla's native [B, T, H, D] layout, built outside the
 timed region: q, k, v (bf16), per-token log forget gates g [B, T, H] (float32, logsigmoid of a
-normal draw, as fla's examples make them) and a per-head log decay g_gamma [H], both at once
-unless a shape says otherwise. Forward: under torch.no_grad(). Forward+backward: autograd, from
-inputs that require grad to the gradients of q, k, v and g. Host time: the wall time of one
+normal draw, as fla's examples make them) or a per-head log decay g_gamma [H], one at a
+time: fla 0.6 takes one of the two (its docstring says so, and its state pass mixes them when
+both come: chunk_h.py uses the g_gamma power against g's cumulative sums). Forward: under
+torch.no_grad(). Forward+backward: autograd, from inputs that require grad to the gradients of q, k, v and g. Host time: the wall time of one
 small forward+backward, the GPU synchronised before and after (what a small model's step pays).
 
 HBM fraction: forward 8 N D bytes, forward+backward 22 N D (N = B H T, bf16, D the head size),
@@ -25,21 +26,20 @@ from pathlib import Path
 
 # (name, B, T, H, D, gates, packed sequence count). gates: "g+gamma", "g", "gamma".
 SHAPES = [
-    ("fla: B1 T8192 H96 D128", 1, 8192, 96, 128, "g+gamma", 0),
+    ("fla: B1 T8192 H96 D128", 1, 8192, 96, 128, "g", 0),
     ("fla: B1 T8192 H96 D128, g_gamma", 1, 8192, 96, 128, "gamma", 0),
-    ("fla: B2 T16384 H16 D128", 2, 16384, 16, 128, "g+gamma", 0),
+    ("fla: B2 T16384 H16 D128", 2, 16384, 16, 128, "g", 0),
     ("fla: B2 T16384 H16 D128, g_gamma", 2, 16384, 16, 128, "gamma", 0),
-    ("fla: B8 T1024 H8 D64", 8, 1024, 8, 64, "g+gamma", 0),
+    ("fla: B8 T1024 H8 D64", 8, 1024, 8, 64, "g", 0),
     ("fla: B8 T1024 H8 D64, g_gamma", 8, 1024, 8, 64, "gamma", 0),
-    ("B4 T4096 H16 D128", 4, 4096, 16, 128, "g+gamma", 0),
-    ("B4 T4096 H16 D128, g", 4, 4096, 16, 128, "g", 0),
-    ("B4 T4096 H16 D128, g_gamma", 4, 4096, 16, 128, "gamma", 0),
-    ("B4 T4096 H16 D96", 4, 4096, 16, 96, "g+gamma", 0),
+    ("B4 T4096 H16 D128", 4, 4096, 16, 128, "g", 0),
+        ("B4 T4096 H16 D128, g_gamma", 4, 4096, 16, 128, "gamma", 0),
+    ("B4 T4096 H16 D96", 4, 4096, 16, 96, "g", 0),
     ("B4 T4096 H16 D96, g_gamma", 4, 4096, 16, 96, "gamma", 0),
-    ("B4 T4096 H24 D64", 4, 4096, 24, 64, "g+gamma", 0),
+    ("B4 T4096 H24 D64", 4, 4096, 24, 64, "g", 0),
     ("B2 T8192 H8 D256, g_gamma", 2, 8192, 8, 256, "gamma", 0),
     ("B4 T4096 H16 D192, g_gamma", 4, 4096, 16, 192, "gamma", 0),
-    ("packed 8 seqs T16384 H16 D128", 1, 16384, 16, 128, "g+gamma", 8),
+    ("packed 8 seqs T16384 H16 D128", 1, 16384, 16, 128, "g", 8),
     ("packed 8 seqs T16384 H16 D128, g_gamma", 1, 16384, 16, 128, "gamma", 8),
 ]
 SMALL = ("small: B1 T256 H4 D64, g_gamma", 1, 256, 4, 64, "gamma", 0)

@@ -261,7 +261,7 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
       *reinterpret_cast<float2*>(end_state + c * 8) = make_float2(acc[c][0], acc[c][1]);
       *reinterpret_cast<float2*>(end_state + 8 * p.dv_padded + c * 8) = make_float2(acc[c][2], acc[c][3]);
     }
-    if (GATED && blockIdx.x == 0 && blockIdx.y == 0 && tid == 0) p.segment_gates[blockIdx.z] = segment_gate;
+    if (GATED && p.segments > 1 && blockIdx.x == 0 && blockIdx.y == 0 && tid == 0) p.segment_gates[blockIdx.z] = segment_gate;
   } else if (p.final_state) {
     float* final_state = p.final_state + rows.state_index * dk * dv + int64_t(state_row) * dv + state_col;
 #pragma unroll
