@@ -196,7 +196,7 @@ def main():
     parser.add_argument("--plots", type=Path, help="folder for the PNG plots")
     parser.add_argument("--plot-only", type=Path, help="draw the plots from this JSON result and stop")
     parser.add_argument("--rep-ms", type=int, default=300)
-    parser.add_argument("--only", help="one shape (its name's start)")
+    parser.add_argument("--only", nargs="+", help="these shapes alone (their names, as in SHAPES)")
     args = parser.parse_args()
     if args.plot_only:
         plot(json.loads(args.plot_only.read_text()), args.plots or Path("."))
@@ -220,7 +220,7 @@ def main():
           flush=True)
     rows = []
     for shape in SHAPES:
-        if args.only and not shape[0].startswith(args.only):
+        if args.only and shape[0] not in args.only:
             continue
         rows.append(measure(torch, impls, shape, args.rep_ms, peak))
         print(json.dumps(rows[-1]), flush=True)
