@@ -3,9 +3,10 @@
 Every name is the project's prefix (pyproject.toml, project_config: CULINA_ for culina) and a
 suffix. Each variable has one row in variables(): its name, the form it accepts, and the parser
 that turns it into a typed field of AdapterSettings, which also carries the project's
-configuration. The backend's hooks and `setup.py bdist_wheel` call settings_or_exit() first, so a
-value that cannot be understood stops the install with one line naming the variable, the value and
-the accepted form, before the helper runs or a decision is printed. The readers (compile_pool,
+configuration. The backend's hooks and the setuptools commands call current() first, under
+adapter_error.exits_with_message, so a value that cannot be understood stops the install with one
+line naming the variable, the value and the accepted form, before the helper runs or a decision
+is printed. The readers (compile_pool,
 helper_build, cuda_build_ext, install_resolution) take their values from here. The helper's own
 variables (<prefix>VARIANT, <prefix>OFFLINE, ...) are the helper's to parse; it gets the prefix as
 an argument.
@@ -21,6 +22,7 @@ from typing import Callable, Mapping
 
 import cuda_facts
 import project_config
+from adapter_error import AdapterError
 from project_config import ProjectConfig, redacted
 
 # Suffixes after the project's prefix.
@@ -36,14 +38,15 @@ MAX_JOBS = "MAX_JOBS"  # <prefix>MAX_JOBS, then the unprefixed MAX_JOBS: the fir
 JSON_INCLUDE_DIR = "JSON_INCLUDE_DIR"  # building an sdist: where nlohmann/json.hpp is, before the system folders
 
 
-class SettingError(ValueError):
-    """A variable whose value cannot be understood; the message names it, the value and the fix."""
+class SettingError(AdapterError, ValueError):
+    """A variable whose value cannot be understood: the message names it and the value, the hint
+    the accepted form."""
 
     def __init__(self, name: str, value: str, problem: str, accepted: str):
-        super().__init__(f"{name}={redacted(value)!r} {problem}. Accepted: {accepted}")
+        super().__init__(f"{name}={redacted(value)!r} {problem}", f"Accepted: {accepted}")
 
 
-class ArchSyntaxError(ValueError):
+class ArchSyntaxError(AdapterError, ValueError):
     """An architecture list that no toolkit could accept; the message says which entry and why."""
 
 
@@ -230,15 +233,3 @@ def current() -> AdapterSettings:
     names = [v.name for vs in variables(project).values() for v in vs] + ["HOME"]
     return _parsed(project, tuple((name, os.environ.get(name)) for name in names))
 
-
-def settings_or_exit() -> AdapterSettings:
-    """current(), or the install stops with the bad setting (or configuration) in one line and no
-    traceback."""
-    try:
-        project = project_config.current()
-    except project_config.ConfigError as error:
-        raise SystemExit(f"cannot build: {error}") from None
-    try:
-        return current()
-    except SettingError as error:
-        raise SystemExit(f"{project.name}: {error}") from None

@@ -12,9 +12,17 @@ import shutil
 import sys
 from pathlib import Path
 
+from adapter_error import AdapterError
+
 PYTHON_BUNDLE = Path(__file__).resolve().parents[1] / "bundled" / "python"
 PACKAGES = ("packaging", "tomli")
 REQUIRES = ["packaging", "tomli>=1.1; python_version < '3.11'"]
+
+
+class SdistError(AdapterError):
+    """What building the sdist needs (a package to bundle, a header, a license) is missing here."""
+
+    context = "cannot build the sdist"
 
 
 def make_importable() -> bool:
@@ -34,14 +42,14 @@ def bundle_into(target: Path) -> list[str]:
         try:
             dist = importlib.metadata.distribution(name)
         except importlib.metadata.PackageNotFoundError:
-            raise SystemExit(f"building the sdist bundles {name}, which is not installed here: "
-                             f"{sys.executable} -m pip install {' '.join(PACKAGES)}") from None
+            raise SdistError(f"the sdist bundles {name}, which is not installed here",
+                             f"Fix: {sys.executable} -m pip install {' '.join(PACKAGES)}") from None
         licenses = [f for f in dist.files or [] if ".dist-info/" in str(f) and "LICEN" in f.name.upper()]
         sources = [f for f in dist.files or [] if f.parts[0] == name and f.suffix in (".py", ".typed")
                    and "__pycache__" not in f.parts]
         if not licenses or not sources:
-            raise SystemExit(f"{name} {dist.version} here lacks its {'license' if not licenses else 'sources'}: "
-                             f"reinstall it ({sys.executable} -m pip install --force-reinstall {name})")
+            raise SdistError(f"{name} {dist.version} here lacks its {'license' if not licenses else 'sources'}",
+                             f"Fix: reinstall it ({sys.executable} -m pip install --force-reinstall {name})")
         for file in sources:
             (target / file).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(dist.locate_file(file), target / file)

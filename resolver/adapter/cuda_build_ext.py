@@ -8,9 +8,10 @@ C++ sources alone, defines <prefix>CPU_ONLY (CULINA_CPU_ONLY for culina), and sa
 What to build comes as a BuildPlan from resolving_bdist_wheel (the resolver's decision); without
 one (`setup.py build_ext`, editable installs, release builds) <prefix>CUDA_ARCHS, parsed in
 adapter_settings (`native`, `all`, or a list such as `8.0;9.0;10.0+PTX`, `80;90`, `9.0a`), or
-`all`. The toolkit is the nvcc the decision names (BuildPlan.nvcc); without one (no resolution,
-or a toolkit pip fetched from PyPI after the decision) the first in TOOLKIT_SEARCH; the job pool's
-settings are in compile_pool.
+`all`. The toolkit is the decision's (decided_toolkit): the installed one its probe ran, or
+NVIDIA's PyPI packages that pip installed for this build; nothing is searched for then. Only a
+build with no decision takes the first nvcc in TOOLKIT_SEARCH. The job pool's settings are in
+compile_pool.
 """
 from __future__ import annotations
 
@@ -33,14 +34,19 @@ import cuda_facts
 import install_resolution
 import project_config
 import pypi_toolkit
+from adapter_error import AdapterError, exits_with_message
 from adapter_settings import ACCEPTED_ARCHS, ARCHS, CCACHE, Arch, ArchSyntaxError
 from compile_pool import say
+from helper_client import Decision, HelperAnswerError, InstalledToolkit, PypiToolkit
 from project_config import BUILD_RECORD, ProjectConfig
 
+NVCC_TIME_LIMIT_S = 60  # `nvcc --version` and `--list-gpu-arch` answer in well under a second
 
 
-class BuildError(RuntimeError):
-    """A build setting or tool that cannot be used; the message says which and what to do."""
+class BuildError(AdapterError):
+    """A build setting or tool that cannot be used; the message says which, the hint what to do."""
+
+    context = "cannot build"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,11 +54,8 @@ class BuildPlan:
     """What resolving_bdist_wheel hands this build from the resolver's decision."""
 
     cpu_only: bool
-    archs: str                # <prefix>CUDA_ARCHS syntax; unused when cpu_only
-    decision: dict | None     # the helper's whole decision, for the build record; None: no resolution
-    # The nvcc the resolver decided for (the decision's build_toolkit), compiled with exactly; None:
-    # no resolution, or a toolkit fetched from PyPI after the decision (then found in TOOLKIT_SEARCH)
-    nvcc: Path | None = None
+    archs: str                  # <prefix>CUDA_ARCHS syntax; unused when cpu_only
+    decision: Decision | None   # its toolkit compiles, its document goes into the build record; None: no resolution
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,14 +79,32 @@ class Toolkit:
                          "is incomplete; install the toolkit's cudart development files")
 
 
-# The helper's probe looks in the same order (probe/toolkit_probe.cpp), so the toolkit the
-# decision was made for is the one that compiles.
+# For a build with no decision (find_toolkit); the helper's probe looks in the same order
+# (probe/toolkit_probe.cpp), so such a build takes what a decision would have named.
 TOOLKIT_SEARCH = "CUDA_HOME, CUDA_PATH, PATH, the PyPI toolkit in this Python's site-packages, /usr/local/cuda"
+
+
+def _nvcc_output(nvcc: Path, argument: str, source: str) -> str:
+    """What `nvcc argument` prints; an nvcc that cannot run, fails or hangs is a BuildError naming
+    it and where it came from, never a traceback."""
+    command = f"`{nvcc} {argument}` (the nvcc from {source})"
+    fix = ("Fix: repair or remove that toolkit, or set CUDA_HOME to a working one (the folder holding bin/nvcc), "
+           "and install again")
+    try:
+        done = subprocess.run([str(nvcc), argument], capture_output=True, text=True, timeout=NVCC_TIME_LIMIT_S)
+    except subprocess.TimeoutExpired:
+        raise BuildError(f"{command} did not answer within {NVCC_TIME_LIMIT_S} s", fix) from None
+    except OSError as error:
+        raise BuildError(f"{command} cannot be run ({error.strerror})", fix) from None
+    if done.returncode != 0:
+        said = (done.stderr.strip() or done.stdout.strip()).splitlines()[-1:] or ["nothing"]
+        raise BuildError(f"{command} failed with exit status {done.returncode}, saying: {said[0][:300]}", fix)
+    return done.stdout
 
 
 def toolkit_at(nvcc: Path, source: str) -> Toolkit:
     nvcc = nvcc.resolve()
-    out = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, check=True).stdout
+    out = _nvcc_output(nvcc, "--version", source)
     match = re.search(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)", out)
     if not match:
         raise BuildError(f"cannot read the version from `{nvcc} --version`:\n{out}")
@@ -93,12 +114,32 @@ def toolkit_at(nvcc: Path, source: str) -> Toolkit:
     return Toolkit(root, nvcc, match.group(1), match.group(2), source)
 
 
-def decided_toolkit(nvcc: Path) -> Toolkit:
-    """The toolkit of the nvcc the resolver's decision names: the build compiles with it, not with
-    a second search's result."""
-    if not nvcc.is_file():
-        raise BuildError(f"the resolver decided a build with {nvcc}, which is no longer there; run the install again")
-    return toolkit_at(nvcc, "the resolver's probe")
+def decided_toolkit(decision: Decision) -> Toolkit:
+    """The toolkit the resolver's decision names, and no other: the installed one its probe ran, or
+    the PyPI packages pip installed into this build's environment for it (get_requires_for_build_wheel
+    asked for them). Raises BuildError when that toolkit is not here or does not run."""
+    decided = decision.toolkit
+    if isinstance(decided, InstalledToolkit):
+        if not decided.nvcc.is_file():
+            raise BuildError(f"the resolver decided a build with {decided.nvcc} (found in {decided.found_in}), which "
+                             "is no longer there", "Fix: run the install again")
+        return toolkit_at(decided.nvcc, f"the resolver's probe, in {decided.found_in}")
+    if isinstance(decided, PypiToolkit):
+        wanted = " ".join(pypi_toolkit.requirements_up_to(decided.cuda_at_most))
+        root = pypi_toolkit.installed_root()
+        if root is None:
+            raise BuildError(f"the resolver decided a build with the CUDA toolkit from NVIDIA's PyPI packages (up to "
+                             f"{decided.cuda_at_most}), which this build environment does not have",
+                             f"Fix: with --no-build-isolation install it first: pip install {wanted}")
+        toolkit = toolkit_at(root / "bin" / "nvcc", "PyPI packages")
+        at_most = tuple(int(part) for part in decided.cuda_at_most.split("."))
+        if toolkit.major != decided.major or tuple(int(p) for p in toolkit.version.split(".")) > at_most:
+            raise BuildError(f"the PyPI toolkit in this build environment ({root}) is CUDA {toolkit.version}; the "
+                             f"resolver decided CUDA {decided.major} up to {decided.cuda_at_most}, what the driver runs",
+                             f"Fix: pip install {wanted}")
+        return toolkit
+    raise BuildError(f"the resolver's {decision.action} decision names no CUDA toolkit to build with",
+                     "Fix: run the install again")
 
 
 def find_toolkit() -> Toolkit | None:
@@ -139,16 +180,15 @@ def plan_gpus(plan: BuildPlan, settings: adapter_settings.AdapterSettings) -> li
     if plan.cpu_only or plan.archs.strip() != "native":
         return None
     if plan.decision is not None:
-        return list(plan.decision["host"]["gpus"])
+        return list(plan.decision.gpus)
     try:
         return install_resolution.probed_gpus(settings)
-    except install_resolution.ResolutionError as error:
+    except (install_resolution.ResolutionError, HelperAnswerError) as error:
         raise BuildError(f"{settings.var(ARCHS)}=native: {error}") from None
 
 
 def supported_digits(toolkit: Toolkit) -> list[str]:
-    out = subprocess.run([str(toolkit.nvcc), "--list-gpu-arch"], capture_output=True, text=True,
-                         check=True).stdout
+    out = _nvcc_output(toolkit.nvcc, "--list-gpu-arch", toolkit.source)
     return sorted({m for m in re.findall(r"compute_(\d+)", out)}, key=int)
 
 
@@ -215,12 +255,10 @@ class CudaBuildExt(build_ext):
         super().initialize_options()
         self.build_plan: BuildPlan | None = None  # set by resolving_bdist_wheel before the build runs
 
+    @exits_with_message
     def run(self):
-        settings = adapter_settings.settings_or_exit()  # `setup.py build_ext` and editable builds start here
-        try:
-            super().run()
-        except BuildError as error:  # a setting or tool the user can fix: the message, not a traceback
-            raise SystemExit(f"{settings.project.name}: cannot build: {error}") from None
+        adapter_settings.current()  # `setup.py build_ext` and editable builds start here
+        super().run()
 
     def build_extension(self, ext):
         settings = adapter_settings.current()
@@ -228,7 +266,7 @@ class CudaBuildExt(build_ext):
         # The resolver's build_cpu decision builds without CUDA even where a toolkit is installed.
         cpu_only, decision = plan.cpu_only, plan.decision
         cpu_only_macro = settings.var("CPU_ONLY")  # what the extension's sources test for a build without CUDA
-        toolkit = None if cpu_only else decided_toolkit(plan.nvcc) if plan.nvcc else find_toolkit()
+        toolkit = None if cpu_only else decided_toolkit(decision) if decision else find_toolkit()
         ext = copy.copy(ext)  # what this build adds stays off the distribution's Extension
         ext.define_macros, ext.extra_link_args = list(ext.define_macros), list(ext.extra_link_args)
         cu_sources = [s for s in ext.sources if s.endswith(".cu")]
@@ -237,17 +275,11 @@ class CudaBuildExt(build_ext):
                   "variant": cuda_facts.variant_label(None), "cpu_only": True,
                   "cuda_version": None, "nvcc_version": None, "toolkit_source": None, "sass_archs": [], "ptx_archs": [],
                   "compiler": compiler_version(self.compiler.compiler_so[0]),
-                  "resolver": decision}
+                  "resolver": dict(decision.document) if decision else None}
         nvcc_flags: list[str] = []
         if cpu_only:
             say("building the CPU-only module, as the resolver decided")
             ext.define_macros.append((cpu_only_macro, "1"))
-        elif toolkit is None and (decision or {}).get("action") == "build_local":
-            needs = pypi_toolkit.requirements_up_to(decision["pypi_toolkit"]) if decision.get("pypi_toolkit") else []
-            raise BuildError(f"the resolver decided a CUDA build for {';'.join(decision['local_build_archs'])}, but no "
-                             f"nvcc is found here ({TOOLKIT_SEARCH}). "
-                             + (f"With --no-build-isolation install the toolkit first: pip install {' '.join(needs)}"
-                                if needs else "Install a CUDA toolkit and set CUDA_HOME"))
         elif toolkit is None:
             say("=" * 72)
             say(f"no nvcc found ({TOOLKIT_SEARCH}): building the CPU-ONLY")

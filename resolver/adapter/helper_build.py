@@ -16,14 +16,14 @@ In order (<prefix>HELPER, CULINA_HELPER for culina, picks which may serve):
 <prefix>HELPER=auto (default) tries them in that order; `source` skips the prebuilt helper (for
 packagers who ship no binaries they did not build); `prebuilt` never compiles.
 
-Whichever serves is a Helper: the binary opened once by descriptor, checked on that descriptor
-(owner, mode, sha256, handshake) and started only from it, so no path an attacker could rename
-between the check and the use is ever executed.
+Whichever serves is a helper_client.Helper: the binary opened once by descriptor, checked on that
+descriptor (owner, mode, sha256, handshake) and started only from it (helper_client is the one
+module that starts it), so no path an attacker could rename between the check and the use is
+ever executed.
 """
 from __future__ import annotations
 
 import atexit
-import dataclasses
 import hashlib
 import json
 import os
@@ -39,7 +39,9 @@ from typing import BinaryIO
 
 import prebuilt_wheel
 import project_config
+from adapter_error import AdapterError
 from adapter_settings import CACHE_DIR, HELPER, AdapterSettings
+from helper_client import Helper, handshake_problem
 
 RESOLVER_DIR = Path(__file__).resolve().parents[1]
 SOURCE_DIR = RESOLVER_DIR / "src"
@@ -48,7 +50,6 @@ PREBUILT_DIR = RESOLVER_DIR / "prebuilt"    # helpers built by the release jobs,
 PREBUILT_RECORD = "helpers.json"
 PREBUILT_SCHEMA_VERSION = 1
 HELPER_NAME = "culina-resolver"
-HANDSHAKE_TIME_LIMIT_S = 10
 COMPILED_RECORD = "culina-resolver.json"  # beside a compiled helper: the sha256 it had when it was built
 COMPILED_RECORD_SIZE_LIMIT = 4096
 # Never a cache root, even for root, who owns them (a cache writes wheels/ and helper/ into its
@@ -76,35 +77,10 @@ RELEASE_LEVEL = "-O2"  # a prebuilt helper is compiled once per release
 PORTABLE_LINK_FLAGS = ["-static-libstdc++", "-static-libgcc", "-s"]
 
 
-class HelperBuildError(RuntimeError):
+class HelperBuildError(AdapterError):
     """No helper can serve this install; the message names what is missing and the fix."""
 
-
-@dataclasses.dataclass(frozen=True)
-class Helper:
-    """A helper binary opened once and checked on that open file, then only ever started from it:
-    /proc/self/fd/<fd> as the executable is what glibc's fexecve does, the kernel runs the open
-    file itself, so renaming `path` after the checks cannot change what runs."""
-    binary: BinaryIO  # the checked binary, open read-only
-    path: Path        # where it was opened: for messages and argv[0] only
-    sha256: str       # taken on `binary`
-    checked: str      # what was verified, for the log
-
-    def popen_arguments(self, arguments: list[str]) -> dict:
-        """subprocess.Popen/run keyword arguments that start `helper arguments...` from the open
-        file (never 0, 1 or 2: open_own_file's descriptors are 3 or more, so Popen's redirections
-        cannot replace it before the exec)."""
-        fd = self.binary.fileno()
-        return {"args": [str(self.path), *arguments], "executable": f"/proc/self/fd/{fd}", "pass_fds": (fd,)}
-
-    def close(self) -> None:
-        self.binary.close()
-
-    def __enter__(self) -> "Helper":
-        return self
-
-    def __exit__(self, *_) -> None:
-        self.close()
+    context = "cannot install"
 
 
 def say(message: str) -> None:
@@ -318,30 +294,6 @@ def _handshaken(opened: BinaryIO, binary: Path, digest: str, source: str, source
     return helper
 
 
-def handshake_problem(helper: Helper, expected_hash: str) -> str | None:
-    """Runs `helper version --json` from its open file; None when it answers with `expected_hash`."""
-    try:
-        done = subprocess.run(**helper.popen_arguments(["version", "--json"]), capture_output=True, text=True,
-                              timeout=HANDSHAKE_TIME_LIMIT_S)
-    except subprocess.TimeoutExpired:
-        return f"it did not answer its handshake within {HANDSHAKE_TIME_LIMIT_S} s"
-    except OSError as error:
-        mounted = os.path.isdir("/proc/self/fd")
-        return f"it cannot be started here ({error.strerror}{'' if mounted else '; /proc, which runs it, is not mounted'})"
-    if done.returncode != 0:
-        why = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
-        return f"its handshake failed ({why})"
-    try:
-        answered = json.loads(done.stdout)["source_hash"]
-    except (ValueError, KeyError, TypeError):
-        answered = None
-    if not isinstance(answered, str):
-        return f"its handshake answer is not understood: {done.stdout.strip()[:200]!r}"
-    if answered != expected_hash:
-        return f"it answers the handshake with sources {answered[:12] or 'unknown'}, not {expected_hash[:12]}"
-    return None
-
-
 def prebuilt_helper(sources: str) -> tuple[Helper | None, str]:
     """(the sdist's prebuilt helper for this host, what was checked) or (None, why it cannot serve)."""
     record_path = PREBUILT_DIR / PREBUILT_RECORD
@@ -379,9 +331,19 @@ def find_compiler() -> str | None:
     return None
 
 
+def run_compiler(compiler: str, arguments: list[str], source: str | None = None) -> subprocess.CompletedProcess:
+    """`compiler arguments...` (with `source` on its stdin); a compiler that cannot be started is a
+    HelperBuildError naming it, not a traceback."""
+    try:
+        return subprocess.run([compiler, *arguments], input=source, capture_output=True, text=True)
+    except OSError as error:
+        raise HelperBuildError(f"the C++ compiler {compiler} cannot be run ({error.strerror})",
+                               "Fix: set CXX to a working C++17 compiler (Debian/Ubuntu: apt-get install g++)") from None
+
+
 def _has_header(compiler: str, header: str, include_dirs: list[str]) -> bool:
-    probe = subprocess.run([compiler, "-std=c++17", "-x", "c++", "-fsyntax-only", *[f"-I{d}" for d in include_dirs], "-"],
-                           input=f"#include <{header}>\n", capture_output=True, text=True)
+    probe = run_compiler(compiler, ["-std=c++17", "-x", "c++", "-fsyntax-only", *[f"-I{d}" for d in include_dirs], "-"],
+                         f"#include <{header}>\n")
     return probe.returncode == 0
 
 
@@ -391,9 +353,8 @@ def _cpuinfo_flags(compiler: str, portable: bool) -> tuple[list[str], list[str]]
     if not _has_header(compiler, "cpuinfo.h", []):
         return [], []
     library = ["-Wl,-Bstatic", "-lcpuinfo", "-Wl,-Bdynamic"] if portable else ["-lcpuinfo"]
-    link = subprocess.run([compiler, "-x", "c++", "-", *library, "-o", os.devnull],
-                          input="#include <cpuinfo.h>\nint main(){return cpuinfo_initialize()?0:1;}\n",
-                          capture_output=True, text=True)
+    link = run_compiler(compiler, ["-x", "c++", "-", *library, "-o", os.devnull],
+                        "#include <cpuinfo.h>\nint main(){return cpuinfo_initialize()?0:1;}\n")
     return (["-DCULINA_HAVE_CPUINFO=1"], library) if link.returncode == 0 else ([], [])
 
 
@@ -457,8 +418,7 @@ def compile_helper(compiler: str, target: Path, sources: str, portable: bool = F
         def compile_unit(numbered):
             number, (unit, level) = numbered
             obj = work / f"{number}.o"
-            done = subprocess.run([compiler, *compile_flags, level, "-c", str(unit), "-o", str(obj)],
-                                  capture_output=True, text=True)
+            done = run_compiler(compiler, [*compile_flags, level, "-c", str(unit), "-o", str(obj)])
             return unit, obj, done
 
         objects = []
@@ -469,8 +429,7 @@ def compile_helper(compiler: str, target: Path, sources: str, portable: bool = F
                                            f"{done.stderr[-4000:]}")
                 objects.append(obj)
         staged = work / HELPER_NAME
-        link = subprocess.run([compiler, *map(str, objects), *link_flags, "-o", str(staged)],
-                              capture_output=True, text=True)
+        link = run_compiler(compiler, [*map(str, objects), *link_flags, "-o", str(staged)])
         if link.returncode != 0:
             raise HelperBuildError(f"linking {HELPER_NAME} with {compiler} failed:\n{link.stderr[-4000:]}")
         os.replace(staged, target)
@@ -480,7 +439,7 @@ def cache_key(compiler: str, sources: str) -> str:
     """Sources and compiler identity. Optional extras found at build time (cpuinfo) are not part
     of it: a helper built without them stays valid, so a warm install probes nothing."""
     digest = hashlib.sha256()
-    identity = subprocess.run([compiler, "--version"], capture_output=True, text=True).stdout
+    identity = run_compiler(compiler, ["--version"]).stdout
     for part in (compiler, identity, str(BUNDLED_INCLUDE.is_dir()), sources):
         digest.update(part.encode() + b"\0")
     return digest.hexdigest()[:20]
@@ -607,7 +566,7 @@ def build_prebuilt(folder: Path) -> Helper:
         raise HelperBuildError(f"the prebuilt helper just built cannot serve: {error}") from None
     entry = {"platform": platform, "file": f"{platform}/{HELPER_NAME}", "sha256": helper.sha256,
              "source_hash": sources, "glibc": f"{libc[0]}.{libc[1]}",
-             "compiler": subprocess.run([compiler, "--version"], capture_output=True, text=True).stdout.splitlines()[0]}
+             "compiler": run_compiler(compiler, ["--version"]).stdout.splitlines()[0]}
     write_prebuilt_record(folder, [entry])
     say(f"prebuilt helper for {platform} (glibc {entry['glibc']}+) built in {time.monotonic() - started:.1f} s: {binary}")
     return helper

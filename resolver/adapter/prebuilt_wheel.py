@@ -29,6 +29,8 @@ import zipfile
 from pathlib import Path
 from typing import BinaryIO
 
+from adapter_error import AdapterError
+
 COPY_PIECE = 1 << 20          # members and the wheel are read in pieces of this size
 RECORD_SIZE_LIMIT = 16 << 20  # RECORD and _build_info.json are text of some KiB
 # O_NONBLOCK: a FIFO planted in the file's place cannot hang the open (it is refused after fstat).
@@ -39,8 +41,8 @@ SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 WHEEL_READ_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, UnicodeDecodeError)
 
 
-class DeliveryError(RuntimeError):
-    """The wheel cannot be handed to pip; the message names the problem (the caller adds the project's name)."""
+class DeliveryError(AdapterError):
+    """The wheel cannot be handed to pip; the message names the problem (the exit adds the project's name)."""
 
 
 def standard_name(asset_name: str) -> str:
@@ -252,13 +254,13 @@ def extract_metadata(wheel_path: Path, expected_sha256: str, metadata_directory:
     return members[0].split("/")[0]
 
 
-def deliver(wheel_path: Path, asset_name: str, decision: dict, dist_dir: Path, build_record_member: str) -> Path:
-    """The wheel at wheel_path, as pip gets it. The expected sha256 is the decision's
-    (decision["wheel"]["sha256"], from the manifest), checked through open_verified on the same
-    descriptor every member is then copied from, so a file swapped after the helper verified it
-    is caught here. build_record_member: the wheel's build record, which gets the decision.
+def deliver(wheel_path: Path, asset_name: str, expected: str, decision: dict, dist_dir: Path,
+            build_record_member: str) -> Path:
+    """The wheel at wheel_path, as pip gets it. `expected` is its sha256 as the decision gives it
+    (from the manifest), checked through open_verified on the same descriptor every member is then
+    copied from, so a file swapped after the helper verified it is caught here.
+    build_record_member: the wheel's build record, which gets `decision` (the helper's document).
     Raises DeliveryError, never a raw zipfile or csv error."""
-    expected = (decision.get("wheel") or {}).get("sha256", "")
     dist_dir.mkdir(parents=True, exist_ok=True)
     target = dist_dir / standard_name(asset_name)
     source = str(wheel_path)

@@ -13,6 +13,7 @@ import functools
 import re
 from pathlib import Path
 
+from adapter_error import AdapterError
 from prebuilt_wheel import normalized_name
 
 # The build record the build writes beside the extension (cuda_build_ext) and delivery amends.
@@ -23,8 +24,10 @@ TABLES = ("culina-resolver", "culina")
 ACCEPTED_PREFIX = "upper-case letters, digits and underscores ending in '_', such as 'CULINA_'"
 
 
-class ConfigError(ValueError):
+class ConfigError(AdapterError, ValueError):
     """pyproject.toml cannot configure the adapter; the message names the file, the key and the fix."""
+
+    context = "cannot build"
 
 
 def load_pyproject(root: Path = PROJECT_ROOT) -> dict:

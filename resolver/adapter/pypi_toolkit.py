@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from adapter_error import AdapterError
+
 # The packages of one toolkit; CCCL is versioned on its own and lags behind, so any 13.x of it up
 # to the toolkit's minor serves.
 VERSIONED_PACKAGES = ("nvidia-cuda-nvcc", "nvidia-nvvm", "nvidia-cuda-crt", "nvidia-cuda-runtime")
@@ -28,8 +30,10 @@ NEEDED = {"bin/nvcc": "the compiler driver", "nvvm/bin/cicc": "the device front 
           "include/cccl/cuda/std/type_traits": "libcu++ (CCCL)", "lib/libcudart_static.a": "the static runtime"}
 
 
-class ToolkitError(RuntimeError):
+class ToolkitError(AdapterError):
     """No toolkit from PyPI can serve; the message says what to install instead."""
+
+    context = "cannot build"
 
 
 def _major_minor(cuda: str) -> tuple[int, int]:

@@ -4,11 +4,13 @@ configures it in pyproject.toml, docs/ADOPTING.md): setuptools' own, with the re
 A frontend installs the static build requirements before any hook runs. The project has none: most
 installs only need the verified wheel the resolver fetches, and what the resolver imports is
 bundled into the sdist (bundled_python). Every hook parses the adapter's settings first
-(adapter_settings), so a bad value stops before anything is decided. get_requires_for_build_wheel
-asks the resolver and names the compile toolchain (LOCAL_BUILD_REQUIRES) only when this host
-builds locally. When a
-prebuilt wheel serves, its own metadata and the wheel are the answers to the next two hooks and
-setuptools never runs. Sdists, editable installs and release builds always compile.
+(adapter_settings), so a bad value stops before anything is decided, and runs under
+adapter_error.exits_with_message: a failure ends in one message, never a traceback.
+get_requires_for_build_wheel asks the resolver and names the compile toolchain
+(LOCAL_BUILD_REQUIRES) only when this host builds locally, with NVIDIA's PyPI toolkit when the
+decision says so. When a prebuilt wheel serves, its own metadata and the wheel are the answers to
+the next two hooks and setuptools never runs. Sdists, editable installs and release builds always
+compile.
 
 Frontends run each hook in a new process: the first hook's resolution is kept in
 build/<name>-resolution.json and reused by the later hooks of the same build (same
@@ -29,12 +31,14 @@ import bundled_python
 
 RESOLVER_IMPORTS_OK = bundled_python.make_importable()  # before the modules that need them
 
+import adapter_settings  # noqa: E402
 import install_resolution  # noqa: E402
 import prebuilt_wheel  # noqa: E402
 import pypi_toolkit  # noqa: E402
-from adapter_settings import AdapterSettings, settings_or_exit  # noqa: E402
+from adapter_error import AdapterError, exits_with_message  # noqa: E402
+from adapter_settings import AdapterSettings  # noqa: E402
 from helper_build import folder_problem, say  # noqa: E402
-from install_resolution import Resolution, ResolutionError  # noqa: E402
+from helper_client import Decision, HelperAnswerError, PypiToolkit  # noqa: E402
 from project_config import PROJECT_ROOT  # noqa: E402
 
 # What compiling the extension needs (local wheel builds, sdists, editable installs).
@@ -42,19 +46,25 @@ LOCAL_BUILD_REQUIRES = ["setuptools>=68", "wheel", "pybind11>=2.13"]
 STATE_MAX_AGE_S = 3600
 
 
+class SetuptoolsMissing(AdapterError):
+    """A local build in an environment without setuptools."""
+
+    context = "cannot build locally"
+
+
 def _state_file(settings: AdapterSettings) -> Path:
     return PROJECT_ROOT / "build" / f"{settings.project.cache_name}-resolution.json"
 
 
-def _setuptools_backend(settings: AdapterSettings):
+def _setuptools_backend():
     try:
         from setuptools import build_meta
     except ImportError:
         needs = " ".join(f"'{r}'" for r in LOCAL_BUILD_REQUIRES)
-        raise SystemExit(
-            f"{settings.project.name}: cannot build locally: setuptools is not installed in this build environment. With "
-            f"--no-build-isolation install the toolchain first (pip install {needs}); if pip's first step chose "
-            "a prebuilt wheel that has since left the cache, run the install again") from None
+        raise SetuptoolsMissing(
+            "setuptools is not installed in this build environment",
+            f"With --no-build-isolation install the toolchain first (pip install {needs}); if pip's first step "
+            "chose a prebuilt wheel that has since left the cache, run the install again") from None
     return build_meta
 
 
@@ -66,25 +76,23 @@ def _state_key(settings: AdapterSettings) -> str:
     return hashlib.sha256(json.dumps(key).encode()).hexdigest()
 
 
-def _resolve(settings: AdapterSettings, fresh: bool) -> Resolution:
-    """fresh: resolve now; otherwise reuse what an earlier hook of this build kept. A resolution
+def _resolve(settings: AdapterSettings, fresh: bool) -> Decision:
+    """fresh: resolve now; otherwise reuse what an earlier hook of this build kept. A decision
     made here is kept for the later hooks."""
     state = _state_file(settings)
-    try:
-        earlier = None if fresh else _earlier_resolution(settings)
-        if earlier is not None:
-            install_resolution.adopt(earlier)
-            say(f"decision (from this build's first step): {earlier.action} — {earlier.reason}")
-            return earlier
-        resolution = install_resolution.current_resolution(settings)
-    except ResolutionError as error:
-        raise SystemExit(f"{settings.project.name}: cannot install: {error}") from None
+    earlier = None if fresh else _earlier_decision(settings)
+    if earlier is not None:
+        install_resolution.adopt(earlier)
+        say(f"decision (from this build's first step): {earlier.action} — {earlier.reason}")
+        return earlier
+    decision = install_resolution.current_resolution(settings)
     try:
         state.parent.mkdir(exist_ok=True)
-        prebuilt_wheel.write_own_file(state, json.dumps({"key": _state_key(settings), "time": time.time(), "resolution": resolution.to_json()}))
+        prebuilt_wheel.write_own_file(state, json.dumps({"key": _state_key(settings), "time": time.time(),
+                                                         "decision": decision.document}))
     except OSError as error:
         say(f"cannot keep the resolution for the later build steps ({error}); they will resolve again")
-    return resolution
+    return decision
 
 
 def _kept_state(path: Path) -> dict:
@@ -98,7 +106,7 @@ def _kept_state(path: Path) -> dict:
         return json.loads(opened.read())
 
 
-def _earlier_resolution(settings: AdapterSettings) -> Resolution | None:
+def _earlier_decision(settings: AdapterSettings) -> Decision | None:
     path = _state_file(settings)
     if not os.path.lexists(path):
         return None
@@ -111,34 +119,38 @@ def _earlier_resolution(settings: AdapterSettings) -> Resolution | None:
         return None
     if state.get("key") != _state_key(settings) or time.time() - state.get("time", 0) > STATE_MAX_AGE_S:
         return None
-    resolution = Resolution.from_json(state["resolution"])
-    if resolution.action == "install_wheel" and not resolution.wheel_path.is_file():
+    try:
+        decision = Decision.from_document(state.get("decision"))
+    except HelperAnswerError:  # kept by another version of the adapter
         return None
-    return resolution
+    if decision.action == "install_wheel" and not decision.wheel_path.is_file():
+        return None
+    return decision
 
 
-def _prebuilt(settings: AdapterSettings) -> Resolution | None:
-    """The resolution when a prebuilt wheel serves this build, else None."""
+def _prebuilt(settings: AdapterSettings) -> Decision | None:
+    """The decision when a prebuilt wheel serves this build, else None."""
     if settings.release_build:
         return None
-    resolution = _resolve(settings, fresh=False)
-    return resolution if resolution.action == "install_wheel" else None
+    decision = _resolve(settings, fresh=False)
+    return decision if decision.action == "install_wheel" else None
 
 
+@exits_with_message
 def get_requires_for_build_wheel(config_settings=None):
-    settings = settings_or_exit()  # a bad setting stops before the resolver runs
+    settings = adapter_settings.current()  # a bad setting stops before the resolver runs
     if not RESOLVER_IMPORTS_OK:
         # A source checkout: no bundle, so the resolver runs in the later hooks, after the
         # frontend installed what it imports; the toolchain comes too, whatever it decides.
         _state_file(settings).unlink(missing_ok=True)
         say("a source checkout (no bundled packaging): asking for it and the compile toolchain")
         return [*bundled_python.REQUIRES, *LOCAL_BUILD_REQUIRES]
-    resolution = None if settings.release_build else _resolve(settings, fresh=True)
-    if resolution and resolution.action == "install_wheel":
+    decision = None if settings.release_build else _resolve(settings, fresh=True)
+    if decision and decision.action == "install_wheel":
         say("a prebuilt wheel serves this host: no compile toolchain is installed")
         return []
-    cuda = resolution.decision.get("pypi_toolkit") if resolution else None
-    if cuda:
+    if decision and isinstance(decision.toolkit, PypiToolkit):
+        cuda = decision.toolkit.cuda_at_most
         toolkit = pypi_toolkit.requirements_up_to(cuda)
         say(f"no CUDA toolkit is installed: asking pip for the newest CUDA toolkit from PyPI up to {cuda} "
             f"({', '.join(toolkit)}) with the compile toolchain")
@@ -146,45 +158,49 @@ def get_requires_for_build_wheel(config_settings=None):
     return LOCAL_BUILD_REQUIRES
 
 
+@exits_with_message
 def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
-    settings = settings_or_exit()
-    resolution = _prebuilt(settings)
-    if resolution:
-        try:
-            expected = (resolution.decision.get("wheel") or {}).get("sha256", "")
-            return prebuilt_wheel.extract_metadata(resolution.wheel_path, expected, Path(metadata_directory))
-        except prebuilt_wheel.DeliveryError as error:
-            raise SystemExit(f"{settings.project.name}: {error}") from None
-    return _setuptools_backend(settings).prepare_metadata_for_build_wheel(metadata_directory, config_settings)
+    settings = adapter_settings.current()
+    decision = _prebuilt(settings)
+    if decision:
+        return prebuilt_wheel.extract_metadata(decision.wheel_path, decision.wheel.sha256, Path(metadata_directory))
+    return _setuptools_backend().prepare_metadata_for_build_wheel(metadata_directory, config_settings)
 
 
+@exits_with_message
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    settings = settings_or_exit()
-    resolution = _prebuilt(settings)
-    if resolution:
-        return install_resolution.deliver(resolution, Path(wheel_directory), settings).name
-    return _setuptools_backend(settings).build_wheel(wheel_directory, config_settings, metadata_directory)
+    settings = adapter_settings.current()
+    decision = _prebuilt(settings)
+    if decision:
+        return install_resolution.deliver(decision, Path(wheel_directory), settings).name
+    return _setuptools_backend().build_wheel(wheel_directory, config_settings, metadata_directory)
 
 
+@exits_with_message
 def get_requires_for_build_sdist(config_settings=None):
-    settings_or_exit()
+    adapter_settings.current()
     return [*bundled_python.REQUIRES, *LOCAL_BUILD_REQUIRES]
 
 
+@exits_with_message
 def build_sdist(sdist_directory, config_settings=None):
-    return _setuptools_backend(settings_or_exit()).build_sdist(sdist_directory, config_settings)
+    adapter_settings.current()
+    return _setuptools_backend().build_sdist(sdist_directory, config_settings)
 
 
+@exits_with_message
 def get_requires_for_build_editable(config_settings=None):
-    settings_or_exit()
+    adapter_settings.current()
     return [*bundled_python.REQUIRES, *LOCAL_BUILD_REQUIRES]
 
 
+@exits_with_message
 def prepare_metadata_for_build_editable(metadata_directory, config_settings=None):
-    return _setuptools_backend(settings_or_exit()).prepare_metadata_for_build_editable(metadata_directory,
-                                                                                       config_settings)
+    adapter_settings.current()
+    return _setuptools_backend().prepare_metadata_for_build_editable(metadata_directory, config_settings)
 
 
+@exits_with_message
 def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
-    return _setuptools_backend(settings_or_exit()).build_editable(wheel_directory, config_settings,
-                                                                  metadata_directory)
+    adapter_settings.current()
+    return _setuptools_backend().build_editable(wheel_directory, config_settings, metadata_directory)

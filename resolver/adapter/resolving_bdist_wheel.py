@@ -18,45 +18,36 @@ try:
 except ImportError:  # setuptools < 70.1 keeps it in the wheel package
     from wheel.bdist_wheel import bdist_wheel
 
-from adapter_settings import ARCHS, RELEASE_BUILD, settings_or_exit
+import adapter_settings
+from adapter_error import exits_with_message
+from adapter_settings import ARCHS, RELEASE_BUILD
 from cuda_build_ext import BuildPlan
 from helper_build import say
-from install_resolution import ResolutionError, current_resolution, deliver
-
-
-def decided_nvcc(decision: dict) -> Path | None:
-    """The nvcc the probe found and the decision was made for; None when the build gets its toolkit
-    from PyPI after the decision."""
-    toolkit = decision.get("build_toolkit") or {}
-    return Path(toolkit["nvcc"]) if toolkit.get("nvcc") else None
+from install_resolution import current_resolution, deliver
 
 
 class ResolvingBdistWheel(bdist_wheel):
+    @exits_with_message
     def run(self):
-        settings = settings_or_exit()  # a bad setting stops before the resolver runs
+        settings = adapter_settings.current()  # a bad setting stops before the resolver runs
         if settings.release_build:
             say(f"{settings.var(RELEASE_BUILD)}=1: release build for {settings.var(ARCHS)}="
                 f"{settings.cuda_archs or 'all'}, no resolution")
             super().run()
             return
-        try:
-            resolution = current_resolution(settings)
-        except ResolutionError as error:
-            raise SystemExit(f"{settings.project.name}: cannot install: {error}") from None
-        if resolution.action == "install_wheel":
-            deliver(resolution, Path(self.dist_dir), settings)
+        decision = current_resolution(settings)
+        if decision.action == "install_wheel":
+            deliver(decision, Path(self.dist_dir), settings)
             return
-        if resolution.action == "build_cpu":
-            plan = BuildPlan(cpu_only=True, archs="", decision=resolution.decision)
-            say(f"building the CPU-only module locally: {resolution.reason}")
+        if decision.action == "build_cpu":
+            plan = BuildPlan(cpu_only=True, archs="", decision=decision)
+            say(f"building the CPU-only module locally: {decision.reason}")
         elif settings.cuda_archs:
-            plan = BuildPlan(cpu_only=False, archs=settings.cuda_archs, decision=resolution.decision,
-                             nvcc=decided_nvcc(resolution.decision))
-            say(f"building locally for {settings.var(ARCHS)}={settings.cuda_archs} (set by you): {resolution.reason}")
+            plan = BuildPlan(cpu_only=False, archs=settings.cuda_archs, decision=decision)
+            say(f"building locally for {settings.var(ARCHS)}={settings.cuda_archs} (set by you): {decision.reason}")
         else:
-            plan = BuildPlan(cpu_only=False, archs=";".join(resolution.local_build_archs), decision=resolution.decision,
-                             nvcc=decided_nvcc(resolution.decision))
-            say(f"building locally for {plan.archs}: {resolution.reason}")
+            plan = BuildPlan(cpu_only=False, archs=";".join(decision.local_build_archs), decision=decision)
+            say(f"building locally for {plan.archs}: {decision.reason}")
         # The build_ext that bdist_wheel's build runs next is this object: the plan reaches it as a value.
         self.distribution.get_command_obj("build_ext").build_plan = plan
         super().run()

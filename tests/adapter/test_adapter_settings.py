@@ -20,6 +20,13 @@ import project_config  # noqa: E402
 
 CULINA = project_config.ProjectConfig.load(REPO)
 
+
+def decision_document(**fields) -> dict:
+    """A build_local decision document as `culina-resolver resolve --json` writes it, with `fields`."""
+    return {"schema_version": 1, "action": "build_local", "reason": "no wheel fits", "wheel": None, "wheel_path": None,
+            "local_build_archs": ["9.0"], "build_toolkit": None, "pypi_toolkit": "13.0", "host": {"gpus": ["9.0"]},
+            "warnings": [], "private_folders": [], **fields}
+
 BAD_VALUES = [
     ("CULINA_CUDA_ARCHS", "8.0;foo"),
     ("CULINA_CUDA_ARCHS", "9"),
@@ -191,17 +198,17 @@ def test_the_first_hook_refuses_a_bad_setting_before_the_helper_runs(tree, name,
 def test_the_decided_architectures_reach_the_build_as_a_plan(monkeypatch):
     """resolving_bdist_wheel hands the decision to build_ext as a BuildPlan; the environment is
     left as it was."""
-    import install_resolution
     import resolving_bdist_wheel
     from cuda_build_ext import BuildPlan, CudaBuildExt
+    from helper_client import Decision
     from setuptools import Distribution
 
     monkeypatch.delenv("CULINA_CUDA_ARCHS", raising=False)
     monkeypatch.delenv("CULINA_RELEASE_BUILD", raising=False)
-    decision = {"action": "build_local", "local_build_archs": ["8.6", "9.0"],
-                "build_toolkit": {"nvcc": "/opt/cuda-13.5/bin/nvcc", "cuda": "13.5"}}
-    resolution = install_resolution.Resolution("build_local", "no wheel fits", None, ["8.6", "9.0"], decision)
-    monkeypatch.setattr(resolving_bdist_wheel, "current_resolution", lambda settings: resolution)
+    decision = Decision.from_document(decision_document(
+        local_build_archs=["8.6", "9.0"], build_toolkit={"nvcc": "/opt/cuda-13.5/bin/nvcc", "root": "/opt/cuda-13.5",
+                                                         "cuda": "13.5", "found_in": "CUDA_HOME"}))
+    monkeypatch.setattr(resolving_bdist_wheel, "current_resolution", lambda settings: decision)
     seen = {}
 
     def build(command):
@@ -211,8 +218,8 @@ def test_the_decided_architectures_reach_the_build_as_a_plan(monkeypatch):
     environment = dict(os.environ)
     distribution = Distribution({"name": "tiny", "cmdclass": {"build_ext": CudaBuildExt}})
     resolving_bdist_wheel.ResolvingBdistWheel(distribution).run()
-    assert seen["plan"] == BuildPlan(cpu_only=False, archs="8.6;9.0", decision=decision,
-                                     nvcc=Path("/opt/cuda-13.5/bin/nvcc"))
+    assert seen["plan"] == BuildPlan(cpu_only=False, archs="8.6;9.0", decision=decision)
+    assert seen["plan"].decision.toolkit.nvcc == Path("/opt/cuda-13.5/bin/nvcc")
     assert seen["environment"] == environment
 
 
@@ -222,12 +229,14 @@ def test_native_means_the_gpus_the_probe_found_not_nvidia_smi(tmp_path, monkeypa
     import cuda_build_ext
     import install_resolution
     from cuda_build_ext import BuildPlan
+    from helper_client import Decision
 
     (tmp_path / "nvidia-smi").write_text("#!/bin/sh\necho 7.5\n")
     (tmp_path / "nvidia-smi").chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     settings = adapter_settings.parse({}, CULINA)
-    decided = BuildPlan(cpu_only=False, archs="native", decision={"host": {"gpus": ["9.0", "8.6", "9.0"]}})
+    decided = BuildPlan(cpu_only=False, archs="native",
+                        decision=Decision.from_document(decision_document(host={"gpus": ["9.0", "8.6", "9.0"]})))
     assert cuda_build_ext.plan_gpus(decided, settings) == ["9.0", "8.6", "9.0"]
     assert cuda_build_ext.native_archs("CULINA_CUDA_ARCHS", ["9.0", "8.6", "9.0"]) == "8.6;9.0"
     assert cuda_build_ext.plan_gpus(BuildPlan(cpu_only=False, archs="8.0", decision=None), settings) is None

@@ -28,8 +28,12 @@ NOBODY = pwd.getpwnam("nobody")  # "another user": the tests run as root
 STATE = "culina-resolution.json"  # the first hook's resolution, kept for the later hooks
 
 
-def decision_for(data: bytes) -> dict:
-    return {"action": "install_wheel", "wheel": {"file": ASSET, "sha256": hashlib.sha256(data).hexdigest()}}
+def decision_for(data: bytes, wheel_path: Path | None = None) -> dict:
+    """An install_wheel decision document as `culina-resolver resolve --json` writes it."""
+    return {"schema_version": 1, "action": "install_wheel", "reason": "a prebuilt wheel fits",
+            "wheel": {"file": ASSET, "sha256": hashlib.sha256(data).hexdigest(), "variant": "null"},
+            "wheel_path": str(wheel_path or ASSET), "local_build_archs": [], "build_toolkit": None,
+            "pypi_toolkit": None, "host": {"gpus": []}, "warnings": [], "private_folders": []}
 
 
 def rezip(data: bytes, change) -> bytes:
@@ -44,7 +48,8 @@ def rezip(data: bytes, change) -> bytes:
 def deliver(tmp_path: Path, data: bytes, decision: dict | None = None) -> Path:
     wheel = tmp_path / ASSET
     wheel.write_bytes(data)
-    return prebuilt_wheel.deliver(wheel, ASSET, decision or decision_for(data), tmp_path / "dist",
+    decision = decision or decision_for(data)
+    return prebuilt_wheel.deliver(wheel, ASSET, decision["wheel"]["sha256"], decision, tmp_path / "dist",
                                   "culina/_build_info.json")
 
 
@@ -167,11 +172,12 @@ def next_hook(monkeypatch) -> None:
 
 def cached_wheel_resolution(monkeypatch, cache: Path, data: bytes):
     import install_resolution
+    from helper_client import Decision
     wheel = cache / "wheels" / ASSET
     wheel.parent.mkdir(parents=True, mode=0o700)
     wheel.write_bytes(data)
-    resolution = install_resolution.Resolution("install_wheel", "a prebuilt wheel fits", wheel, [], decision_for(data))
-    monkeypatch.setattr(install_resolution, "resolve_install", lambda settings: resolution)
+    decision = Decision.from_document(decision_for(data, wheel))
+    monkeypatch.setattr(install_resolution, "resolve_install", lambda settings: decision)
     return wheel
 
 
@@ -351,7 +357,9 @@ def test_a_cached_wheel_not_ours_alone_is_refused_by_both_hooks(tmp_path, plant,
     plant(wheel, data)
     with pytest.raises(prebuilt_wheel.DeliveryError, match=re.escape(found)) as refused:
         if use == "deliver":
-            prebuilt_wheel.deliver(wheel, ASSET, decision_for(data), tmp_path / "dist", "culina/_build_info.json")
+            decision = decision_for(data)
+            prebuilt_wheel.deliver(wheel, ASSET, decision["wheel"]["sha256"], decision, tmp_path / "dist",
+                                   "culina/_build_info.json")
         else:
             extract(wheel, decision_for(data), tmp_path / "metadata")
     assert str(wheel) in str(refused.value)

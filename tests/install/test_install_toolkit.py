@@ -48,12 +48,17 @@ from pathlib import Path
 sys.path.insert(0, {adapter!r})
 from setuptools import setup
 from cuda_build_ext import BuildPlan, CudaBuildExt, CudaExtension
+from helper_client import Decision
+
+DECIDED = {{"schema_version": 1, "action": "build_local", "reason": "no wheel fits", "wheel": None, "wheel_path": None,
+           "local_build_archs": ["9.0"], "pypi_toolkit": None, "host": {{"gpus": ["9.0"]}}, "warnings": [],
+           "private_folders": [], "build_toolkit": {{"nvcc": {nvcc!r}, "root": str(Path({nvcc!r}).parent.parent),
+                                                    "cuda": "13.5", "found_in": "PATH"}}}}
 
 class DecidedBuildExt(CudaBuildExt):
     def initialize_options(self):
         super().initialize_options()
-        self.build_plan = BuildPlan(cpu_only=False, archs="9.0", decision={{"action": "build_local"}},
-                                    nvcc=Path({nvcc!r}))
+        self.build_plan = BuildPlan(cpu_only=False, archs="9.0", decision=Decision.from_document(DECIDED))
 
 setup(name="tiny", version="0", ext_modules=[CudaExtension("tiny._C", sources=["kernel.cu", "glue.cpp"])],
       cmdclass={{"build_ext": DecidedBuildExt}})

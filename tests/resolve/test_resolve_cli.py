@@ -259,7 +259,8 @@ def test_source_never_downloads(run, release):
 def test_a_local_build_names_the_nvcc_the_probe_found(run, fake_toolkit):
     done, decision = run(CULINA_VARIANT="source")
     assert decision["action"] == "build_local"
-    assert decision["build_toolkit"] == {"nvcc": str(fake_toolkit / "nvcc"), "cuda": "13.0"}
+    assert decision["build_toolkit"] == {"nvcc": str(fake_toolkit / "nvcc"), "root": str(fake_toolkit.parent),
+                                         "cuda": "13.0", "found_in": "PATH"}
     assert f"toolkit      CUDA 13.0, {fake_toolkit / 'nvcc'}" in done.stderr
 
     done, decision = run()

@@ -128,7 +128,7 @@ def test_a_bad_env_prefix_is_bad_input(resolver, statuses):
 
 
 def test_the_exit_statuses_are_the_adapters(statuses):
-    import install_resolution
+    import helper_client
 
-    assert statuses == {"ok": 0, "failed": 1, "bad_input": install_resolution.EXIT_BAD_INPUT,
-                        "no_way_to_serve": install_resolution.EXIT_NO_WAY_TO_SERVE}
+    assert statuses == {"ok": 0, "failed": 1, "bad_input": helper_client.EXIT_BAD_INPUT,
+                        "no_way_to_serve": helper_client.EXIT_NO_WAY_TO_SERVE}

@@ -218,7 +218,7 @@ TEST_F(FetchWheel, ServesAVerifiedCachedWheelWithoutNetwork) {
     std::ofstream(cached(), std::ios::binary) << zip_;
     const FetchedWheel fetched = fetch_wheel(expected_, options_);
     EXPECT_EQ(fetched.path, cached());
-    EXPECT_FALSE(fetched.in_private_folder);
+    EXPECT_FALSE(fetched.private_folder);
     EXPECT_NE(log_.find("using the cached"), std::string::npos) << log_;
 }
 
@@ -278,7 +278,7 @@ TEST_F(FetchWheel, ACacheOthersMayWriteIsNotUsed) {
     ::chmod((root_ + "/wheels").c_str(), 0777);
     expected_.url = mirror + "/" + expected_.file;
     const FetchedWheel fetched = fetch_wheel(expected_, options_);
-    EXPECT_TRUE(fetched.in_private_folder);
+    EXPECT_TRUE(fetched.private_folder);
     EXPECT_NE(fetched.path, cached());
     EXPECT_EQ(fetched.path.rfind(root_, 0), std::string::npos) << fetched.path;
     EXPECT_NE(log_.find("WARNING: not using the wheel cache: " + root_ + "/wheels may be written by group or others"),

@@ -22,6 +22,7 @@ void print_resolve_usage(std::ostream& out) {
            "                                                   --project NAME --project-version V)\n"
            "                              --tags FILE [--base-url URL] [--cache-dir DIR]\n"
            "                              [--allow-http] [--json] [--default-archs LIST] [--pypi-toolkit ROOT]\n"
+           "                              [--caller-states-decision]\n"
            "  probe this host, choose a wheel (as `select`), then download and verify it (as `fetch`).\n"
            "  When the chosen wheel cannot be fetched, the decision falls back to a local build, and\n"
            "  fetch_error says why; a wheel named by CULINA_VARIANT, one that fails its checksum (unless\n"
@@ -40,6 +41,8 @@ void print_resolve_usage(std::ostream& out) {
         << ")\n"
            "  --pypi-toolkit ROOT   a CUDA toolkit from NVIDIA's PyPI packages that the installing Python has,\n"
            "                        searched after PATH (CUDA_HOME, CUDA_PATH, PATH, ROOT, /usr/local/cuda)\n"
+           "  --caller-states-decision  the caller prints the decision and an error's reason itself: the log\n"
+           "                        leaves out the summary line and an error table's reason line\n"
            "environment: CULINA_VARIANT, CULINA_OFFLINE, CULINA_TIMEOUT, CULINA_RETRIES, CULINA_CA_BUNDLE,\n"
            "CULINA_OVERRIDE_CUDA, CULINA_OVERRIDE_SM, CULINA_ONLY_BINARY, CULINA_BUILD_ON_MISMATCH\n"
            "exit status: 0 act on the decision, 2 bad input, 3 nothing can serve this host (reason printed)\n";
@@ -91,23 +94,27 @@ int resolve_command(const Args& args, const HelperSettings& settings) {
     }
     const SelectionInput input = load_selection_input(options, settings);
 
+    const bool with_reason = !options.caller_states_decision;
     Outcome outcome{select_wheel(input), std::nullopt, std::nullopt};
-    std::cerr << decision_to_table(outcome.decision, settings.names);
+    std::cerr << decision_to_table(outcome.decision, settings.names, with_reason);
     if (outcome.decision.action == Action::install_wheel) {
         outcome = fetch_chosen_wheel(options, settings, input, outcome.decision);
-        if (outcome.fetch_error) std::cerr << decision_to_table(outcome.decision, settings.names);
+        if (outcome.fetch_error) std::cerr << decision_to_table(outcome.decision, settings.names, with_reason);
     }
 
     const Decision& decision = outcome.decision;
-    log(std::string("decided: ") + action_name(decision.action) +
-        (outcome.wheel ? " " + outcome.wheel->path : "") + " — " + decision.reason);
+    if (with_reason) {
+        log(std::string("decided: ") + action_name(decision.action) + (outcome.wheel ? " " + outcome.wheel->path : "") +
+            " — " + decision.reason);
+    }
     if (options.json) {
         nlohmann::json out = decision_to_json(decision);
         out["probe"] = host_to_json(input.host);
         out["wheel_path"] = outcome.wheel ? nlohmann::json(outcome.wheel->path) : nlohmann::json(nullptr);
-        // The wheel is in a private temporary folder (the cache could not be used): the caller
-        // deletes that folder once it has delivered the wheel.
-        out["wheel_in_private_folder"] = outcome.wheel.has_value() && outcome.wheel->in_private_folder;
+        // Folders this run made outside the cache (the wheel's, when the cache could not be used):
+        // the caller removes them once it has delivered the wheel.
+        out["private_folders"] = nlohmann::json::array();
+        if (outcome.wheel && outcome.wheel->private_folder) out["private_folders"].push_back(*outcome.wheel->private_folder);
         out["fetch_error"] = outcome.fetch_error ? nlohmann::json(*outcome.fetch_error) : nlohmann::json(nullptr);
         std::cout << host_json_text(out) << "\n";
     } else {

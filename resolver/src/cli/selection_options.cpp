@@ -38,6 +38,10 @@ SelectionOptions parse_selection_options(const Args& args, bool with_fetch) {
             options.manifest_from_release = true;
             continue;
         }
+        if (with_fetch && arg == "--caller-states-decision") {
+            options.caller_states_decision = true;
+            continue;
+        }
         std::string* value_slot = nullptr;
         std::optional<std::string>* optional_slot = nullptr;
         if (arg == "--manifest") value_slot = &options.manifest_path;

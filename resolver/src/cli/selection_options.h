@@ -26,6 +26,9 @@ struct SelectionOptions {
     std::optional<std::string> base_url;
     std::optional<std::string> cache_dir;
     bool allow_http = false;
+    // --caller-states-decision: the caller (the install adapter) states the decision and an
+    // error's reason itself, so the log leaves out its summary line and an error table's reason.
+    bool caller_states_decision = false;
 };
 
 // Throws UsageError. `with_fetch` accepts --base-url, --cache-dir, --allow-http, and --manifest-url

@@ -183,7 +183,7 @@ FetchedWheel fetch_wheel(const WheelExpectation& expected, const FetchOptions& o
     const std::optional<std::string> untrusted = cache_root_problem(options.settings.cache_root);
     if (!untrusted) {
         // No lock for a hit: only verified files are renamed into place, and a rename is atomic.
-        if (const auto cached = verified_cached_wheel(paths, expected, log)) return {*cached, false};
+        if (const auto cached = verified_cached_wheel(paths, expected, log)) return {*cached, std::nullopt};
     }
     if (options.settings.offline && !local) {
         throw FetchError(FetchError::Kind::unavailable,
@@ -200,11 +200,11 @@ FetchedWheel fetch_wheel(const WheelExpectation& expected, const FetchOptions& o
                 std::to_string(wait_seconds) + " s, " + names.of("TIMEOUT") + "; lock " + paths.lock + ")");
         });
         if (lock.held()) {
-            if (const auto cached = verified_cached_wheel(paths, expected, log)) return {*cached, false};
+            if (const auto cached = verified_cached_wheel(paths, expected, log)) return {*cached, std::nullopt};
             fetch_into(paths, expected, options, log);
             log("verified " + expected.file + " (size, sha256, METADATA " + expected.project + " " + expected.version +
                 ") and stored it as " + paths.wheel);
-            return {paths.wheel, false};
+            return {paths.wheel, std::nullopt};
         }
         log("the cache lock " + paths.lock + " is still held after " + std::to_string(wait_seconds) +
             " s: going on without the cache, in a private temporary folder");
@@ -213,11 +213,12 @@ FetchedWheel fetch_wheel(const WheelExpectation& expected, const FetchOptions& o
             ". Fetching into a private temporary folder instead; to use a cache, set " + names.of("CACHE_DIR") +
             " to a folder that only you own and may write, under folders only you or root may write");
     }
-    const CachePaths private_paths = cache_paths(make_private_folder("culina-wheel"), expected.file);
+    const std::string private_folder = make_private_folder("culina-wheel");
+    const CachePaths private_paths = cache_paths(private_folder, expected.file);
     fetch_into(private_paths, expected, options, log);
     log("verified " + expected.file + " (size, sha256, METADATA " + expected.project + " " + expected.version +
         ") in the private folder " + private_paths.directory);
-    return {private_paths.wheel, true};
+    return {private_paths.wheel, private_folder};
 }
 
 }  // namespace culina::fetch

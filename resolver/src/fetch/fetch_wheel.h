@@ -36,7 +36,8 @@ struct FetchOptions {
 
 struct FetchedWheel {
     std::string path;               // the verified wheel
-    bool in_private_folder = false;  // outside the cache: whoever uses it may delete its folder afterwards
+    // Fetched outside the cache: the private folder it lies in, which whoever uses the wheel removes afterwards.
+    std::optional<std::string> private_folder;
 };
 
 // Throws FetchError.

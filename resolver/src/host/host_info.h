@@ -47,6 +47,9 @@ struct GpuInfo {
 struct ToolkitInfo {
     std::string nvcc;  // absolute path
     CudaVersion cuda;
+    // Where the probe found it (CUDA_HOME, CUDA_PATH, PATH, the PyPI toolkit, /usr/local/cuda),
+    // for the build record: the build compiles with this nvcc and searches no further.
+    std::string found_in;
 };
 
 struct HostInfo {

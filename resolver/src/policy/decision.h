@@ -25,6 +25,11 @@ enum class Action {
 // "install_wheel", "build_local", "build_cpu", "error"
 const char* action_name(Action action);
 
+// The version of the decision document (decision_to_json, and what `resolve` adds). The install
+// adapter reads one version (helper_client.DECISION_SCHEMA_VERSION) and refuses another: a change
+// a reader of the old form would misread takes the next number.
+constexpr int kDecisionSchemaVersion = 1;
+
 struct Candidate {
     std::string file;
     std::string variant;
@@ -64,7 +69,8 @@ struct Decision {
 };
 
 nlohmann::json decision_to_json(const Decision& decision);
-// A readable multi-line rendering for terminals and `pip install -v` logs.
-std::string decision_to_table(const Decision& decision, const SettingNames& names);
+// A readable multi-line rendering for terminals and `pip install -v` logs. `with_error_reason`
+// false leaves an error's reason line out, for a caller that states the reason itself.
+std::string decision_to_table(const Decision& decision, const SettingNames& names, bool with_error_reason = true);
 
 }  // namespace culina

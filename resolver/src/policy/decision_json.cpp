@@ -11,6 +11,12 @@ nlohmann::json text_or_null(const std::optional<std::string>& text) {
     return text ? nlohmann::json(*text) : nlohmann::json(nullptr);
 }
 
+// The toolkit root: the folder above nvcc's bin/ (the probe's path is canonical, <root>/bin/nvcc).
+std::string toolkit_root(const std::string& nvcc) {
+    const size_t bin = nvcc.rfind('/', nvcc.rfind('/') - 1);
+    return bin == std::string::npos || bin == 0 ? "/" : nvcc.substr(0, bin);
+}
+
 }  // namespace
 
 const char* action_name(Action action) {
@@ -25,6 +31,7 @@ const char* action_name(Action action) {
 
 nlohmann::json decision_to_json(const Decision& decision) {
     nlohmann::json out;
+    out["schema_version"] = kDecisionSchemaVersion;
     out["action"] = action_name(decision.action);
     out["reason"] = decision.reason;
     if (decision.wheel) {
@@ -41,9 +48,14 @@ nlohmann::json decision_to_json(const Decision& decision) {
     out["warnings"] = decision.warnings;
     out["local_build_archs"] = decision.local_build_archs;
     out["pypi_toolkit"] = version_or_null(decision.pypi_toolkit);
-    out["build_toolkit"] = decision.build_toolkit ? nlohmann::json{{"nvcc", decision.build_toolkit->nvcc},
-                                                                   {"cuda", decision.build_toolkit->cuda.str()}}
-                                                  : nlohmann::json(nullptr);
+    out["build_toolkit"] = nullptr;
+    if (decision.build_toolkit) {
+        const ToolkitInfo& toolkit = *decision.build_toolkit;
+        out["build_toolkit"] = {{"nvcc", toolkit.nvcc},
+                                {"root", toolkit_root(toolkit.nvcc)},
+                                {"cuda", toolkit.cuda.str()},
+                                {"found_in", toolkit.found_in}};
+    }
     out["host"] = {{"driver_cuda", version_or_null(decision.host.driver_cuda)},
                    {"gpus", decision.host.gpus},
                    {"toolkit_cuda", version_or_null(decision.host.toolkit_cuda)}};

@@ -15,11 +15,12 @@ const char* verdict_mark(const Candidate& candidate) {
 
 }  // namespace
 
-std::string decision_to_table(const Decision& decision, const SettingNames& names) {
+std::string decision_to_table(const Decision& decision, const SettingNames& names, bool with_error_reason) {
     std::ostringstream out;
     out << "decision     " << action_name(decision.action);
     if (decision.wheel) out << "  " << decision.wheel->file;
-    out << "\nreason       " << decision.reason << "\n";
+    out << "\n";
+    if (with_error_reason || decision.action != Action::error) out << "reason       " << decision.reason << "\n";
     out << "request      " << names.of("VARIANT") << "=" << decision.variant_request << "\n";
     out << "host         driver " << (decision.host.driver_cuda ? "CUDA " + decision.host.driver_cuda->str() : "none") << ", GPUs "
         << (decision.host.gpus.empty() ? "none" : join(decision.host.gpus, ",")) << ", toolkit "

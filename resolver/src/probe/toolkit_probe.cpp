@@ -21,21 +21,26 @@ std::string canonical(const std::string& path) {
     return realpath(path.c_str(), resolved) ? std::string(resolved) : path;
 }
 
-// The build adapter searches in the same order (cuda_build_ext.TOOLKIT_SEARCH), so the decision
-// is made for the toolkit that will compile.
-std::vector<std::string> nvcc_candidates(const std::optional<std::string>& pypi_root) {
-    std::vector<std::string> candidates;
+struct NvccCandidate {
+    std::string path;
+    std::string found_in;  // ToolkitInfo::found_in
+};
+
+// A build with no decision searches in the same order (cuda_build_ext.TOOLKIT_SEARCH); a build
+// with one compiles with the toolkit it names.
+std::vector<NvccCandidate> nvcc_candidates(const std::optional<std::string>& pypi_root) {
+    std::vector<NvccCandidate> candidates;
     for (const char* root_variable : {"CUDA_HOME", "CUDA_PATH"}) {
         const std::optional<std::string> root = get_env(root_variable);
-        if (root && !root->empty()) candidates.push_back(*root + "/bin/nvcc");
+        if (root && !root->empty()) candidates.push_back({*root + "/bin/nvcc", root_variable});
     }
     if (const std::optional<std::string> path = get_env("PATH")) {
         for (const std::string& dir : split(*path, ':')) {
-            if (!dir.empty()) candidates.push_back(dir + "/nvcc");
+            if (!dir.empty()) candidates.push_back({dir + "/nvcc", "PATH"});
         }
     }
-    if (pypi_root) candidates.push_back(*pypi_root + "/bin/nvcc");
-    candidates.push_back("/usr/local/cuda/bin/nvcc");
+    if (pypi_root) candidates.push_back({*pypi_root + "/bin/nvcc", "PyPI packages"});
+    candidates.push_back({"/usr/local/cuda/bin/nvcc", "/usr/local/cuda"});
     return candidates;
 }
 
@@ -51,7 +56,7 @@ std::optional<CudaVersion> parse_nvcc_version(const std::string& text) {
 }
 
 std::optional<ToolkitInfo> probe_toolkit(const std::optional<std::string>& pypi_root, std::vector<std::string>& errors) {
-    for (const std::string& candidate : nvcc_candidates(pypi_root)) {
+    for (const auto& [candidate, found_in] : nvcc_candidates(pypi_root)) {
         if (!is_executable(candidate)) continue;
         const std::string shown = printable(candidate);
         // The path goes into the decision, which the build reads back to run this nvcc: one
@@ -69,7 +74,7 @@ std::optional<ToolkitInfo> probe_toolkit(const std::optional<std::string>& pypi_
             continue;
         }
         if (const std::optional<CudaVersion> version = parse_nvcc_version(outcome.output)) {
-            return ToolkitInfo{nvcc, *version};
+            return ToolkitInfo{nvcc, *version, found_in};
         }
         errors.push_back("toolkit: '" + candidate + " --version' printed no 'release X.Y'; skipped");
     }
