@@ -115,10 +115,13 @@ Problem make_forward_problem(uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t ou
   return p;
 }
 
+// gate_dots (0: not wanted) has its own strides, after the list's (common/problem.h: Gradients).
 culina::Gradients make_gradients(uintptr_t d_out, uintptr_t d_final_state, uintptr_t dq, uintptr_t dk,
-                                 uintptr_t dv, uintptr_t d_initial_state, const std::vector<StrideTriple>& strides) {
+                                 uintptr_t dv, uintptr_t d_initial_state, const std::vector<StrideTriple>& strides,
+                                 uintptr_t gate_dots, const StrideTriple& gate_dots_strides) {
   if (!d_out || !dq || !dk || !dv) throw std::invalid_argument("the backward needs do, dq, dk and dv (0 given)");
   culina::Gradients g;
+  if (gate_dots) g.gate_dots = {reinterpret_cast<float*>(gate_dots), strides_of(gate_dots_strides)};
   g.d_out = {reinterpret_cast<const void*>(d_out), strides_of(strides[3])};
   g.d_final_state = reinterpret_cast<const float*>(d_final_state);
   g.dq = {reinterpret_cast<void*>(dq), strides_of(strides[4])};
@@ -210,19 +213,21 @@ void define_module(py::module_& m) {
          uintptr_t dq, uintptr_t dk, uintptr_t dv, uintptr_t d_initial_state, std::vector<int64_t> dims, int dtype,
          float scale, std::optional<std::vector<float>> decay, uintptr_t gamma, uintptr_t gates,
          const std::vector<StrideTriple>& strides, int threads, uintptr_t cu_seqlens, int64_t num_seqs,
-         int seqlen_bits) {
+         int seqlen_bits, uintptr_t gate_dots, const StrideTriple& gate_dots_strides) {
         check_strides(strides, kBackwardStrides);
         const Problem p = make_runnable_problem(q, k, v, initial_state, std::move(dims), dtype, scale,
                                                 std::move(decay), gamma, gates, strides, cu_seqlens, num_seqs,
                                                 seqlen_bits);
-        const culina::Gradients g = make_gradients(d_out, d_final_state, dq, dk, dv, d_initial_state, strides);
+        const culina::Gradients g = make_gradients(d_out, d_final_state, dq, dk, dv, d_initial_state, strides,
+                                                   gate_dots, gate_dots_strides);
         py::gil_scoped_release release;
         culina::cpu::linear_attention_backward(p, g, threads);
       },
       py::arg("q"), py::arg("k"), py::arg("v"), py::arg("do"), py::arg("initial_state"), py::arg("d_final_state"),
       py::arg("dq"), py::arg("dk"), py::arg("dv"), py::arg("d_initial_state"), py::arg("dims"), py::arg("dtype"),
       py::arg("scale"), py::arg("decay"), py::arg("gamma"), py::arg("gates"), py::arg("strides"),
-      py::arg("threads") = 0, py::arg("cu_seqlens") = 0, py::arg("num_seqs") = 0, py::arg("seqlen_bits") = 0);
+      py::arg("threads") = 0, py::arg("cu_seqlens") = 0, py::arg("num_seqs") = 0, py::arg("seqlen_bits") = 0,
+      py::arg("gate_dots") = 0, py::arg("gate_dots_strides") = StrideTriple{0, 0, 0});
   m.def(
       "gpu_workspace_bytes",
       [](std::vector<int64_t> dims, int dtype, int device, int64_t num_seqs, bool gated) {
@@ -258,13 +263,15 @@ void define_module(py::module_& m) {
          uintptr_t dq, uintptr_t dk, uintptr_t dv, uintptr_t d_initial_state, std::vector<int64_t> dims, int dtype,
          float scale, std::optional<std::vector<float>> decay, uintptr_t gamma, uintptr_t gates,
          const std::vector<StrideTriple>& strides, int device, uintptr_t stream, uintptr_t workspace,
-         size_t workspace_bytes, uintptr_t cu_seqlens, int64_t num_seqs, int seqlen_bits) {
+         size_t workspace_bytes, uintptr_t cu_seqlens, int64_t num_seqs, int seqlen_bits, uintptr_t gate_dots,
+         const StrideTriple& gate_dots_strides) {
         check_strides(strides, kBackwardStrides);
         Problem p = make_runnable_problem(q, k, v, initial_state, std::move(dims), dtype, scale, std::move(decay),
                                           gamma, gates, strides, cu_seqlens, num_seqs, seqlen_bits);
         p.workspace = reinterpret_cast<void*>(workspace);
         p.workspace_bytes = workspace_bytes;
-        const culina::Gradients g = make_gradients(d_out, d_final_state, dq, dk, dv, d_initial_state, strides);
+        const culina::Gradients g = make_gradients(d_out, d_final_state, dq, dk, dv, d_initial_state, strides,
+                                                   gate_dots, gate_dots_strides);
         py::gil_scoped_release release;
         culina::gpu::linear_attention_backward(p, g, device, stream);
       },
@@ -272,7 +279,8 @@ void define_module(py::module_& m) {
       py::arg("dq"), py::arg("dk"), py::arg("dv"), py::arg("d_initial_state"), py::arg("dims"), py::arg("dtype"),
       py::arg("scale"), py::arg("decay"), py::arg("gamma"), py::arg("gates"), py::arg("strides"), py::arg("device"),
       py::arg("stream"), py::arg("workspace"), py::arg("workspace_bytes"), py::arg("cu_seqlens") = 0,
-      py::arg("num_seqs") = 0, py::arg("seqlen_bits") = 0);
+      py::arg("num_seqs") = 0, py::arg("seqlen_bits") = 0, py::arg("gate_dots") = 0,
+      py::arg("gate_dots_strides") = StrideTriple{0, 0, 0});
   m.def(
       "kernel_path",
       [](int device, int dtype, int64_t dk, int64_t dv) {

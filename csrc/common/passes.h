@@ -18,7 +18,9 @@
 //   dq = forward (q' = do, k' = v, v' = k, S0' = S0^T)
 //   dk = adjoint (q' = v, k' = do, v' = q, S0' = dS_T^T)
 //   dv = adjoint (q' = k, k' = q, v' = do, S0' = dS_T), whose final state is dS0.
-// Every pass has the problem's gates, token by token.
+// Every pass has the problem's gates, token by token. Where the gates' gradient is wanted
+// (Gradients::gate_dots), the dq pass adds q_t.dq_t and the dk pass -k_t.dk_t to token t's
+// element, each from its output's fp32 values before they are rounded.
 #pragma once
 
 #include <array>
@@ -38,6 +40,11 @@ struct Pass {
   bool initial_transposed = false;
   float* final_state = nullptr;  // [dk][dv] per (sequence, head); may be null
   bool adjoint = false;
+  // Where set (gate_dots.data): dot_sign times the dot of each output row with the same
+  // token's row of `partner` ([.., dv] rows), added to the token's element of gate_dots.
+  Rows<float*> gate_dots;
+  InRows partner;
+  float dot_sign = 0.0f;
 };
 
 inline Pass forward_pass(const Problem& p) {
@@ -45,8 +52,8 @@ inline Pass forward_pass(const Problem& p) {
 }
 
 inline std::array<Pass, 3> backward_passes(const Problem& p, const Gradients& g) {
-  return {Pass{g.d_out, p.v, p.k, g.dq, p.dv, p.dk, p.initial_state, true, nullptr, false},
-          Pass{p.v, g.d_out, p.q, g.dk, p.dv, p.dk, g.d_final_state, true, nullptr, true},
+  return {Pass{g.d_out, p.v, p.k, g.dq, p.dv, p.dk, p.initial_state, true, nullptr, false, g.gate_dots, p.q, 1.0f},
+          Pass{p.v, g.d_out, p.q, g.dk, p.dv, p.dk, g.d_final_state, true, nullptr, true, g.gate_dots, p.k, -1.0f},
           Pass{p.k, p.q, g.d_out, g.dv, p.dk, p.dv, g.d_final_state, false, g.d_initial_state, true}};
 }
 

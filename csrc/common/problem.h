@@ -75,13 +75,17 @@ struct Problem {
 
 // The backward's extra tensors: d_out has v's shape and dtype, dq/dk/dv those of q/k/v (each
 // with its own strides); d_final_state and d_initial_state are float32 like the states and may
-// be null. The gates' gradient is not computed here: it follows from q, k, dq and dk (the
-// Python side's reverse cumulative sum, as flash-linear-attention computes it).
+// be null.
+// gate_dots (may be null: not computed), float32 Rows with no feature axis like gates, zeroed
+// by the caller: the backward adds q_t.dq_t - k_t.dk_t to each token's element, from dq's and
+// dk's fp32 values before they are rounded to the dtype. The gates' gradient follows from it
+// (the Python side's reverse cumulative sum, as flash-linear-attention computes it).
 struct Gradients {
   InRows d_out;
   const float* d_final_state = nullptr;
   OutRows dq, dk, dv;
   float* d_initial_state = nullptr;
+  Rows<float*> gate_dots;
 };
 
 }  // namespace culina

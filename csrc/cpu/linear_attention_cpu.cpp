@@ -97,6 +97,12 @@ void run_sequence(const Problem& p, const Pass& pass, const Sequence& s, std::ve
     }
     T* ot = out + offset(pass.out.strides, s, t);
     for (int64_t j = 0; j < dv; ++j) ot[j] = from_float<T>(out_scale * row[j]);
+    if (pass.gate_dots.data) {  // from the unrounded row (common/passes.h)
+      const T* partner = static_cast<const T*>(pass.partner.data) + offset(pass.partner.strides, s, t);
+      double dot = 0.0;
+      for (int64_t j = 0; j < dv; ++j) dot += double(out_scale * row[j]) * to_float(partner[j]);
+      pass.gate_dots.data[offset(pass.gate_dots.strides, s, t)] += float(pass.dot_sign * dot);
+    }
   }
   if (pass.final_state) std::copy(state.begin(), state.end(), pass.final_state + s.state_index * dk * dv);
 }

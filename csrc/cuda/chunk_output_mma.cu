@@ -42,8 +42,8 @@ struct Layout : ChunkTiles<DK, SLICE> {
                 "the output staging rows must fit in the q and k regions");
 };
 
-// GATED: p.chunk_gates holds the gates (else one constant per head).
-template <typename T, int DK, int SLICE, bool GATED>
+// GATED: p.chunk_gates holds the gates (else one constant per head). DOTS: p.gate_dots is set.
+template <typename T, int DK, int SLICE, bool GATED, bool DOTS>
 __global__ void __launch_bounds__(threads<SLICE>()) chunk_output_kernel(KernelParams p) {
 #if __CUDA_ARCH__ >= 800
   using L = Layout<DK, SLICE>;
@@ -121,6 +121,12 @@ __global__ void __launch_bounds__(threads<SLICE>()) chunk_output_kernel(KernelPa
   float o[kGroupV / 8][4];
   output_rows<T, DK, kGroupV>(o, s_q, L::ld_qk, s_p, s_h, s_v, L::ld_v, col_base, row_warp, lane, state_weight(p),
                               gates);
+  if constexpr (DOTS) {  // partner rows straight from device memory: other blocks hide the latency
+    const int64_t first_row = t0 + row_warp * kTile;
+    const T* partner = static_cast<const T*>(p.partner) + rows.at(p.partner_at, first_row) + v0 + col_base;
+    add_gate_dots<T, kGroupV>(p, rows, o, partner, rows.stride(p.partner_at), first_row, n - row_warp * kTile,
+                              v0 + col_base, lane);
+  }
   __syncthreads();  // every warp is past its q rows
   // Staged in the q and k regions.
   T* out = static_cast<T*>(p.out) + rows.at(p.out_at, t0 + row_warp * kTile) + v0 + col_base;
@@ -136,9 +142,11 @@ cudaError_t launch_shape(const KernelParams& params, int sequences, cudaStream_t
   // Padded: one block row per (sequence, head) and chunk; packed: per head and chunk slot.
   const dim3 grid(unsigned(params.chunk_slots), params.dv_padded / SLICE,
                   params.cu_seqlens ? params.heads : sequences * params.heads);
-  return launch_with_shared(params.chunk_gates ? chunk_output_kernel<T, DK, SLICE, true>
-                                               : chunk_output_kernel<T, DK, SLICE, false>,
-                            grid, threads<SLICE>(), Layout<DK, SLICE>::bytes, stream, params);
+  const auto kernel = params.chunk_gates ? (params.gate_dots ? chunk_output_kernel<T, DK, SLICE, true, true>
+                                                             : chunk_output_kernel<T, DK, SLICE, true, false>)
+                                         : (params.gate_dots ? chunk_output_kernel<T, DK, SLICE, false, true>
+                                                             : chunk_output_kernel<T, DK, SLICE, false, false>);
+  return launch_with_shared(kernel, grid, threads<SLICE>(), Layout<DK, SLICE>::bytes, stream, params);
 }
 
 }  // namespace

@@ -8,9 +8,12 @@
 // Warps whose rows are the same (one per group of columns) split the scores between them and
 // share P through shared memory: computed once, not once per group. q comes in from shared
 // memory once per product rather than being held: registers go to more warps instead.
+// The backward's dq and dk passes also dot O's fp32 rows with q's or k's for the gates'
+// gradient (add_gate_dots).
 #pragma once
 
 #include "cuda/mma_common.cuh"
+#include "cuda/sequence_rows.cuh"
 
 namespace culina::gpu::mma {
 
@@ -200,6 +203,65 @@ __device__ __forceinline__ void store_rows(const float (&o)[COLS / 8][4], T* sta
     if (row < valid && c8 < cols)
       *reinterpret_cast<uint4*>(out + row_stride * row + c8) = *reinterpret_cast<const uint4*>(stage + row * kLd + c8);
   }
+}
+
+// The gates' gradient terms (KernelParams::gate_dots): adds dot_sign (o_i . partner_i) to
+// gate_dots for the warp's 16 rows i, pass rows first_row .. + 15: o's fp32 values, before
+// store_rows rounds them, against the same tokens' partner rows, COLS columns from `col`, read
+// from `partner` (row 0's column `col`; row_step elements between rows; device memory or
+// stage_partner_rows' copy). Rows at or past `valid` and columns at or past dv are skipped.
+// The quad of lanes holding a row sums it; the warps and blocks of the other columns add their
+// parts to the same element.
+template <typename T, int COLS>
+__device__ __forceinline__ void add_gate_dots(const KernelParams& p, const SequenceRows& rows,
+                                              const float (&o)[COLS / 8][4], const T* partner, int64_t row_step,
+                                              int64_t first_row, int valid, int col, const LaneRoles& lane) {
+  const bool top = lane.group < valid, bottom = lane.group + 8 < valid;
+  const T* top_row = partner + row_step * lane.group + lane.pair;
+  const T* bottom_row = top_row + 8 * row_step;
+  float dot_top = 0.0f, dot_bottom = 0.0f;
+#pragma unroll
+  for (int c = 0; c < COLS / 8; ++c) {
+    if (col + c * 8 >= p.dv) continue;  // dv is a multiple of 8
+    alignas(4) T x[2];
+    if (top) {
+      *reinterpret_cast<uint32_t*>(x) = *reinterpret_cast<const uint32_t*>(top_row + c * 8);
+      dot_top += o[c][0] * as_float(x[0]) + o[c][1] * as_float(x[1]);
+    }
+    if (bottom) {
+      *reinterpret_cast<uint32_t*>(x) = *reinterpret_cast<const uint32_t*>(bottom_row + c * 8);
+      dot_bottom += o[c][2] * as_float(x[0]) + o[c][3] * as_float(x[1]);
+    }
+  }
+  __syncwarp();  // every lane has read `partner` (staging rows that store_rows overwrites next)
+#pragma unroll
+  for (int quad = 1; quad < 4; quad *= 2) {
+    dot_top += __shfl_xor_sync(0xffffffffu, dot_top, quad);
+    dot_bottom += __shfl_xor_sync(0xffffffffu, dot_bottom, quad);
+  }
+  if (lane.pair != 0) return;
+  if (top) atomicAdd(p.gate_dots + rows.at(p.gate_dots_at, first_row + lane.group), p.dot_sign * dot_top);
+  if (bottom) atomicAdd(p.gate_dots + rows.at(p.gate_dots_at, first_row + lane.group + 8), p.dot_sign * dot_bottom);
+}
+
+// Starts copying the partner rows add_gate_dots reads for the warp's 16 rows from pass row
+// first_row, COLS columns from `col`, into its staging rows (staging_bytes<COLS>(), zeros past
+// `valid` rows and past dv), as one group of asynchronous copies: issued early, their latency
+// hides behind the chunk's products.
+template <typename T, int COLS>
+__device__ __forceinline__ void stage_partner_rows(const KernelParams& p, const SequenceRows& rows, T* stage,
+                                                   int64_t first_row, int valid, int col, int lane_index) {
+  constexpr int kVectors = COLS / 8;  // 16-byte words per row
+  const T* partner = static_cast<const T*>(p.partner);
+  __syncwarp();  // every lane is done with the staging rows (store_rows)
+#pragma unroll
+  for (int x = 0; x < kTile * kVectors / 32; ++x) {
+    const int e = lane_index + 32 * x, row = e / kVectors, c8 = (e % kVectors) * 8;
+    const bool inside = row < valid && col + c8 < p.dv;
+    copy16_async(stage + row * staging_ld<COLS>() + c8,
+                 inside ? partner + rows.at(p.partner_at, first_row + row) + col + c8 : partner, inside);
+  }
+  commit_async_copies();
 }
 
 }  // namespace culina::gpu::mma

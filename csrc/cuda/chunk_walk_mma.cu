@@ -20,6 +20,9 @@
 // shared-memory slots, the next chunk's copies in flight while this chunk is computed. One
 // barrier per chunk (two at DK = 256, whose state has one buffer rather than two), and one
 // among the warps of the same rows, which share P.
+// In the backward's dq and dk passes (DOTS) each warp also dots its output rows' fp32 values
+// with the partner rows for the gates' gradient (chunk_rows_mma.cuh: add_gate_dots), copied into
+// its output staging rows while the chunk's products run.
 #include "cuda/chunk_rows_mma.cuh"
 #include "cuda/kernels.h"
 #include "cuda/sequence_rows.cuh"
@@ -79,8 +82,9 @@ __device__ __forceinline__ uint32_t scale2(uint32_t word, float f_lo, float f_hi
   return pack2<T>(f_lo * as_float(pair[0]), f_hi * as_float(pair[1]));
 }
 
-// GATED: p.chunk_gates holds the gates (else one constant per head).
-template <typename T, int DK, int SLICE, bool GATED>
+// GATED: p.chunk_gates holds the gates (else one constant per head). DOTS: p.gate_dots is set
+// (a kernel of its own, so that the walk without it runs the code it ran before).
+template <typename T, int DK, int SLICE, bool GATED, bool DOTS>
 __global__ void __launch_bounds__(threads<SLICE>(), 1) chunk_walk_kernel(KernelParams p) {
 #if __CUDA_ARCH__ >= 800
   using L = Layout<DK, SLICE>;
@@ -176,13 +180,18 @@ __global__ void __launch_bounds__(threads<SLICE>(), 1) chunk_walk_kernel(KernelP
       }
     wait_async_copies<L::slots - 2>();  // chunk c's copies; later ones may fly
     __syncthreads();  // chunk c's rows and state are in; every warp is past chunk c - 1
+    const int t0 = (first_chunk + c) * kChunk, n = min(kChunk, rows.length - t0);
+    // The gates' gradient terms: the partner rows into this warp's staging rows, a group of
+    // copies before the ring's next, so that waiting for it leaves the ring's in flight.
+    if constexpr (DOTS)
+      stage_partner_rows<T, kGroupV>(p, rows, stage, t0 + row_warp * kTile, n - row_warp * kTile, v0 + col_base,
+                                     tid % 32);
     issue(c + L::slots - 1);  // into the slot chunk c - 1 used
 
     const unsigned char* here = slot(c);
     const T* s_q = reinterpret_cast<const T*>(here + L::Slot::q);
     const T* s_k = reinterpret_cast<const T*>(here + L::Slot::k);
     const T* s_v = reinterpret_cast<const T*>(here + L::Slot::v);
-    const int t0 = (first_chunk + c) * kChunk, n = min(kChunk, rows.length - t0);
     GatePowers<GATED> gates;
     if constexpr (GATED) gates = {reinterpret_cast<const float*>(here + L::Slot::gates)};
     else gates = {s_powers, p.adjoint ? 0 : 1, n};
@@ -198,6 +207,12 @@ __global__ void __launch_bounds__(threads<SLICE>(), 1) chunk_walk_kernel(KernelP
       sync_row_warps<32 * kGroups>(row_warp);  // P and the weights
       float o[kColTiles][4];
       output_rows<T, DK, kGroupV>(o, s_q, L::ld_qk, s_p, s_h, s_v, L::ld_v, col_base, row_warp, lane, w_state, gates);
+      if constexpr (DOTS) {
+        wait_async_copies<1>();  // the partner rows (the ring's next chunk may still fly)
+        __syncwarp();            // and every lane's copies of them
+        add_gate_dots<T, kGroupV>(p, rows, o, stage, staging_ld<kGroupV>(), t0 + row_warp * kTile,
+                                  n - row_warp * kTile, v0 + col_base, lane);
+      }
       T* out = static_cast<T*>(p.out) + rows.at(p.out_at, t0 + row_warp * kTile) + v0 + col_base;
       store_rows<T, kGroupV>(o, stage, out, rows.stride(p.out_at), n - row_warp * kTile, dv - v0 - col_base, lane,
                              tid % 32);
@@ -263,9 +278,11 @@ __global__ void __launch_bounds__(threads<SLICE>(), 1) chunk_walk_kernel(KernelP
 template <typename T, int DK, int SLICE>
 cudaError_t launch_shape(const KernelParams& params, int sequences, cudaStream_t stream) {
   const dim3 grid(params.dv_padded / SLICE, params.segments, sequences * params.heads);
-  return launch_with_shared(params.chunk_gates ? chunk_walk_kernel<T, DK, SLICE, true>
-                                               : chunk_walk_kernel<T, DK, SLICE, false>,
-                            grid, threads<SLICE>(), Layout<DK, SLICE>::bytes, stream, params);
+  const auto kernel = params.chunk_gates ? (params.gate_dots ? chunk_walk_kernel<T, DK, SLICE, true, true>
+                                                             : chunk_walk_kernel<T, DK, SLICE, true, false>)
+                                         : (params.gate_dots ? chunk_walk_kernel<T, DK, SLICE, false, true>
+                                                             : chunk_walk_kernel<T, DK, SLICE, false, false>);
+  return launch_with_shared(kernel, grid, threads<SLICE>(), Layout<DK, SLICE>::bytes, stream, params);
 }
 
 }  // namespace

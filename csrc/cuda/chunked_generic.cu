@@ -2,7 +2,8 @@
 // One block owns one (sequence, head, slice of kSliceV value columns) of a pass and walks the
 // chunks in order, carrying its slice of the state in shared memory. Rows come through their
 // strides (sequence_rows.cuh); each chunk's cumulative log2 gates c_i and total L are summed
-// from the tokens' gates into shared memory as the chunk loads.
+// from the tokens' gates into shared memory as the chunk loads. The gates' gradient terms
+// (KernelParams::gate_dots) come from each output's fp32 value.
 #include "common/dtype.h"
 #include "cuda/kernels.h"
 #include "cuda/sequence_rows.cuh"
@@ -13,6 +14,7 @@ namespace {
 constexpr int kChunk = 16;
 constexpr int kSliceV = 16;
 constexpr int kThreads = kChunk * kSliceV;  // one thread per (row, column) of a chunk's output
+static_assert(32 % kSliceV == 0, "a row's threads lie in one warp (the gate dots' shuffles)");
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads) chunked_generic_kernel(KernelParams p) {
@@ -72,12 +74,18 @@ __global__ void __launch_bounds__(kThreads) chunked_generic_kernel(KernelParams 
     __syncthreads();
 
     // o[row][col] = sum_j a[row][j] v[j][col] + w 2^(c_row) q_row . S[:, col]
+    float dot = 0.0f;  // o[row][col] times partner[row][col], where the gates' gradient is wanted
     if (row < n && v0 + col < dv) {
       float intra = 0.0f, inter = 0.0f;
       for (int j = 0; j <= row; ++j) intra += s_a[row * kChunk + j] * s_v[j * kSliceV + col];
       for (int d = 0; d < dk; ++d) inter += s_q[row * dk + d] * s_state[d * kSliceV + col];
       const float o = intra + w_state * exp2f(s_gates[row]) * inter;
       out[rows.at(p.out_at, t0 + row) + v0 + col] = from_float<T>(o);
+      if (p.gate_dots) dot = o * to_float(static_cast<const T*>(p.partner)[rows.at(p.partner_at, t0 + row) + v0 + col]);
+    }
+    if (p.gate_dots) {  // the row's kSliceV threads, a half warp, sum their terms; each slice adds its sum
+      for (int lanes = kSliceV / 2; lanes > 0; lanes /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, lanes);
+      if (col == 0 && row < n) atomicAdd(p.gate_dots + rows.at(p.gate_dots_at, t0 + row), p.dot_sign * dot);
     }
     __syncthreads();
 

@@ -61,6 +61,15 @@ struct KernelParams {
   // The fused pass (chunk_walk_mma.cu) runs instead of pass 2: pass 1 then only computes the
   // segments' end states, and no chunk state goes through `states`.
   bool fused;
+  // The gates' gradient terms (common/passes.h: Pass::gate_dots), null where not wanted: the
+  // output kernels add dot_sign times each output row's fp32 values dotted with the same
+  // token's row of `partner` (q's dtype, dv features) to the token's element of gate_dots
+  // (float32, no feature axis), with atomics: every block of value columns adds its part.
+  float* gate_dots;
+  Strides gate_dots_at;
+  const void* partner;
+  Strides partner_at;
+  float dot_sign;
   float log2_decay[kMaxHeads];
 };
 

@@ -163,6 +163,11 @@ void run_pass(const Problem& problem, const Pass& pass, const DeviceFacts& facts
   params.gamma = problem.gamma;
   params.gates = problem.gates.data;
   params.gate_at = problem.gates.strides;
+  params.gate_dots = pass.gate_dots.data;
+  params.gate_dots_at = pass.gate_dots.strides;
+  params.partner = pass.partner.data;
+  params.partner_at = pass.partner.strides;
+  params.dot_sign = pass.dot_sign;
   for (int64_t h = 0; h < problem.heads; ++h) params.log2_decay[h] = std::log2(problem.decay_of(h));
 
   std::optional<MmaPlan> plan = mma_plan(problem, pass, facts);

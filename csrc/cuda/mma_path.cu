@@ -74,7 +74,7 @@ int walk_segments(int64_t blocks, int64_t chunks, int resident, int multiprocess
 bool mma_handles(DType dtype, const Pass& pass) {
   return dtype != DType::kFloat32 && head_size_fits(pass.dk) && head_size_fits(pass.dv) && aligned_rows(pass.q) &&
          aligned_rows(pass.k) && aligned_rows(pass.v) && aligned_rows(pass.out) && aligned(pass.initial_state, 8) &&
-         aligned(pass.final_state, 8);
+         aligned(pass.final_state, 8) && (!pass.gate_dots.data || aligned_rows(pass.partner));
 }
 
 int64_t chunk_slots(const Problem& problem) {

@@ -190,8 +190,9 @@ def _forward_strides(problem: _api.Problem) -> list:
 
 @functools.lru_cache(maxsize=CACHE_LIMIT)
 def _gradient_strides(problem: _api.Problem) -> tuple:
-    """(batch, head, token) strides of dq and dk, and of dv: C-contiguous in the layout."""
-    return problem.output_strides(problem.dims[3]), problem.output_strides(problem.dims[4])
+    """(batch, head, token) strides of dq and dk, of dv and of the gate dots: C-contiguous in the
+    layout (the gate dots as a [B, H, T, 1] or [B, T, H, 1] tensor would be)."""
+    return tuple(problem.output_strides(features) for features in (problem.dims[3], problem.dims[4], 1))
 
 
 def _workspace(size_of, problem: _api.Problem, dtype_code: int, device: torch.device):
@@ -210,11 +211,12 @@ def _address(tensor) -> int:
     return 0 if tensor is None else tensor.data_ptr()
 
 
-def _launch(cpu_entry, gpu_entry, workspace_size_of, problem: _api.Problem, q, cu_seqlens, args: tuple) -> None:
+def _launch(cpu_entry, gpu_entry, workspace_size_of, problem: _api.Problem, q, cu_seqlens, args: tuple,
+            trailing: tuple = ()) -> None:
     """Runs one extension entry point: args are the leading arguments both share (addresses,
     dims, dtype, scale, decay, gamma, gates, strides); the device, stream, workspace and
-    cu_seqlens follow here."""
-    packing = (_address(cu_seqlens), problem.num_seqs, problem.seqlen_bits)
+    cu_seqlens follow here, then `trailing` (the backward's gate_dots)."""
+    packing = (_address(cu_seqlens), problem.num_seqs, problem.seqlen_bits, *trailing)
     if q.is_cuda:
         device = q.device
         _api.ready_device(device.index)
@@ -244,10 +246,12 @@ def forward(q, k, v, decay: Optional[List[float]], gamma: Optional[torch.Tensor]
 
 def backward(q, k, v, d_out, decay: Optional[List[float]], gamma: Optional[torch.Tensor], g: Optional[torch.Tensor],
              scale: float, initial_state: Optional[torch.Tensor], d_final_state: Optional[torch.Tensor],
-             cu_seqlens: Optional[torch.Tensor], need_d_initial_state: bool,
-             layout: str) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """dq, dk, dv (C-contiguous in the layout) and dS0 (None unless need_d_initial_state) on real
-    tensors; the gates' gradients follow from these (gate_gradient)."""
+             cu_seqlens: Optional[torch.Tensor], need_d_initial_state: bool, layout: str,
+             need_gate_dots: bool = False) -> Tuple[torch.Tensor, ...]:
+    """dq, dk, dv (C-contiguous in the layout), dS0 and the gate dots on real tensors. The gate
+    dots, float32 in g's shape ([B, H, T] or [B, T, H]), are q_t.dq_t - k_t.dk_t per token from
+    the kernels' fp32 dq and dk, the gates' gradient before its reverse sum (gate_gradient). As
+    the op returns tensors only, dS0 and the gate dots not asked for are empty tensors."""
     problem = _cached_problem(q, k, v, gamma, g, initial_state, cu_seqlens, layout)
     d_out = _gradient_rows(d_out, problem)
     if d_final_state is not None and (tuple(d_final_state.shape) != problem.states
@@ -257,15 +261,20 @@ def backward(q, k, v, d_out, decay: Optional[List[float]], gamma: Optional[torch
     dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     dk = torch.empty(k.shape, dtype=k.dtype, device=q.device)
     dv = torch.empty(v.shape, dtype=v.dtype, device=q.device)
-    d_initial = torch.empty(problem.states, dtype=torch.float32, device=q.device) if need_d_initial_state else None
-    dk_rows, dv_rows = _gradient_strides(problem)
+    d_initial = torch.empty(problem.states if need_d_initial_state else (0,), dtype=torch.float32, device=q.device)
+    # Zeroed: the kernels add both passes' terms.
+    gate_dots = (torch.zeros(problem.shape(1)[:3], dtype=torch.float32, device=q.device) if need_gate_dots
+                 else torch.empty((0,), dtype=torch.float32, device=q.device))
+    dk_rows, dv_rows, gate_rows = _gradient_strides(problem)
     strides = [*problem.strides[:3], _api.rows_strides(d_out.stride(), layout), dk_rows, dk_rows, dv_rows,
                problem.strides[3]]
     _launch(_C.cpu_backward, _C.gpu_backward, _C.gpu_backward_workspace_bytes, problem, q, cu_seqlens,
             (q.data_ptr(), k.data_ptr(), v.data_ptr(), d_out.data_ptr(), _address(initial_state),
-             _address(d_final_state), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), _address(d_initial),
-             problem.dims, DTYPE_CODES[q.dtype], scale, decay, _address(gamma), _address(g), strides))
-    return dq, dk, dv, d_initial
+             _address(d_final_state), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(),
+             d_initial.data_ptr() if need_d_initial_state else 0, problem.dims, DTYPE_CODES[q.dtype], scale, decay,
+             _address(gamma), _address(g), strides),
+            (gate_dots.data_ptr(), gate_rows) if need_gate_dots else ())
+    return dq, dk, dv, d_initial, gate_dots
 
 
 def _gradient_rows(d_out, problem: _api.Problem):
@@ -277,33 +286,32 @@ def _gradient_rows(d_out, problem: _api.Problem):
     return d_out if d_out.stride(-1) == 1 or shape[-1] == 1 else d_out.contiguous()
 
 
-def gate_gradient(q, k, dq, dk, final, d_final, cu_seqlens, layout: str) -> torch.Tensor:
+def gate_gradient(gate_dots, final, d_final, cu_seqlens, layout: str) -> torch.Tensor:
     """dL/dg, in g's shape ([B, H, T] or [B, T, H]) and float32.
 
-    With b_t the inclusive cumulative log gate of a sequence, dL/db_t = q_t.dq_t - k_t.dk_t, plus
-    <dS_T, S_T> at the sequence's last token where the final state has a gradient; g_t enters
-    every b_s with s >= t, so dL/dg_t is the reverse cumulative sum of dL/db within the sequence
-    (and dL/dgamma_h the sum of dL/dg over the head's tokens)."""
+    With b_t the inclusive cumulative log gate of a sequence, dL/db_t = q_t.dq_t - k_t.dk_t (the
+    backward's gate_dots), plus <dS_T, S_T> at the sequence's last token where the final state
+    has a gradient; g_t enters every b_s with s >= t, so dL/dg_t is the reverse cumulative sum of
+    dL/db within the sequence (and dL/dgamma_h the sum of dL/dg over the head's tokens)."""
     token_axis = _api.AXES[layout][2]
-    per_token = (q.float() * dq.float()).sum(-1) - (k.float() * dk.float()).sum(-1)
     # The last token's term reaches every token of its sequence through the reverse sum: added
     # after it, per sequence, it needs no index of last tokens. [sequences, H]
     ends = (d_final * final).sum((-2, -1)) if final is not None and d_final is not None else None
     if cu_seqlens is None:
-        d_g = per_token.flip(token_axis).cumsum(token_axis).flip(token_axis)
+        d_g = gate_dots.flip(token_axis).cumsum(token_axis).flip(token_axis)
         return d_g if ends is None else d_g + ends.unsqueeze(token_axis)
     # Packed: the reverse sum over all tokens, less its value at each token's sequence end (a
     # device-side lookup, no synchronisation), in float64: the total over every sequence can
     # dwarf one sequence's sum.
     axis = token_axis - 1  # of the [H, T] or [T, H] rows of the one batch entry
-    per_token = per_token[0].double()
-    seq_len = per_token.shape[axis]
-    suffix = per_token.flip(axis).cumsum(axis).flip(axis)
+    dots = gate_dots[0].double()
+    seq_len = dots.shape[axis]
+    suffix = dots.flip(axis).cumsum(axis).flip(axis)
     past_last = list(suffix.shape)
     past_last[axis] = 1
     suffix = torch.cat([suffix, suffix.new_zeros(past_last)], axis)  # the sum past the last token: 0
     ends_at = cu_seqlens[1:].long()
-    sequence = torch.bucketize(torch.arange(seq_len, device=q.device), ends_at, right=True)
+    sequence = torch.bucketize(torch.arange(seq_len, device=dots.device), ends_at, right=True)
     d_g = suffix.narrow(axis, 0, seq_len) - suffix.index_select(axis, ends_at[sequence])
     if ends is not None:
         per_sequence = ends.double()[sequence]  # [T, H]
@@ -332,20 +340,20 @@ def _forward_fake(q, k, v, decay, gamma, g, scale, initial_state, cu_seqlens, ou
 def _backward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, d_out: torch.Tensor,
                  decay: Optional[List[float]], gamma: Optional[torch.Tensor], g: Optional[torch.Tensor],
                  scale: float, initial_state: Optional[torch.Tensor], d_final_state: Optional[torch.Tensor],
-                 cu_seqlens: Optional[torch.Tensor], need_d_initial_state: bool,
-                 layout: str) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    dq, dk, dv, d_initial = backward(q, k, v, d_out, decay, gamma, g, scale, initial_state, d_final_state,
-                                     cu_seqlens, need_d_initial_state, layout)
-    # An op returns tensors only: a dS0 nobody asked for is an empty one.
-    return dq, dk, dv, d_initial if d_initial is not None else q.new_empty((0,), dtype=torch.float32)
+                 cu_seqlens: Optional[torch.Tensor], need_d_initial_state: bool, layout: str,
+                 need_gate_dots: bool = False) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
+                                                        torch.Tensor]:
+    return backward(q, k, v, d_out, decay, gamma, g, scale, initial_state, d_final_state, cu_seqlens,
+                    need_d_initial_state, layout, need_gate_dots)
 
 
 @_backward_op.register_fake
 def _backward_fake(q, k, v, d_out, decay, gamma, g, scale, initial_state, d_final_state, cu_seqlens,
-                   need_d_initial_state, layout):
+                   need_d_initial_state, layout, need_gate_dots=False):
     problem = problem_of(q, k, v, gamma, g, initial_state, cu_seqlens, layout)
     return (q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape),
-            q.new_empty(problem.states if need_d_initial_state else (0,), dtype=torch.float32))
+            q.new_empty(problem.states if need_d_initial_state else (0,), dtype=torch.float32),
+            q.new_empty(problem.shape(1)[:3] if need_gate_dots else (0,), dtype=torch.float32))
 
 
 # The op's inputs, by position, as autograd's needs_input_grad lists them.
@@ -366,18 +374,19 @@ def _backward_formula(ctx, d_out, d_final):
     d_final = d_final.contiguous() if d_final is not None and d_final.numel() else None
     d_out = torch.zeros(v.shape, dtype=v.dtype, device=v.device) if d_out is None else d_out
     need_d_initial = initial_state is not None and ctx.needs_input_grad[INITIAL_STATE]
+    need_gate_dots = ctx.needs_input_grad[GAMMA] or ctx.needs_input_grad[GATES]
     # Eager backward on plain tensors skips the dispatcher, as the forward does.
     tensors = (q, k, v, d_out, gamma, g, initial_state, d_final, cu_seqlens)
     if eager() and all(t is None or type(t) is torch.Tensor for t in tensors):
-        dq, dk, dv, d_initial = backward(q, k, v, d_out, ctx.decay, gamma, g, ctx.scale, initial_state, d_final,
-                                         cu_seqlens, need_d_initial, ctx.layout)
+        dq, dk, dv, d_initial, gate_dots = backward(q, k, v, d_out, ctx.decay, gamma, g, ctx.scale, initial_state,
+                                                    d_final, cu_seqlens, need_d_initial, ctx.layout, need_gate_dots)
     else:
-        dq, dk, dv, d_initial = torch.ops.culina.linear_attention_backward(
+        dq, dk, dv, d_initial, gate_dots = torch.ops.culina.linear_attention_backward(
             q, k, v, d_out, ctx.decay, gamma, g, ctx.scale, initial_state, d_final, cu_seqlens, need_d_initial,
-            ctx.layout)
+            ctx.layout, need_gate_dots)
     d_gamma = d_g = None
-    if ctx.needs_input_grad[GAMMA] or ctx.needs_input_grad[GATES]:
-        d_g = gate_gradient(q, k, dq, dk, final, d_final, cu_seqlens, ctx.layout)
+    if need_gate_dots:
+        d_g = gate_gradient(gate_dots, final, d_final, cu_seqlens, ctx.layout)
         if ctx.needs_input_grad[GAMMA]:
             d_gamma = d_g.sum((0, _api.AXES[ctx.layout][2]))
         if not ctx.needs_input_grad[GATES]:

@@ -1,6 +1,6 @@
-// The CPU backward against float64 sums (float64_reference.h), which a finite-difference check
-// of the float64 forward validates in turn; gated, in both layouts and strided views, padded and
-// packed.
+// The CPU backward, gate_dots included, against float64 sums (float64_reference.h), which a
+// finite-difference check of the float64 forward validates in turn; gated, in both layouts and
+// strided views, padded and packed.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -47,6 +47,8 @@ void PrintTo(const Case& c, std::ostream* os) { *os << describe(c); }
 
 class CpuBackward : public ::testing::TestWithParam<Case> {};
 
+constexpr double kGateDotsTolerance = 1e-5;
+
 TEST_P(CpuBackward, MatchesFloat64Sums) {
   const Case& c = GetParam();
   const Shape& s = c.shape;
@@ -55,10 +57,12 @@ TEST_P(CpuBackward, MatchesFloat64Sums) {
   reference::Tensor dq(s, c.out_place, s.dk, c.dtype), dk(s, c.out_place, s.dk, c.dtype),
       dv(s, c.out_place, s.dv, c.dtype);
   std::vector<float> ds0(s.states(), std::nanf(""));
+  reference::Tensor gate_dots(s, c.out_place, 1, DType::kFloat32, std::vector<double>(s.elements(1)));  // zeroed
   Gradients g;
   g.d_out = setup.d_out.in();
   g.d_final_state = c.with_states ? setup.d_final.data() : nullptr;
   g.dq = dq.out(), g.dk = dk.out(), g.dv = dv.out(), g.d_initial_state = ds0.data();
+  g.gate_dots = gate_dots.out_floats();
   cpu::linear_attention_backward(setup.problem, g, 3);
 
   const reference::Grads want = reference::backward(s, in);
@@ -66,7 +70,11 @@ TEST_P(CpuBackward, MatchesFloat64Sums) {
   EXPECT_LT(reference::relative_error(dk.values(), want.dk), reference::tolerance(c.dtype)) << "dk";
   EXPECT_LT(reference::relative_error(dv.values(), want.dv), reference::tolerance(c.dtype)) << "dv";
   EXPECT_LT(reference::relative_error(reference::doubles(ds0), want.ds0), 1e-5) << "d initial state";
-  EXPECT_TRUE(dq.padding_untouched() && dk.padding_untouched() && dv.padding_untouched())
+  // From dq's and dk's fp32 values: as close in 16 bits as in fp32, where the rounded dq and dk
+  // miss by the dtype's tolerance.
+  EXPECT_LT(reference::relative_error(gate_dots.values(), want.gate_dots), kGateDotsTolerance) << "gate dots";
+  EXPECT_TRUE(dq.padding_untouched() && dk.padding_untouched() && dv.padding_untouched() &&
+              gate_dots.padding_untouched())
       << "the kernel wrote outside a gradient's rows";
 }
 
@@ -125,6 +133,7 @@ TEST(ReferenceGradients, MatchFiniteDifferences) {
     check(in.k, want.dk, "dk");
     check(in.v, want.dv, "dv");
     check(in.s0, want.ds0, "dS0");
+    check(in.gates, reference::gates_gradient(s, in, want.gate_dots), "dg");
   }
 }
 
@@ -149,7 +158,9 @@ TEST(CpuBackward, MatchesFiniteDifferencesOfTheKernelForward) {
   reference::Tensor dq(s, place, s.dk, DType::kFloat32), dk(s, place, s.dk, DType::kFloat32),
       dv(s, place, s.dv, DType::kFloat32);
   std::vector<float> ds0(s.states());
-  Gradients g{setup.d_out.in(), setup.d_final.data(), dq.out(), dk.out(), dv.out(), ds0.data()};
+  reference::Tensor gate_dots(s, place, 1, DType::kFloat32, std::vector<double>(s.elements(1)));
+  Gradients g{setup.d_out.in(), setup.d_final.data(), dq.out(), dk.out(), dv.out(), ds0.data(),
+              gate_dots.out_floats()};
   cpu::linear_attention_backward(setup.problem, g, 1);
   const double h = 1e-2;  // fp32 forward: a wide step; the loss is quadratic in each input
   auto check = [&](std::vector<double> reference::Inputs::*member, const std::vector<double>& grad, const char* name) {
@@ -164,6 +175,7 @@ TEST(CpuBackward, MatchesFiniteDifferencesOfTheKernelForward) {
   check(&reference::Inputs::k, dk.values(), "dk");
   check(&reference::Inputs::v, dv.values(), "dv");
   check(&reference::Inputs::s0, reference::doubles(ds0), "dS0");
+  check(&reference::Inputs::gates, reference::gates_gradient(s, in, gate_dots.values()), "dg");
 }
 
 TEST(CpuForward, RefusesCuSeqlensThatDoNotCoverTheRows) {

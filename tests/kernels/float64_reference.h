@@ -99,6 +99,7 @@ inline double loss(const Shape& s, const Inputs& in) {
 
 struct Grads {
   std::vector<double> dq, dk, dv, ds0;
+  std::vector<double> gate_dots;  // canonical [B, H, T]: q_t.dq_t - k_t.dk_t
 };
 
 // The gradients as explicit sums over pairs of tokens, with G_t the cumulative log gate of
@@ -108,9 +109,12 @@ struct Grads {
 //   dk_s = scale sum_(t>=s) w_ts (v_s.do_t) q_t + e^(G_(T-1) - G_s) v_s dS_T^T
 //   dv_s = scale sum_(t>=s) w_ts (q_t.k_s) do_t + e^(G_(T-1) - G_s) k_s dS_T
 //   dS0  = scale sum_t e^(G_t) q_t^T do_t + e^(G_(T-1)) dS_T
+// and the loss's gradient with respect to G_t (the gates' gradient is its reverse cumulative
+// sum, gates_gradient): gate_dots_t = q_t.dq_t - k_t.dk_t.
 inline Grads backward(const Shape& s, const Inputs& in) {
   Grads g{std::vector<double>(s.elements(s.dk)), std::vector<double>(s.elements(s.dk)),
-          std::vector<double>(s.elements(s.dv)), std::vector<double>(s.states())};
+          std::vector<double>(s.elements(s.dv)), std::vector<double>(s.states()),
+          std::vector<double>(s.elements(1))};
   auto dot = [](const double* a, const double* b, int64_t n) {
     double sum = 0.0;
     for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
@@ -148,7 +152,32 @@ inline Grads backward(const Shape& s, const Inputs& in) {
       if (!in.d_final.empty())
         for (int64_t e = 0; e < s.dk * s.dv; ++e) g.ds0[si + e] += std::exp(total) * in.d_final[si + e];
     }
+  for (int64_t n = 0; n < s.sequences(); ++n)
+    for (int64_t h = 0; h < s.heads; ++h)
+      for (int64_t t = 0; t < s.lengths[n]; ++t) {
+        const int64_t qt = s.index(n, h, t, s.dk);
+        g.gate_dots[s.index(n, h, t, 1)] = dot(&in.q[qt], &g.dq[qt], s.dk) - dot(&in.k[qt], &g.dk[qt], s.dk);
+      }
   return g;
+}
+
+// The loss's gradient with respect to the gates (canonical [B, H, T]) from gate_dots (Grads):
+// G_s holds gate t for every s >= t, and the final state of a sequence holds it through
+// e^(G_(T-1)), whose derivative adds <dS_T, S_T>.
+inline std::vector<double> gates_gradient(const Shape& s, const Inputs& in, const std::vector<double>& gate_dots) {
+  std::vector<double> out, final_state, d_gates(s.elements(1));
+  forward(s, in, out, final_state);
+  for (int64_t n = 0; n < s.sequences(); ++n)
+    for (int64_t h = 0; h < s.heads; ++h) {
+      const int64_t si = (n * s.heads + h) * s.dk * s.dv;
+      double sum = 0.0;
+      for (int64_t e = 0; e < s.dk * s.dv && !in.d_final.empty(); ++e) sum += in.d_final[si + e] * final_state[si + e];
+      for (int64_t t = s.lengths[n] - 1; t >= 0; --t) {
+        sum += gate_dots[s.index(n, h, t, 1)];
+        d_gates[s.index(n, h, t, 1)] = sum;
+      }
+    }
+  return d_gates;
 }
 
 // Which parts of the forget gate a case has (common/problem.h).
@@ -247,6 +276,7 @@ class Tensor {
   InRows in() const { return {bytes_.data(), at_}; }
   OutRows out() { return {bytes_.data(), at_}; }
   Rows<const float*> floats() const { return {reinterpret_cast<const float*>(bytes_.data()), at_}; }
+  Rows<float*> out_floats() { return {reinterpret_cast<float*>(bytes_.data()), at_}; }
 
  private:
   size_t element_bytes() const { return dtype_ == DType::kFloat32 ? 4 : 2; }

@@ -13,20 +13,26 @@ if not torch.cuda.is_available():
 if culina.build_record().get("cpu_only") is not False:
     pytest.skip("culina was built without CUDA (CPU-only build)", allow_module_level=True)
 import gated_case  # noqa: E402  (imports torch)
-from gated_case import TORCH_DTYPES, rel_err  # noqa: E402
+from gated_case import TORCH_DTYPES, rel_err, to_layout  # noqa: E402
+from torch_reference import reference  # noqa: E402
 
 # ||gpu - ref|| / ||ref||, the reference on the unrounded inputs: the 16-bit types run on tensor
 # cores, which round intermediates (gated q and k, the attention matrix, the states) to 16 bits.
 TOLERANCE = {"float32": 2e-4, "float16": 1e-2, "bfloat16": 4e-2}
-# dg comes from q.dq - k.dk on the 16-bit dq and dk (fla takes it from fp32 accumulators and
-# fp32 states): measured on the H100 up to 6e-3 (fp16) and 8e-2 (bf16).
+# dg comes from q.dq - k.dk on the kernels' fp32 dq and dk (the backward's gate dots), whose
+# products still take 16-bit operands (fla keeps fp32 states): measured on the H100 up to 5.4e-3
+# (fp16) and 7.8e-2 (bf16); from the 16-bit dq and dk it was 6e-3 and 8e-2.
 GATE_TOLERANCE = {"float32": 2e-4, "float16": 2e-2, "bfloat16": 1e-1}
 GATE_GRADIENTS = ("dg",)
 # The per-head gradient sums dg over every token, where the terms largely cancel, and the
-# tensor-core path's 16-bit states make dq's and dk's rounding errors coherent, so they do not:
-# on the H100 its relative error reaches 0.14 (fp16) and 1.8 (bf16), against 2e-3 and 4e-2 on
-# the CPU reference. Checked in float32 here; test_per_head_gradient_16bit marks the open work.
+# tensor-core path's 16-bit states make dq's and dk's errors coherent, so they do not: on the
+# H100 its relative error reaches 0.13 (fp16) and 1.7 (bf16) with the gate dots (0.14 and 1.8
+# from the 16-bit dq and dk). Checked in float32 here; test_per_head_gradient_16bit marks the
+# open work.
 PER_HEAD_GRADIENTS = ("ddecay", "dg_gamma")
+# The gate dots alone, on inputs exact in the dtype: measured on the H100 up to 2.3e-7 (fp32),
+# 2.2e-4 (fp16) and 1.9e-3 (bf16).
+GATE_DOTS_TOLERANCE = {"float32": 2e-6, "float16": 2e-3, "bfloat16": 1e-2}
 GATES = {"neither": (False, False), "g": (True, False), "per-head": (False, True), "both": (True, True)}
 
 
@@ -55,6 +61,46 @@ def test_per_head_gradient_16bit(dtype):
     pairs = gated_case.run((2, 3, 150, 64, 64), dtype, layout="BTHD", per_token=True, per_head=True, device="cuda",
                            seed=5)
     assert rel_err(*pairs["ddecay"]) < TOLERANCE[dtype]
+
+
+# The backward's gate dots (q_t.dq_t - k_t.dk_t from the kernels' fp32 dq and dk, summed over
+# the blocks of columns) on every kernel that writes them: (name, B, H, T, Dk, Dv, layout,
+# cu_seqlens). The fused walk (padded; with several segments at T = 1200), the two-pass output
+# (packed), several column blocks (Dv 192), Dk != Dv, and the generic kernel (Dk 20, and float32).
+GATE_DOTS_CASES = [("walk", 2, 3, 300, 64, 64, "BTHD", None), ("walk-segments", 1, 2, 1200, 64, 64, "BHTD", None),
+                   ("two-pass-packed", 1, 2, 330, 64, 64, "BTHD", [0, 100, 100, 229, 230, 330]),
+                   ("head-192", 1, 2, 200, 192, 192, "BTHD", None), ("dk96-dv64", 1, 2, 200, 96, 64, "BHTD", None),
+                   ("generic", 1, 2, 100, 20, 12, "BTHD", None)]
+
+
+@pytest.mark.parametrize("dtype", list(TORCH_DTYPES))
+@pytest.mark.parametrize("case", GATE_DOTS_CASES, ids=lambda c: c[0])
+def test_gate_dots_match_float64(dtype, case):
+    """On inputs exact in dtype, against the float64 recurrence's q_t.dq_t - k_t.dk_t."""
+    from culina import _torch
+
+    _, batch, heads, seq_len, dk, dv, layout, cu_seqlens = case
+    gen = torch.Generator().manual_seed(seq_len + dk)
+    exact = lambda x: x.to(TORCH_DTYPES[dtype]).double()  # noqa: E731
+    q, k = (exact(0.5 * torch.randn(batch, heads, seq_len, dk, generator=gen, dtype=torch.float64)) for _ in range(2))
+    v, d_out = (exact(0.5 * torch.randn(batch, heads, seq_len, dv, generator=gen, dtype=torch.float64))
+                for _ in range(2))
+    g = torch.nn.functional.logsigmoid(torch.randn(batch, heads, seq_len, generator=gen) + 3)
+    gamma = -0.1 * torch.rand(heads, generator=gen)
+    sequences = len(cu_seqlens) - 1 if cu_seqlens else batch
+    s0, d_final = (torch.randn(sequences, heads, dk, dv, generator=gen) for _ in range(2))
+    leaves = [x.clone().requires_grad_() for x in (q, k)]
+    out, final = reference(*leaves, v, None, dk ** -0.5, s0.double(), cu_seqlens, g.double(), gamma.double())
+    ((out * d_out).sum() + (final * d_final.double()).sum()).backward()
+    want = (q * leaves[0].grad).sum(-1) - (k * leaves[1].grad).sum(-1)
+    on_gpu = lambda x: to_layout(x, layout).to(TORCH_DTYPES[dtype]).contiguous().cuda()  # noqa: E731
+    offsets = torch.tensor(cu_seqlens, device="cuda") if cu_seqlens else None
+    got = _torch.backward(on_gpu(q), on_gpu(k), on_gpu(v), on_gpu(d_out), None, gamma.cuda(),
+                          to_layout(g, layout).contiguous().cuda(), dk ** -0.5, s0.cuda(), d_final.cuda(), offsets,
+                          False, layout, True)[4]
+    assert got.shape == to_layout(g, layout).shape and got.dtype == torch.float32
+    error = rel_err(to_layout(got, layout), want)
+    assert error < GATE_DOTS_TOLERANCE[dtype], f"{error:.2e}"
 
 
 # (Dk, Dv): every head size class, Dk != Dv

@@ -9,7 +9,8 @@ import culina
 
 torch = pytest.importorskip("torch", reason="the PyTorch tests need torch (make deps puts it in build/venv-torch)")
 import gated_case  # noqa: E402  (imports torch)
-from gated_case import rel_err  # noqa: E402
+from gated_case import TORCH_DTYPES, rel_err, to_layout  # noqa: E402
+from torch_reference import reference  # noqa: E402
 
 # ||got - ref|| / ||ref||, the reference on the unrounded inputs: 16-bit values are rounded to
 # their dtype, accumulation is fp32.
@@ -46,6 +47,40 @@ def test_head_sizes_with_gates(dk, dv):
 @pytest.mark.parametrize("layout", ["BHTD", "BTHD"])
 def test_dtypes_with_gates(dtype, layout):
     check(gated_case.run((2, 2, 33, 32, 16), dtype, layout=layout, seed=7), dtype)
+
+
+# The gates' gradient from the kernels' fp32 dq and dk (the backward's gate dots), on inputs
+# exact in 16 bits: fp32 accuracy, measured up to 1.4e-6 (dg) and 4.4e-5 (the per-head sum, whose
+# terms cancel). From dq and dk rounded to 16 bits they missed by 8e-4 to 2e-2 (dg) and 2e-3 to
+# 0.2 (per head).
+EXACT_INPUT_GATE_TOLERANCE = {"dg": 2e-5, "ddecay": 2e-4}
+
+
+@pytest.mark.parametrize("cu_seqlens", [None, [0, 60, 60, 150]], ids=["padded", "packed"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("layout", ["BHTD", "BTHD"])
+def test_16bit_gate_gradients_from_fp32_values(layout, dtype, cu_seqlens):
+    gen = torch.Generator().manual_seed(2)
+    batch = 1 if cu_seqlens else 2
+    sequences = len(cu_seqlens) - 1 if cu_seqlens else batch
+    exact = lambda x: x.to(TORCH_DTYPES[dtype]).double()  # noqa: E731
+    q, k, v, d_out = (exact(0.5 * torch.randn(batch, 3, 150, 32, generator=gen, dtype=torch.float64))
+                      for _ in range(4))
+    g = torch.nn.functional.logsigmoid(torch.randn(batch, 3, 150, generator=gen) + 3)
+    decay = torch.tensor([0.8, 0.9, 0.97])
+    s0, d_final = (torch.randn(sequences, 3, 32, 32, generator=gen) for _ in range(2))
+    ours = {"g": to_layout(g.clone(), layout).contiguous().requires_grad_(), "decay": decay.clone().requires_grad_()}
+    ref = {"g": g.double().requires_grad_(), "decay": decay.double().requires_grad_()}
+    offsets = torch.tensor(cu_seqlens) if cu_seqlens else None
+    out, final = culina.linear_attention(*(to_layout(x, layout).to(TORCH_DTYPES[dtype]) for x in (q, k, v)),
+                                         ours["decay"], g=ours["g"], initial_state=s0, output_final_state=True,
+                                         cu_seqlens=offsets, layout=layout)
+    ((to_layout(out, layout).double() * d_out).sum() + (final.double() * d_final).sum()).backward()
+    ref_out, ref_final = reference(q, k, v, ref["decay"], None, s0.double(), cu_seqlens, ref["g"])
+    ((ref_out * d_out).sum() + (ref_final * d_final.double()).sum()).backward()
+    errors = {"dg": rel_err(to_layout(ours["g"].grad, layout), ref["g"].grad),
+              "ddecay": rel_err(ours["decay"].grad, ref["decay"].grad)}
+    assert all(error < EXACT_INPUT_GATE_TOLERANCE[name] for name, error in errors.items()), errors
 
 
 @pytest.mark.parametrize("layout", ["BHTD", "BTHD"])
@@ -305,5 +340,6 @@ def test_ops_pass_opcheck():
     d_out, d_final = torch.randn(1, 9, 2, 8, generator=gen), torch.randn(1, 2, 8, 8, generator=gen)
     plain = [x.detach() for x in (q, k, v, g, gamma, s0)]
     args = (*plain[:3], d_out, [0.9, 0.8], plain[4], plain[3], 0.3, plain[5], d_final, None, True, "BTHD")
-    result = torch.library.opcheck(torch.ops.culina.linear_attention_backward.default, args)
-    assert set(result.values()) == {"SUCCESS"}, result
+    for need_gate_dots in (False, True):
+        result = torch.library.opcheck(torch.ops.culina.linear_attention_backward.default, (*args, need_gate_dots))
+        assert set(result.values()) == {"SUCCESS"}, result
