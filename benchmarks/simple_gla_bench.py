@@ -9,8 +9,8 @@ both come: chunk_h.py uses the g_gamma power against g's cumulative sums). Forwa
 torch.no_grad(). Forward+backward: autograd, from inputs that require grad to the gradients of q, k, v and g. Host time: the wall time of one
 small forward+backward, the GPU synchronised before and after (what a small model's step pays).
 
-HBM fraction: forward 8 N D bytes, forward+backward 22 N D (N = B H T, bf16, D the head size),
-over the device's peak bandwidth.
+HBM fraction: forward 8 N D bytes, forward+backward 22 N D (N = B H T, bf16, D the head size;
+twice that for float32), over the device's peak bandwidth.
 
 Usage: python benchmarks/simple_gla_bench.py [--json out.json] [--plots DIR] [--rep-ms 300]
        python benchmarks/simple_gla_bench.py --plot-only out.json --plots DIR   (plots from a run)
@@ -24,7 +24,8 @@ import sys
 import time
 from pathlib import Path
 
-# (name, B, T, H, D, gates, packed sequence count). gates: "g+gamma", "g", "gamma".
+# (name, B, T, H, D, gates, packed sequence count[, dtype]). gates: "g", "gamma" (one at a time,
+# as above); dtype: bf16 unless named (float32: culina's exact default against fla's TF32 dots).
 SHAPES = [
     ("fla: B1 T8192 H96 D128", 1, 8192, 96, 128, "g", 0),
     ("fla: B1 T8192 H96 D128, g_gamma", 1, 8192, 96, 128, "gamma", 0),
@@ -33,7 +34,7 @@ SHAPES = [
     ("fla: B8 T1024 H8 D64", 8, 1024, 8, 64, "g", 0),
     ("fla: B8 T1024 H8 D64, g_gamma", 8, 1024, 8, 64, "gamma", 0),
     ("B4 T4096 H16 D128", 4, 4096, 16, 128, "g", 0),
-        ("B4 T4096 H16 D128, g_gamma", 4, 4096, 16, 128, "gamma", 0),
+    ("B4 T4096 H16 D128, g_gamma", 4, 4096, 16, 128, "gamma", 0),
     ("B4 T4096 H16 D96", 4, 4096, 16, 96, "g", 0),
     ("B4 T4096 H16 D96, g_gamma", 4, 4096, 16, 96, "gamma", 0),
     ("B4 T4096 H24 D64", 4, 4096, 24, 64, "g", 0),
@@ -41,14 +42,16 @@ SHAPES = [
     ("B4 T4096 H16 D192, g_gamma", 4, 4096, 16, 192, "gamma", 0),
     ("packed 8 seqs T16384 H16 D128", 1, 16384, 16, 128, "g", 8),
     ("packed 8 seqs T16384 H16 D128, g_gamma", 1, 16384, 16, 128, "gamma", 8),
+    ("B4 T4096 H16 D128, g_gamma, float32", 4, 4096, 16, 128, "gamma", 0, "float32"),
+    ("B4 T4096 H16 D64, g, float32", 4, 4096, 16, 64, "g", 0, "float32"),
 ]
 SMALL = ("small: B1 T256 H4 D64, g_gamma", 1, 256, 4, 64, "gamma", 0)
 HBM_PEAK = {"H100": 3.35e12, "H200": 4.8e12}  # bytes/s, SXM parts
 
 
-def make_inputs(torch, b, t, h, d, gates, packed, seed):
+def make_inputs(torch, b, t, h, d, gates, packed, seed, dtype="bfloat16"):
     gen = torch.Generator(device="cuda").manual_seed(seed)
-    q, k, v = (torch.randn(b, t, h, d, device="cuda", generator=gen, dtype=torch.bfloat16) for _ in range(3))
+    q, k, v = (torch.randn(b, t, h, d, device="cuda", generator=gen, dtype=getattr(torch, dtype)) for _ in range(3))
     g = torch.nn.functional.logsigmoid(torch.randn(b, t, h, device="cuda", generator=gen)) / 16 if "g" in gates.split("+") else None
     g_gamma = -torch.rand(h, device="cuda", generator=gen) * 0.1 - 0.01 if "gamma" in gates else None
     cu_seqlens = None
@@ -70,10 +73,11 @@ def rel_err(a, b):
 
 
 def measure(torch, impls, shape, rep_ms, peak):
-    name, b, t, h, d, gates, packed = shape
-    q, k, v, g, g_gamma, cu_seqlens = make_inputs(torch, b, t, h, d, gates, packed, seed=t + d + h)
+    name, b, t, h, d, gates, packed, *rest = shape
+    dtype = rest[0] if rest else "bfloat16"
+    q, k, v, g, g_gamma, cu_seqlens = make_inputs(torch, b, t, h, d, gates, packed, seed=t + d + h, dtype=dtype)
     do = torch.randn_like(v)
-    row = {"shape": name, "B": b, "T": t, "H": h, "D": d, "gates": gates, "packed": packed}
+    row = {"shape": name, "B": b, "T": t, "H": h, "D": d, "gates": gates, "packed": packed, "dtype": dtype}
     grads = {}
     for label, fn in impls.items():
         leaves = [x.detach().clone().requires_grad_() for x in (q, k, v)]
@@ -102,10 +106,11 @@ def measure(torch, impls, shape, rep_ms, peak):
         ours, theirs = grads["culina"], grads["fla"]
         for key, a, b_ in zip(["o", "dq", "dk", "dv", "dg"], ours, theirs):
             row[f"rel_diff_{key}"] = rel_err(a, b_)
-    n_d = b * t * h * d
+    n_d = b * t * h * d * q.element_size() // 2  # the byte counts above are for 2-byte elements
     if peak:
         row["culina_fwd_hbm"] = 8 * n_d / (row["culina_fwd_ms"] * 1e-3) / peak
-        row["culina_fwdbwd_hbm"] = 22 * n_d / (row["culina_fwdbwd_ms"] * 1e-3) / peak
+        if "culina_fwdbwd_ms" in row:
+            row["culina_fwdbwd_hbm"] = 22 * n_d / (row["culina_fwdbwd_ms"] * 1e-3) / peak
     return row
 
 
@@ -172,7 +177,7 @@ def plot(result, folder: Path):
     ax.set_yticks(list(y), names)
     ax.invert_yaxis()
     ax.set_xlabel("speed-up over fla's chunk_simple_gla (higher is better)")
-    ax.set_title(f"culina.chunk_simple_gla vs fla, bf16, {result['gpu']}")
+    ax.set_title(f"culina.chunk_simple_gla vs fla, bf16 unless named, {result['gpu']}")
     ax.legend(loc="lower right")
     fig.tight_layout()
     fig.savefig(folder / "simple_gla_speedup.png", dpi=110)
@@ -184,7 +189,7 @@ def plot(result, folder: Path):
     ax.set_yticks(list(y), [r["shape"] for r in rows])
     ax.invert_yaxis()
     ax.set_xlabel("% of peak HBM bandwidth (forward 8ND, forward+backward 22ND bytes)")
-    ax.set_title(f"culina.chunk_simple_gla, bf16, {result['gpu']}")
+    ax.set_title(f"culina.chunk_simple_gla, bf16 unless named, {result['gpu']}")
     ax.legend(loc="lower right")
     fig.tight_layout()
     fig.savefig(folder / "simple_gla_hbm.png", dpi=110)
@@ -218,14 +223,14 @@ def main():
     peak = next((bw for key, bw in HBM_PEAK.items() if key in gpu), None)
     print(f"GPU: {gpu}; torch {torch.__version__}; culina {culina.__version__}; fla: {fla_error or 'available'}",
           flush=True)
+    small = host_time(torch, impls)  # first: a device call that runs out of time keeps it
+    print(json.dumps(small), flush=True)
     rows = []
     for shape in SHAPES:
         if args.only and shape[0] not in args.only:
             continue
         rows.append(measure(torch, impls, shape, args.rep_ms, peak))
         print(json.dumps(rows[-1]), flush=True)
-    small = host_time(torch, impls)
-    print(json.dumps(small), flush=True)
     result = {"gpu": gpu, "torch": torch.__version__, "fla_error": fla_error, "rows": rows, "host": small}
     print(table(rows, small))
     if args.json:

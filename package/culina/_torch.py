@@ -83,23 +83,28 @@ def run(q, k, v, decay, gamma, g, scale, initial_state, output_final_state, cu_s
     if route is DIRECT:
         return forward(q, k, v, _cached_decay(decay, heads), gamma, g, scale_value, initial_state, cu_seqlens,
                        output_final_state, layout)
+    if route is FUNCTION:
+        out, final = _EagerAutograd.apply(q, k, v, _cached_decay(decay, heads), gamma, g, scale_value, initial_state,
+                                          cu_seqlens, output_final_state, layout)
+        return out, final if output_final_state else None
     out, final = torch.ops.culina.linear_attention(q, k, v, _api.check_decay(decay, heads), gamma, g, scale_value,
                                                    initial_state, cu_seqlens, output_final_state, layout)
     return out, final if output_final_state else None
 
 
 # How a call reaches the kernels. PyTorch's dispatcher costs tens of microseconds a call for an op
-# written in Python, so an eager call that needs no autograd skips it. One that does goes through
-# the op: an autograd.Function of culina's own measured slower still (160 against 110 us a call
-# on the CPU, BENCHMARKS.md).
-DIRECT, DISPATCHER = "direct", "dispatcher"
+# written in Python, so eager calls on plain tensors skip it: straight to the kernels where no
+# autograd is needed, through an autograd.Function of the same forward and backward where it is
+# (a forward+backward pays 45 against the op's 125 us of host time, BENCHMARKS.md). torch.compile,
+# tensor subclasses, functorch transforms and dispatch modes see the op.
+DIRECT, FUNCTION, DISPATCHER = "direct", "function", "dispatcher"
 
 
 def _route(q, k, v, gamma, g, initial_state, cu_seqlens) -> str:
-    """The dispatcher while torch.compile traces, where autograd (an input that requires grad),
-    a tensor subclass (fake, functional, DTensor, ...), a functorch transform (vmap, grad) or a
-    dispatch mode must see the call; else direct. Raises for an argument that is no tensor.
-    Written out test by test: this runs on every eager call."""
+    """The dispatcher while torch.compile traces, or where a tensor subclass (fake, functional,
+    DTensor, ...), a functorch transform (vmap, grad) or a dispatch mode must see the call; the
+    autograd.Function where autograd must (an input that requires grad); else direct. Raises for
+    an argument that is no tensor. Written out test by test: this runs on every eager call."""
     tensor = torch.Tensor
     if not (type(q) is tensor and type(k) is tensor and type(v) is tensor
             and (gamma is None or type(gamma) is tensor) and (g is None or type(g) is tensor)
@@ -116,7 +121,7 @@ def _route(q, k, v, gamma, g, initial_state, cu_seqlens) -> str:
                                     or (gamma is not None and gamma.requires_grad)
                                     or (g is not None and g.requires_grad)
                                     or (initial_state is not None and initial_state.requires_grad)):
-        return DISPATCHER
+        return FUNCTION
     return DIRECT
 
 
@@ -190,9 +195,11 @@ def _forward_strides(problem: _api.Problem) -> list:
 
 @functools.lru_cache(maxsize=CACHE_LIMIT)
 def _gradient_strides(problem: _api.Problem) -> tuple:
-    """(batch, head, token) strides of dq and dk, of dv and of the gate dots: C-contiguous in the
-    layout (the gate dots as a [B, H, T, 1] or [B, T, H, 1] tensor would be)."""
-    return tuple(problem.output_strides(features) for features in (problem.dims[3], problem.dims[4], 1))
+    """(batch, head, token) strides of dq and dk (C-contiguous in the layout), of dv (likewise)
+    and of the gate dots ([B, H, T] C-contiguous in either layout: the reverse cumulative sum
+    over tokens then runs along the innermost axis, several times faster than across it)."""
+    heads, seq_len = problem.dims[1:3]
+    return (*(problem.output_strides(features) for features in problem.dims[3:5]), (heads * seq_len, seq_len, 1))
 
 
 def _workspace(size_of, problem: _api.Problem, dtype_code: int, device: torch.device):
@@ -249,7 +256,7 @@ def backward(q, k, v, d_out, decay: Optional[List[float]], gamma: Optional[torch
              cu_seqlens: Optional[torch.Tensor], need_d_initial_state: bool, layout: str,
              need_gate_dots: bool = False) -> Tuple[torch.Tensor, ...]:
     """dq, dk, dv (C-contiguous in the layout), dS0 and the gate dots on real tensors. The gate
-    dots, float32 in g's shape ([B, H, T] or [B, T, H]), are q_t.dq_t - k_t.dk_t per token from
+    dots, float32 [B, H, T] in either layout, are q_t.dq_t - k_t.dk_t per token from
     the kernels' fp32 dq and dk, the gates' gradient before its reverse sum (gate_gradient). As
     the op returns tensors only, dS0 and the gate dots not asked for are empty tensors."""
     problem = _cached_problem(q, k, v, gamma, g, initial_state, cu_seqlens, layout)
@@ -263,7 +270,7 @@ def backward(q, k, v, d_out, decay: Optional[List[float]], gamma: Optional[torch
     dv = torch.empty(v.shape, dtype=v.dtype, device=q.device)
     d_initial = torch.empty(problem.states if need_d_initial_state else (0,), dtype=torch.float32, device=q.device)
     # Zeroed: the kernels add both passes' terms.
-    gate_dots = (torch.zeros(problem.shape(1)[:3], dtype=torch.float32, device=q.device) if need_gate_dots
+    gate_dots = (torch.zeros(problem.dims[:3], dtype=torch.float32, device=q.device) if need_gate_dots
                  else torch.empty((0,), dtype=torch.float32, device=q.device))
     dk_rows, dv_rows, gate_rows = _gradient_strides(problem)
     strides = [*problem.strides[:3], _api.rows_strides(d_out.stride(), layout), dk_rows, dk_rows, dv_rows,
@@ -287,23 +294,23 @@ def _gradient_rows(d_out, problem: _api.Problem):
 
 
 def gate_gradient(gate_dots, final, d_final, cu_seqlens, layout: str) -> torch.Tensor:
-    """dL/dg, in g's shape ([B, H, T] or [B, T, H]) and float32.
+    """dL/dg, in g's shape ([B, H, T] or [B, T, H]) and float32, from the [B, H, T] gate dots.
 
     With b_t the inclusive cumulative log gate of a sequence, dL/db_t = q_t.dq_t - k_t.dk_t (the
     backward's gate_dots), plus <dS_T, S_T> at the sequence's last token where the final state
     has a gradient; g_t enters every b_s with s >= t, so dL/dg_t is the reverse cumulative sum of
     dL/db within the sequence (and dL/dgamma_h the sum of dL/dg over the head's tokens)."""
-    token_axis = _api.AXES[layout][2]
     # The last token's term reaches every token of its sequence through the reverse sum: added
     # after it, per sequence, it needs no index of last tokens. [sequences, H]
     ends = (d_final * final).sum((-2, -1)) if final is not None and d_final is not None else None
+    in_layout = (lambda d_g: d_g) if layout == "BHTD" else (lambda d_g: d_g.transpose(1, 2))
     if cu_seqlens is None:
-        d_g = gate_dots.flip(token_axis).cumsum(token_axis).flip(token_axis)
-        return d_g if ends is None else d_g + ends.unsqueeze(token_axis)
+        d_g = gate_dots.flip(2).cumsum(2).flip(2)
+        return in_layout(d_g if ends is None else d_g + ends.unsqueeze(2))
     # Packed: the reverse sum over all tokens, less its value at each token's sequence end (a
     # device-side lookup, no synchronisation), in float64: the total over every sequence can
     # dwarf one sequence's sum.
-    axis = token_axis - 1  # of the [H, T] or [T, H] rows of the one batch entry
+    axis = 1  # of the [H, T] rows of the one batch entry
     dots = gate_dots[0].double()
     seq_len = dots.shape[axis]
     suffix = dots.flip(axis).cumsum(axis).flip(axis)
@@ -314,9 +321,8 @@ def gate_gradient(gate_dots, final, d_final, cu_seqlens, layout: str) -> torch.T
     sequence = torch.bucketize(torch.arange(seq_len, device=dots.device), ends_at, right=True)
     d_g = suffix.narrow(axis, 0, seq_len) - suffix.index_select(axis, ends_at[sequence])
     if ends is not None:
-        per_sequence = ends.double()[sequence]  # [T, H]
-        d_g = d_g + (per_sequence if axis == 0 else per_sequence.T)
-    return d_g.float().unsqueeze(0)
+        d_g = d_g + ends.double()[sequence].T  # [H, T]
+    return in_layout(d_g.float().unsqueeze(0))
 
 
 @torch.library.custom_op("culina::linear_attention", mutates_args=())
@@ -353,7 +359,7 @@ def _backward_fake(q, k, v, d_out, decay, gamma, g, scale, initial_state, d_fina
     problem = problem_of(q, k, v, gamma, g, initial_state, cu_seqlens, layout)
     return (q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape),
             q.new_empty(problem.states if need_d_initial_state else (0,), dtype=torch.float32),
-            q.new_empty(problem.shape(1)[:3] if need_gate_dots else (0,), dtype=torch.float32))
+            q.new_empty(problem.dims[:3] if need_gate_dots else (0,), dtype=torch.float32))
 
 
 # The op's inputs, by position, as autograd's needs_input_grad lists them.
@@ -395,3 +401,17 @@ def _backward_formula(ctx, d_out, d_final):
 
 
 _forward_op.register_autograd(_backward_formula, setup_context=_setup_context)
+
+
+class _EagerAutograd(torch.autograd.Function):
+    """The op's forward and autograd formula, for eager calls on plain tensors (_route)."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, decay, gamma, g, scale, initial_state, cu_seqlens, output_final_state, layout):
+        out, final = forward(q, k, v, decay, gamma, g, scale, initial_state, cu_seqlens, output_final_state, layout)
+        output = (out, final if final is not None else q.new_empty((0,), dtype=torch.float32))
+        _setup_context(ctx, (q, k, v, decay, gamma, g, scale, initial_state, cu_seqlens, output_final_state, layout),
+                       output)
+        return output
+
+    backward = staticmethod(_backward_formula)

@@ -165,6 +165,30 @@ def test_routes_agree(gated):
     assert with_grad.grad_fn is not None and direct[0].grad_fn is None
 
 
+def test_eager_autograd_equals_the_op():
+    """An eager call with grad runs an autograd.Function (no dispatcher); autograd through the op
+    gives the same bits, every gradient included (q, k, v, the gates, decay, S0)."""
+    gen = torch.Generator().manual_seed(3)
+    inputs = [torch.randn(1, 2, 9, 4, generator=gen) for _ in range(3)]
+    inputs += [torch.rand(2, generator=gen) * 0.2 + 0.7, torch.nn.functional.logsigmoid(torch.randn(1, 2, 9,
+                                                                                                     generator=gen)),
+               torch.randn(1, 2, 4, 4, generator=gen)]
+    d_out, d_final = torch.randn(1, 2, 9, 4, generator=gen), torch.randn(1, 2, 4, 4, generator=gen)
+    runs = []
+    for route in ("function", "op"):
+        q, k, v, decay, g, s0 = leaves = [x.clone().requires_grad_() for x in inputs]
+        if route == "function":
+            out, final = culina.linear_attention(q, k, v, decay, g=g, scale=0.5, initial_state=s0,
+                                                 output_final_state=True)
+            assert "EagerAutograd" in type(out.grad_fn).__name__
+        else:
+            out, final = torch.ops.culina.linear_attention(q, k, v, None, decay.log(), g, 0.5, s0, None, True, "BHTD")
+        ((out * d_out).sum() + (final * d_final).sum()).backward()
+        runs.append([out, final] + [x.grad for x in leaves])
+    for got, want in zip(*runs):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
 def test_unused_final_state_and_no_state_grad():
     """S_T asked for but not in the loss, and an initial state that needs no gradient."""
     q, k, v = (torch.randn(1, 1, 6, 4, requires_grad=True) for _ in range(3))
