@@ -9,9 +9,9 @@ CPU tensors and on the GPU kernels for CUDA tensors, reading raw addresses and s
 from the tensors (no DLPack round trip, no copy of a strided view) on the caller's current
 stream, with scratch memory from PyTorch's caching allocator.
 
-An eager call that neither autograd nor a tensor subclass, functorch transform or dispatch mode
-needs to see goes straight to the implementation, skipping PyTorch's dispatcher (tens of
-microseconds a call for an op written in Python); so does an eager backward on plain tensors.
+Eager calls on plain tensors skip PyTorch's dispatcher (tens of microseconds a call for an op
+written in Python): straight to the implementation where no autograd is needed, through an
+autograd.Function of the op's forward and formula where it is; so does an eager backward.
 """
 from __future__ import annotations
 
