@@ -27,7 +27,14 @@ from project_config import ProjectConfig, redacted
 
 # Suffixes after the project's prefix.
 ARCHS = "CUDA_ARCHS"
-ACCEPTED_ARCHS = "'native', 'all', or a list such as '8.0;9.0;10.0+PTX', '80;90' or '9.0a'"
+ACCEPTED_ARCHS = ("'native', 'all', or a list such as '8.0;9.0;10.0+PTX', '80,90', 'sm_90' or '9.0a 12.0f' "
+                  "(separated by ';', ',' or spaces)")
+# PyTorch's variable for the same list, read when <prefix>CUDA_ARCHS is unset, as torch's own
+# extension builds read it (its named forms, 'Ampere', ..., are not taken: numbers say exactly what is built).
+TORCH_ARCHS = "TORCH_CUDA_ARCH_LIST"
+# The spellings of a switch, as pip, uv and systemd take them; empty means the default.
+SWITCH_WORDS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
+ACCEPTED_SWITCH = "1, true, yes or on; 0, false, no or off (any case; empty: the default)"
 HELPER = "HELPER"
 HELPER_CHOICES = ("auto", "source", "prebuilt")
 RELEASE_BUILD = "RELEASE_BUILD"  # set by the release scripts: a fat wheel, no resolution
@@ -71,17 +78,19 @@ class ArchTarget:
 
 def arch_list(spec: str) -> list[ArchTarget]:
     """The entries of an architecture list (separated by ';', ',' or spaces), checked for what any
-    toolkit would refuse; which architectures one nvcc targets is cuda_build_ext.parse_archs' job."""
+    toolkit would refuse; which architectures one nvcc targets is cuda_build_ext.parse_archs' job.
+    An entry is written as CMake and torch write it (9.0, 90, 9.0a, 12.0+PTX) or as nvcc names
+    the target (sm_90, sm_90a)."""
     entries = [e for e in re.split(r"[;,\s]+", spec) if e]
     if not entries:
         raise ArchSyntaxError("the list is empty")
     targets = []
     for entry in entries:
-        match = re.fullmatch(r"(\d+)(?:\.(\d))?([af]?)(\+PTX)?", entry, re.IGNORECASE)
+        match = re.fullmatch(r"(?:sm_(\d+)|(\d+)(?:\.(\d))?)([af]?)(\+PTX)?", entry, re.IGNORECASE)
         if not match:
             raise ArchSyntaxError(f"{entry!r} is not an architecture")
-        major, minor, suffix, ptx = match.groups()
-        digits = major + minor if minor is not None else major
+        sm_digits, major, minor, suffix, ptx = match.groups()
+        digits = sm_digits or (major + minor if minor is not None else major)
         if len(digits) < 2:
             raise ArchSyntaxError(f"{entry!r} is not an architecture (write 8.0 or 80)")
         suffix = suffix.lower()
@@ -97,6 +106,7 @@ def arch_list(spec: str) -> list[ArchTarget]:
 class AdapterSettings:
     project: ProjectConfig             # pyproject.toml's configuration (names, prefix, release lists)
     cuda_archs: str | None             # a <prefix>CUDA_ARCHS value ('all', 'native' or a list); None: unset
+    cuda_archs_variable: str | None    # the variable cuda_archs came from: <prefix>CUDA_ARCHS or TORCH_CUDA_ARCH_LIST
     max_jobs: tuple[int, str] | None   # (compile jobs, "VAR=value"); None: from the cores and memory
     ccache: bool                       # use ccache when it is installed
     helper: str                        # one of HELPER_CHOICES
@@ -136,18 +146,21 @@ def _job_limit(name: str) -> Callable[[str, Mapping[str, str]], tuple[int, str] 
     return parse
 
 
-def _zero_or_one(value: str) -> str:
-    if value not in ("", "0", "1"):
+def switch(value: str) -> bool | None:
+    """A switch's value (SWITCH_WORDS, any case, surrounding blanks kept as an error); None: empty."""
+    if value == "":
+        return None
+    if value.lower() not in SWITCH_WORDS:
         raise ValueError("is not understood")
-    return value
+    return SWITCH_WORDS[value.lower()]
 
 
 def _ccache(value: str, environ: Mapping[str, str]) -> bool:
-    return _zero_or_one(value) != "0"
+    return switch(value) is not False
 
 
 def _release_build(value: str, environ: Mapping[str, str]) -> bool:
-    return _zero_or_one(value) == "1"
+    return switch(value) is True
 
 
 def _helper(value: str, environ: Mapping[str, str]) -> str:
@@ -187,15 +200,17 @@ def variables(project: ProjectConfig) -> dict[str, tuple[Variable, ...]]:
     several takes the first one set."""
     prefix, cache = project.env_prefix, project.cache_name
     return {
-        "cuda_archs": (Variable(prefix + ARCHS, ACCEPTED_ARCHS, _cuda_archs),),
+        "cuda_archs": (Variable(prefix + ARCHS, ACCEPTED_ARCHS, _cuda_archs),
+                       Variable(TORCH_ARCHS, f"{ACCEPTED_ARCHS}; or set {prefix + ARCHS}, which is read first",
+                                _cuda_archs)),
         "max_jobs": tuple(Variable(name, f"a positive whole number of parallel compile jobs, e.g. {name}=4",
                                    _job_limit(name)) for name in (prefix + MAX_JOBS, MAX_JOBS)),
-        "ccache": (Variable(prefix + CCACHE, "0 (never use ccache) or 1 (use it when installed, the default)",
-                            _ccache),),
+        "ccache": (Variable(prefix + CCACHE, f"a switch: off never uses ccache, on (the default) uses it when "
+                            f"installed; {ACCEPTED_SWITCH}", _ccache),),
         "helper": (Variable(prefix + HELPER, "auto (default: the sdist's prebuilt helper when it runs here, else "
                             "compile), source (always compile) or prebuilt (never compile)", _helper),),
-        "release_build": (Variable(prefix + RELEASE_BUILD, "1 (the release scripts' fat-wheel build, no resolution) "
-                                   "or 0", _release_build),),
+        "release_build": (Variable(prefix + RELEASE_BUILD, "a switch: on is the release scripts' fat-wheel build, "
+                                   f"no resolution; {ACCEPTED_SWITCH}", _release_build),),
         "cache_dir": (Variable(prefix + CACHE_DIR, f"an absolute path such as /var/cache/{cache}, or ~/.cache/{cache} "
                                "(~ is your HOME; ~user and relative paths are refused)", _cache_dir),),
         "release_url": (Variable(prefix + RELEASE_URL, "the base URL of the release assets (https://...), or a "
@@ -207,19 +222,20 @@ def variables(project: ProjectConfig) -> dict[str, tuple[Variable, ...]]:
 
 
 def parse(environ: Mapping[str, str], project: ProjectConfig) -> AdapterSettings:
-    """Every variable of the project's table checked; the first bad one raises SettingError."""
-    fields = {}
+    """Every field from the first of its variables that is set and not empty (the later ones are
+    not read: TORCH_CUDA_ARCH_LIST is torch's, checked only when it is the one used); a field none
+    sets gets its parser's default. The first bad value raises SettingError."""
+    fields, sources = {}, {}
     for field, field_variables in variables(project).items():
-        values = []
-        for variable in field_variables:
-            value = environ.get(variable.name, "")
-            try:
-                values.append(variable.parse(value, environ))
-            except ValueError as error:
-                raise SettingError(variable.name, value, str(error), variable.accepted) from None
-        fields[field] = next((v for v in values if v is not None), None)
+        chosen = next((v for v in field_variables if environ.get(v.name, "")), field_variables[0])
+        value = environ.get(chosen.name, "")
+        try:
+            fields[field] = chosen.parse(value, environ)
+        except ValueError as error:
+            raise SettingError(chosen.name, value, str(error), chosen.accepted) from None
+        sources[field] = chosen.name if value else None
     fields["release_url"] = fields["release_url"] or project.release_url
-    return AdapterSettings(project=project, **fields)
+    return AdapterSettings(project=project, cuda_archs_variable=sources["cuda_archs"], **fields)
 
 
 @functools.lru_cache(maxsize=None)

@@ -56,6 +56,7 @@ class BuildPlan:
     cpu_only: bool
     archs: str                  # <prefix>CUDA_ARCHS syntax; unused when cpu_only
     decision: Decision | None   # its toolkit compiles, its document goes into the build record; None: no resolution
+    archs_variable: str | None = None  # the variable archs came from, for messages; None: the decision or default
 
 
 @dataclasses.dataclass(frozen=True)
@@ -193,11 +194,12 @@ def supported_digits(toolkit: Toolkit) -> list[str]:
 
 
 def parse_archs(value: str, toolkit: Toolkit, project: ProjectConfig | None = None,
-                gpus: list[str] | None = None) -> tuple[list[Arch], list[Arch]]:
-    """(SASS targets, PTX targets) from a <prefix>CUDA_ARCHS value; `all` is the project's release
-    list (the project this adapter builds unless another is given), `native` the probe's `gpus`."""
+                gpus: list[str] | None = None, variable: str | None = None) -> tuple[list[Arch], list[Arch]]:
+    """(SASS targets, PTX targets) from a <prefix>CUDA_ARCHS value (`variable`'s, which messages
+    name; default <prefix>CUDA_ARCHS); `all` is the project's release list (the project this
+    adapter builds unless another is given), `native` the probe's `gpus`."""
     project = project or project_config.current()
-    variable = project.env_prefix + ARCHS
+    variable = variable or project.env_prefix + ARCHS
     spec = value.strip()
     if spec == "all":
         try:
@@ -208,9 +210,12 @@ def parse_archs(value: str, toolkit: Toolkit, project: ProjectConfig | None = No
         spec = native_archs(variable, gpus)
     known = supported_digits(toolkit)
 
+    ours = project.env_prefix + ARCHS
+    overridden_by = "" if variable == ours else f"; or set {ours}, which is read before {variable}"
+
     def fail(why: str) -> BuildError:
         return BuildError(f"{variable}={value!r}: {why}. Accepted: {ACCEPTED_ARCHS}; nvcc "
-                          f"{toolkit.version} targets {', '.join(d[:-1] + '.' + d[-1] for d in known)}")
+                          f"{toolkit.version} targets {', '.join(d[:-1] + '.' + d[-1] for d in known)}{overridden_by}")
 
     try:
         targets = adapter_settings.arch_list(spec)
@@ -262,7 +267,8 @@ class CudaBuildExt(build_ext):
 
     def build_extension(self, ext):
         settings = adapter_settings.current()
-        plan = self.build_plan or BuildPlan(cpu_only=False, archs=settings.cuda_archs or "all", decision=None)
+        plan = self.build_plan or BuildPlan(cpu_only=False, archs=settings.cuda_archs or "all", decision=None,
+                                            archs_variable=settings.cuda_archs_variable)
         # The resolver's build_cpu decision builds without CUDA even where a toolkit is installed.
         cpu_only, decision = plan.cpu_only, plan.decision
         cpu_only_macro = settings.var("CPU_ONLY")  # what the extension's sources test for a build without CUDA
@@ -287,7 +293,7 @@ class CudaBuildExt(build_ext):
             say("=" * 72)
             ext.define_macros.append((cpu_only_macro, "1"))
         else:
-            sass, ptx = parse_archs(plan.archs, toolkit, settings.project, plan_gpus(plan, settings))
+            sass, ptx = parse_archs(plan.archs, toolkit, settings.project, plan_gpus(plan, settings), plan.archs_variable)
             say(f"nvcc {toolkit.full_version} at {toolkit.nvcc} (from {toolkit.source}); SASS {[a.label for a in sass]}, "
                 f"PTX {[a.label for a in ptx]}")
             nvcc_flags = cuda_flags(ext, sass, ptx)

@@ -31,7 +31,7 @@ class ResolvingBdistWheel(bdist_wheel):
     def run(self):
         settings = adapter_settings.current()  # a bad setting stops before the resolver runs
         if settings.release_build:
-            say(f"{settings.var(RELEASE_BUILD)}=1: release build for {settings.var(ARCHS)}="
+            say(f"{settings.var(RELEASE_BUILD)} is on: release build for {settings.cuda_archs_variable or settings.var(ARCHS)}="
                 f"{settings.cuda_archs or 'all'}, no resolution")
             super().run()
             return
@@ -43,8 +43,11 @@ class ResolvingBdistWheel(bdist_wheel):
             plan = BuildPlan(cpu_only=True, archs="", decision=decision)
             say(f"building the CPU-only module locally: {decision.reason}")
         elif settings.cuda_archs:
-            plan = BuildPlan(cpu_only=False, archs=settings.cuda_archs, decision=decision)
-            say(f"building locally for {settings.var(ARCHS)}={settings.cuda_archs} (set by you): {decision.reason}")
+            plan = BuildPlan(cpu_only=False, archs=settings.cuda_archs, decision=decision,
+                             archs_variable=settings.cuda_archs_variable)
+            unset_ours = "" if settings.cuda_archs_variable == settings.var(ARCHS) else f", as {settings.var(ARCHS)} is unset"
+            say(f"building locally for {settings.cuda_archs_variable}={settings.cuda_archs} (set by you{unset_ours}): "
+                f"{decision.reason}")
         else:
             plan = BuildPlan(cpu_only=False, archs=";".join(decision.local_build_archs), decision=decision)
             say(f"building locally for {plan.archs}: {decision.reason}")

@@ -5,6 +5,7 @@ architectures and nvcc reach the build as a value, not an environment variable."
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -34,9 +35,10 @@ BAD_VALUES = [
     ("CULINA_MAX_JOBS", "two"),
     ("CULINA_MAX_JOBS", "0"),
     ("MAX_JOBS", "-1"),
-    ("CULINA_CCACHE", "yes"),
+    ("CULINA_CCACHE", "maybe"),
     ("CULINA_HELPER", "sometimes"),
-    ("CULINA_RELEASE_BUILD", "true"),
+    ("CULINA_RELEASE_BUILD", "2"),
+    ("TORCH_CUDA_ARCH_LIST", "Ampere;Hopper"),
     ("CULINA_CACHE_DIR", "relative/cache"),
     ("CULINA_CACHE_DIR", "~other/cache"),
     ("CULINA_RELEASE_URL", "https://example.org/a b"),
@@ -107,15 +109,46 @@ def test_good_values_become_typed_fields():
                                        "CULINA_CACHE_DIR": "~/c/../cache", "CULINA_RELEASE_URL": "/srv/r/",
                                        "CULINA_JSON_INCLUDE_DIR": "/opt/json/include"}, CULINA)
     assert settings == adapter_settings.AdapterSettings(
-        project=CULINA, cuda_archs="9.0a,10.0f+PTX", max_jobs=(3, "MAX_JOBS=3"), ccache=False, helper="source",
+        project=CULINA, cuda_archs="9.0a,10.0f+PTX", cuda_archs_variable="CULINA_CUDA_ARCHS", max_jobs=(3, "MAX_JOBS=3"), ccache=False, helper="source",
         release_build=True, cache_dir=Path("/home/u/cache"), release_url="/srv/r",
         json_include_dir=Path("/opt/json/include"))
     defaults = adapter_settings.parse({}, CULINA)
     assert defaults == adapter_settings.AdapterSettings(
-        project=CULINA, cuda_archs=None, max_jobs=None, ccache=True, helper="auto", release_build=False,
+        project=CULINA, cuda_archs=None, cuda_archs_variable=None, max_jobs=None, ccache=True, helper="auto", release_build=False,
         cache_dir=None, release_url="https://github.com/culina-dev/culina/releases/download/v0.1.0",
         json_include_dir=None)
     assert adapter_settings.parse({"CULINA_MAX_JOBS": "2", "MAX_JOBS": "8"}, CULINA).max_jobs == (2, "CULINA_MAX_JOBS=2")
+
+
+SWITCH_CASES = json.loads((REPO / "tests" / "data" / "switch_setting_cases.json").read_text())["cases"]
+
+
+@pytest.mark.parametrize("case", SWITCH_CASES, ids=lambda case: repr(case["text"]))
+def test_switch_spellings_shared_with_the_helper(case):
+    """CCACHE (default on) and RELEASE_BUILD (default off) read the helper's switch spellings."""
+    for name, field in (("CULINA_CCACHE", "ccache"), ("CULINA_RELEASE_BUILD", "release_build")):
+        if case.get("error"):
+            with pytest.raises(adapter_settings.SettingError, match=f"^{name}="):
+                adapter_settings.parse({name: case["text"]}, CULINA)
+        else:
+            default = getattr(adapter_settings.parse({}, CULINA), field)
+            expected = default if case["on"] is None else case["on"]
+            assert getattr(adapter_settings.parse({name: case["text"]}, CULINA), field) is expected
+
+
+def test_torch_cuda_arch_list_serves_when_culinas_variable_is_unset():
+    """TORCH_CUDA_ARCH_LIST is read only when CULINA_CUDA_ARCHS is unset or empty, and the
+    settings say which variable the list came from; a bad one is refused only when it is used."""
+    torch_only = adapter_settings.parse({"TORCH_CUDA_ARCH_LIST": "8.0 8.6 9.0+PTX"}, CULINA)
+    assert (torch_only.cuda_archs, torch_only.cuda_archs_variable) == ("8.0 8.6 9.0+PTX", "TORCH_CUDA_ARCH_LIST")
+    ours = adapter_settings.parse({"CULINA_CUDA_ARCHS": "sm_90", "TORCH_CUDA_ARCH_LIST": "Ampere"}, CULINA)
+    assert (ours.cuda_archs, ours.cuda_archs_variable) == ("sm_90", "CULINA_CUDA_ARCHS")
+    empty_ours = adapter_settings.parse({"CULINA_CUDA_ARCHS": "", "TORCH_CUDA_ARCH_LIST": "9.0"}, CULINA)
+    assert empty_ours.cuda_archs_variable == "TORCH_CUDA_ARCH_LIST"
+    with pytest.raises(adapter_settings.SettingError) as refused:
+        adapter_settings.parse({"TORCH_CUDA_ARCH_LIST": "Ampere"}, CULINA)
+    assert str(refused.value).startswith("TORCH_CUDA_ARCH_LIST='Ampere' is not understood")
+    assert "or set CULINA_CUDA_ARCHS, which is read first" in str(refused.value)
 
 
 def test_another_project_reads_its_own_prefix_and_ignores_culinas(tmp_path):

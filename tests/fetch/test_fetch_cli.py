@@ -12,7 +12,7 @@ import pytest
     ("CULINA_TIMEOUT", "2.5", "whole number from 1 to 3600"),
     ("CULINA_RETRIES", "-1", "whole number from 0 to 20"),
     ("CULINA_RETRIES", "many", "whole number from 0 to 20"),
-    ("CULINA_OFFLINE", "yes", "use 1"),
+    ("CULINA_OFFLINE", "enabled", "1, true, yes or on"),
 ])
 def test_malformed_setting_names_variable_value_and_form(fetcher, release, wheel, variable, value, accepted):
     outcome = fetcher.run(wheel.file, release.base_url, **{variable: value})

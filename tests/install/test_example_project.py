@@ -30,7 +30,7 @@ EXAMPLE = REPO / "examples" / "tinycu"
 H200_CUDA13 = Host(driver_cuda="13.0", gpus="NVIDIA H200=9.0")
 UNREACHABLE = "http://127.0.0.1:1/example/tinycu/releases/download/v0.1.0"
 # What would steer culina's install elsewhere; tinycu reads none of it.
-CULINA_NOISE = {"CULINA_VARIANT": "bogus", "CULINA_OFFLINE": "yes", "CULINA_CUDA_ARCHS": "8.0;foo",
+CULINA_NOISE = {"CULINA_VARIANT": "bogus", "CULINA_OFFLINE": "maybe", "CULINA_CUDA_ARCHS": "8.0;foo",
                 "CULINA_HELPER": "sometimes", "CULINA_CACHE_DIR": "relative", "CULINA_RELEASE_URL": UNREACHABLE,
                 "CULINA_TIMEOUT": "abc"}
 SAXPY = "import json, tinycu; print(json.dumps(tinycu.saxpy(2.0, [1.0, 2.0, 3.0], [10.0, 20.0, 30.0])))"

@@ -24,7 +24,7 @@ TAG = "cp312-cp312-manylinux_2_28_x86_64"  # the tag of release_server.wheel_fil
 # test_every_setting_has_a_bad_value.
 BAD_VALUE = {
     "VARIANT": "cuda 13",
-    "OFFLINE": "yes",
+    "OFFLINE": "enabled",
     "OVERRIDE_CUDA": "twelve",
     "OVERRIDE_SM": "sm_90",
     "PROBE_TIMEOUT": "10s",
@@ -34,8 +34,8 @@ BAD_VALUE = {
     "CA_BUNDLE": "/nonexistent/ca.pem",
     "CACHE_DIR": "relative/cache",
     "RELEASE_URL": "releases",
-    "ONLY_BINARY": "yes",
-    "BUILD_ON_MISMATCH": "on",
+    "ONLY_BINARY": "never",
+    "BUILD_ON_MISMATCH": "onn",
 }
 
 # What each path sets, as suffixes; the bad setting is added on top.

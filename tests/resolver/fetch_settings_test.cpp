@@ -69,7 +69,7 @@ TEST(FetchSettings, MalformedValuesNameVariableValueAndForm) {
         EXPECT_NE(message.find(std::string("CULINA_RETRIES='") + bad + "'"), std::string::npos) << message;
         EXPECT_NE(message.find("whole number from 0 to 20"), std::string::npos) << message;
     }
-    EXPECT_NE(error_of({{"HOME", "/h"}, {"CULINA_OFFLINE", "true"}}).find("CULINA_OFFLINE='true'"), std::string::npos);
+    EXPECT_NE(error_of({{"HOME", "/h"}, {"CULINA_OFFLINE", "enabled"}}).find("CULINA_OFFLINE='enabled'"), std::string::npos);
 }
 
 TEST(FetchSettings, CacheRootOrder) {

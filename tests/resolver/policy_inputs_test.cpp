@@ -62,10 +62,10 @@ TEST(ArchList, ParsesDottedCompactSuffixedAndPtx) {
 
 TEST(ArchList, MalformedItemIsAnErrorNamingIt) {
     try {
-        parse_arch_list("8.0;sm_90", "--default-archs");
+        parse_arch_list("8.0;sm90", "--default-archs");
         FAIL() << "expected PolicyInputError";
     } catch (const PolicyInputError& error) {
-        EXPECT_NE(std::string(error.what()).find("--default-archs='8.0;sm_90': 'sm_90' is not an architecture"), std::string::npos)
+        EXPECT_NE(std::string(error.what()).find("--default-archs='8.0;sm90': 'sm90' is not an architecture"), std::string::npos)
             << error.what();
     }
     EXPECT_THROW(parse_arch_list("", "x"), PolicyInputError);

@@ -4,8 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <fstream>
+#include <functional>
 #include <map>
 #include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "common/setting_error.h"
 #include "settings/helper_settings.h"
@@ -24,7 +29,7 @@ HelperSettings parse(std::map<std::string, std::string> values, const std::strin
 // EveryVariableRefusesABadValue.
 const std::map<std::string, std::vector<std::string>> kBadValues = {
     {"VARIANT", {"cu 130", "cu130!", "cuda-13", "a-very-long-label-name"}},
-    {"OFFLINE", {"yes", "true", "2", " 1"}},
+    {"OFFLINE", {"2", " 1", "enable", "y"}},
     {"OVERRIDE_CUDA", {"twelve", "12.9.1.1", "cu129", "-1"}},
     {"OVERRIDE_SM", {"8.6,,9.0", "sm_90", "9", "8.6 9.0", "9.0,"}},
     {"PROBE_TIMEOUT", {"", "0", "-1", "fast", "10s", "100000"}},
@@ -34,8 +39,8 @@ const std::map<std::string, std::vector<std::string>> kBadValues = {
     {"CA_BUNDLE", {"/nonexistent/ca.pem", "/"}},
     {"CACHE_DIR", {"relative", "./x", "~user/x"}},
     {"RELEASE_URL", {"releases", "ftp://host/x", "https://", "file://otherhost/srv"}},
-    {"ONLY_BINARY", {"yes", "true", "2", " 1"}},
-    {"BUILD_ON_MISMATCH", {"yes", "on", "-1", "1 "}},
+    {"ONLY_BINARY", {"2", " 1", "yes ", "-1"}},
+    {"BUILD_ON_MISMATCH", {"onn", "-1", "1 "}},
 };
 
 TEST(SettingsTable, DefaultsWhenNothingIsSet) {
@@ -124,6 +129,33 @@ TEST(SettingsTable, EveryVariableRefusesABadValue) {
         }
     }
     for (const auto& [suffix, values] : kBadValues) EXPECT_TRUE(in_table.count(suffix)) << suffix << " is not in the table";
+}
+
+// Every switch takes the spellings of tests/data/switch_setting_cases.json, as the adapter's do.
+TEST(SettingsTable, SwitchSpellingsSharedWithTheAdapter) {
+    std::ifstream in(std::string(CULINA_TEST_DATA_DIR) + "/switch_setting_cases.json");
+    ASSERT_TRUE(in.good());
+    std::stringstream text;
+    text << in.rdbuf();
+    const nlohmann::json cases = nlohmann::json::parse(text.str()).at("cases");
+    ASSERT_FALSE(cases.empty());
+    const std::map<std::string, std::function<bool(const HelperSettings&)>> switches = {
+        {"OFFLINE", [](const HelperSettings& s) { return s.fetch.offline; }},
+        {"ONLY_BINARY", [](const HelperSettings& s) { return s.fallback.never; }},
+        {"BUILD_ON_MISMATCH", [](const HelperSettings& s) { return s.fallback.after_mismatch; }},
+    };
+    for (const auto& [suffix, read] : switches) {
+        const std::string name = "CULINA_" + suffix;
+        for (const nlohmann::json& row : cases) {
+            const std::string value = row.at("text").get<std::string>();
+            if (row.value("error", false)) {
+                EXPECT_THROW(parse({{name, value}}), SettingError) << name << " " << row;
+            } else {
+                const bool expected = row.at("on").is_null() ? read(parse({})) : row.at("on").get<bool>();
+                EXPECT_EQ(read(parse({{name, value}})), expected) << name << " " << row;
+            }
+        }
+    }
 }
 
 TEST(SettingsTable, ThePrefixDecidesWhichVariablesAreRead) {

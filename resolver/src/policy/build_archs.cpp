@@ -22,10 +22,13 @@ struct ArchItem {
     }
 };
 
-// "12.0+PTX", "90a", "10.0F": digits with at most one after the dot, 'a' or 'f' and "+PTX" in any case.
+// "12.0+PTX", "90a", "10.0F", "sm_90a": digits with at most one after the dot (none after nvcc's
+// "sm_" name), 'a' or 'f' and "+PTX" in any case.
 std::optional<ArchItem> parse_item(std::string text) {
     ArchItem item;
     text = lowercase(text);
+    const bool nvcc_name = starts_with(text, "sm_");
+    if (nvcc_name) text.erase(0, 3);
     const std::string ptx_suffix = lowercase(kPtxSuffix);
     if (ends_with(text, ptx_suffix)) {
         item.with_ptx = true;
@@ -36,7 +39,7 @@ std::optional<ArchItem> parse_item(std::string text) {
         text.pop_back();
     }
     const std::size_t dot = text.find('.');
-    if (dot != std::string::npos && text.size() != dot + 2) return std::nullopt;
+    if (dot != std::string::npos && (nvcc_name || text.size() != dot + 2)) return std::nullopt;
     const std::optional<ComputeCapability> cc = parse_compute_capability(text);
     if (!cc) return std::nullopt;
     item.arch.cc = *cc;
@@ -59,7 +62,7 @@ std::optional<std::string> suffix_problem(const ArchItem& item) {
 
 std::vector<std::string> parse_arch_list(const std::string& text, const std::string& source) {
     const std::string accepted =
-        "; accepted: a list separated by ';', ',' or spaces like 7.5;8.0;9.0a;12.0f;12.0+PTX (or 75,80)";
+        "; accepted: a list separated by ';', ',' or spaces like 7.5;8.0;9.0a;12.0f;12.0+PTX (or 75,80 or sm_90)";
     std::string separated = text;
     for (char& c : separated) {
         if (c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r') c = ';';

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <utility>
 
 #include "common/setting_error.h"
 #include "common/text.h"
@@ -84,11 +85,20 @@ bool parse_min_rate(const std::string& value, HelperSettings& settings) {
                        settings.fetch.notes);
 }
 
-// "1", "0" or "" (0) into `slot`.
+// A switch as pip, uv and systemd spell one: 1/true/yes/on or 0/false/no/off in any case; ""
+// keeps the default (off). Blanks around the word are refused, as everywhere else in the table.
 bool parse_switch(const std::string& value, bool& slot) {
-    if (value != "" && value != "0" && value != "1") return false;
-    slot = value == "1";
-    return true;
+    static const std::pair<const char*, bool> kWords[] = {{"1", true},  {"true", true},   {"yes", true}, {"on", true},
+                                                           {"0", false}, {"false", false}, {"no", false}, {"off", false}};
+    if (value.empty()) return true;
+    const std::string word = lowercase(value);
+    for (const auto& [text, on] : kWords) {
+        if (word == text) {
+            slot = on;
+            return true;
+        }
+    }
+    return false;
 }
 
 bool parse_offline(const std::string& value, HelperSettings& settings) { return parse_switch(value, settings.fetch.offline); }
@@ -128,12 +138,15 @@ bool parse_release_url(const std::string& value, HelperSettings& settings) {
 
 }  // namespace
 
+// How every switch may be written (parse_switch), as its accepted form says it.
+#define SWITCH_FORMS "1, true, yes or on; 0, false, no or off (any case; empty: off)"
+
 const SettingSpec kSettingSpecs[] = {
     {"VARIANT",
      "auto, source, null (alias cpu), or a release label such as cu129 or cu130 (1-16 characters of a-z, 0-9, "
      "'.', '_'); empty means auto",
      parse_variant, false},
-    {"OFFLINE", "use 1 (no network, cache only) or 0 (empty: 0)", parse_offline, false},
+    {"OFFLINE", "a switch: on means no network, the cache only; " SWITCH_FORMS, parse_offline, false},
     {"OVERRIDE_CUDA", "the driver's CUDA version like '12.9' or '13.0' (empty: no driver)", parse_override_cuda, false},
     {"OVERRIDE_SM", "compute capabilities separated by commas, like '8.6,9.0' or '86,90' (empty: no GPU)",
      parse_override_sm, false},
@@ -160,13 +173,15 @@ const SettingSpec kSettingSpecs[] = {
      "the base URL of the release assets (https://...), or a local release folder (an absolute path or file:///...)",
      parse_release_url, true},
     {"ONLY_BINARY",
-     "1 (never build locally: install a prebuilt wheel or stop, like pip's --only-binary) or 0 (empty: 0)",
+     "a switch: on never builds locally (a prebuilt wheel is installed or the install stops, like pip's "
+     "--only-binary); " SWITCH_FORMS,
      parse_only_binary, false},
     {"BUILD_ON_MISMATCH",
-     "1 (a downloaded wheel that fails its checksum is discarded and a local build serves) or 0 (empty: 0, the "
-     "install stops: a corrupted or tampered mirror must be noticed)",
+     "a switch: on discards a downloaded wheel that fails its checksum and builds locally; off (the default) stops "
+     "the install, since a corrupted or tampered mirror must be noticed; " SWITCH_FORMS,
      parse_build_on_mismatch, false},
 };
+#undef SWITCH_FORMS
 const std::size_t kSettingSpecCount = sizeof(kSettingSpecs) / sizeof(kSettingSpecs[0]);
 
 HelperSettings default_helper_settings(const SettingNames& names) {
