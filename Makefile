@@ -1,4 +1,5 @@
 # Entry points for people and CI. `make demo` runs the main job, `make test` every test.
+# `make demo KEEP=1` leaves its loopback servers running for commands by hand, until Ctrl-C.
 PYTHON ?= python3
 VENV   := .venv
 BUILD  := build
@@ -10,11 +11,22 @@ PYPI_CUDA ?= 13.0
 # a folder of wheels pip may install it from (pip --find-links; empty: PyPI alone).
 TORCH_VENV   := $(BUILD)/venv-torch
 TORCH_WHEELS ?=
+KEEP ?=
 
-.PHONY: deps build extension test test-cpp test-torch test-python demo bench-probe clean
+.PHONY: deps deps-demo build helper extension test test-cpp test-torch test-python demo bench-probe clean
 
+# Everything the tests use; deps-demo only what the demo uses (no GoogleTest, clang, fuzzers or torch venv).
 deps:
-	@tools/install-deps.sh $(VENV) $(PYTHON) $(PYPI_CUDA) $(TORCH_VENV) $(TORCH_WHEELS)
+	@tools/install-deps.sh test $(VENV) $(PYTHON) $(PYPI_CUDA) $(TORCH_VENV) $(TORCH_WHEELS)
+
+deps-demo:
+	@tools/install-deps.sh demo $(VENV) $(PYTHON) $(PYPI_CUDA)
+
+# The install helper alone, as a user would build it (README, "The resolver").
+helper: deps-demo
+	@echo "[build] culina-resolver -> $(BUILD)/resolver"
+	@cmake -S resolver -B $(BUILD)/resolver -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake --build $(BUILD)/resolver -j $(JOBS)
 
 build: deps
 	@echo "[build] resolver and C++ tests -> $(BUILD)/tests"
@@ -31,7 +43,7 @@ extension: deps
 	@CULINA_CUDA_ARCHS=9.0 $(VENV)/bin/python setup.py -q build_ext --inplace
 
 # The PyTorch tests (autograd, cu_seqlens, torch.compile) in PyTorch's venv; in .venv they skip.
-TORCH_TESTS := tests/payload/test_torch.py tests/payload/test_torch_gates.py tests/payload/test_gpu_autograd.py tests/payload/test_gpu_gates.py
+TORCH_TESTS := tests/payload/test_torch.py tests/payload/test_torch_gates.py tests/payload/test_gpu_autograd.py tests/payload/test_gpu_gates.py tests/payload/test_distributed.py
 test-torch: build extension
 	@echo "[test] PyTorch (pytest in $(TORCH_VENV))"
 	@CULINA_BUILD_DIR=$(abspath $(BUILD)) $(TORCH_VENV)/bin/python -m pytest $(TORCH_TESTS) -q
@@ -44,17 +56,19 @@ test-python: build extension
 test: test-cpp test-torch test-python
 
 # The main job: release assets served on loopback, a real `pip install culina` in a fresh venv.
-demo: build
+demo: helper
 	@echo "[demo] what the resolver sees on this host"
-	@$(BUILD)/tests/resolver/culina-resolver probe
-	@$(VENV)/bin/python tools/demo.py --archs $(DEMO_ARCHS)
+	@$(BUILD)/resolver/culina-resolver probe
+	@$(VENV)/bin/python tools/demo.py --archs $(DEMO_ARCHS) --resolver $(BUILD)/resolver/culina-resolver \
+		$(if $(filter-out 0,$(KEEP)),--keep)
 
 bench-probe: build
 	@$(VENV)/bin/python benchmarks/probe_bench.py --resolver $(BUILD)/tests/resolver/culina-resolver
 
 # Release assets into dist/release: a fat wheel per interpreter in PYTHONS and CUDA version in CUDA
 # (this machine's toolkit where its version matches, else NVIDIA's PyPI packages) or toolkit root in
-# CUDA_HOMES (defaults: the venv's Python, the nvcc found), the manifest and the sdist with it inside.
+# CUDA_HOMES (defaults: the venv's Python, the nvcc found), the manifest and the sdist with it inside;
+# then culina-resolver's sdist and platform wheel (with that helper) into dist/culina-resolver.
 PYTHONS    ?= $(VENV)/bin/python
 CUDA       ?=
 CUDA_HOMES ?=
@@ -62,6 +76,7 @@ CUDA_HOMES ?=
 release: deps
 	@$(VENV)/bin/python tools/release/build_release.py --out dist/release --python $(PYTHONS) \
 		$(if $(strip $(CUDA)),--cuda $(CUDA)) $(if $(strip $(CUDA_HOMES)),--cuda-home $(CUDA_HOMES))
+	@$(VENV)/bin/python tools/release/build_resolver.py --out dist/culina-resolver --prebuilt dist/release/helper
 
 clean:
 	rm -rf $(BUILD)

@@ -7,11 +7,11 @@ import pybind11
 from setuptools import setup
 
 ROOT = Path(__file__).resolve().parent
-sys.path.insert(0, str(ROOT / "resolver" / "adapter"))
-from cuda_build_ext import CudaBuildExt, CudaExtension  # noqa: E402
-from bundling_sdist import BundlingSdist  # noqa: E402
-from resolving_bdist_wheel import ResolvingBdistWheel  # noqa: E402
-import project_config  # noqa: E402
+sys.path.insert(0, str(ROOT / "resolver"))  # culina carries the resolver in its tree (pyproject's backend-path)
+from culina_resolver import project_config  # noqa: E402
+from culina_resolver.bundling_sdist import BundlingSdist  # noqa: E402
+from culina_resolver.cuda_build_ext import CudaBuildExt, CudaExtension  # noqa: E402
+from culina_resolver.resolving_bdist_wheel import ResolvingBdistWheel  # noqa: E402
 
 sources = sorted(p.relative_to(ROOT).as_posix()
                  for pattern in ("*.cpp", "*.cu") for p in (ROOT / "csrc").rglob(pattern))

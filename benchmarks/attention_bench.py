@@ -94,7 +94,6 @@ def kernel_breakdown(fn, calls=10):
 SPREAD = [(1, 8, 32768, 128, "bfloat16"), (4, 16, 4096, 128, "bfloat16"), (8, 16, 2048, 64, "bfloat16"),
           (1, 32, 16384, 128, "bfloat16"), (32, 16, 1024, 64, "bfloat16"), (16, 32, 1024, 128, "bfloat16"),
           (4, 16, 4096, 128, "float16"), (2, 8, 8192, 256, "bfloat16"), (2, 8, 8192, 256, "float16")]
-DTYPE_CODES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 HBM_PEAK = {"H100": 3.35e12, "H200": 4.8e12}  # bytes/s, SXM parts
 
 
@@ -102,37 +101,33 @@ class CulinaRaw:
     """culina's forward and backward through `_C`, outputs and workspaces allocated once."""
 
     def __init__(self, q, k, v, decay, scale):
-        from culina import _C
+        from culina import _api, _C, _torch
 
         self.c, self.q, self.k, self.v, self.decay, self.scale = _C, q, k, v, decay, scale
-        self.dims = list(q.shape) + [v.shape[-1]]
-        self.code = DTYPE_CODES[q.dtype]
         self.out, self.do = torch.empty_like(v), torch.randn_like(v)
         self.dq, self.dk, self.dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-        # (batch, head, token) element strides of each [B, H, T, D] tensor; ungated: the gates' triple is unread
-        rows = lambda x: tuple(x.stride()[:3])
-        no_gates = (0, 0, 0)
-        self.strides = [rows(x) for x in (q, k, v, self.out)] + [no_gates]
-        self.backward_strides = [rows(x) for x in (q, k, v, self.do, self.dq, self.dk, self.dv)] + [no_gates]
+        # [B, H, T, D] tensors, contiguous as culina makes its outputs; ungated
+        self.description = _api.describe(_torch.problem_of(q, k, v, None, None, None, None, "BHTD"))
         device = q.device.index or 0
-        self.ws = torch.empty(_C.gpu_workspace_bytes(self.dims, self.code, device), dtype=torch.uint8, device=q.device)
-        self.bws = torch.empty(_C.gpu_backward_workspace_bytes(self.dims, self.code, device), dtype=torch.uint8,
+        self.ws = torch.empty(_C.forward_workspace_bytes(self.description, device), dtype=torch.uint8,
+                              device=q.device)
+        self.bws = torch.empty(_C.backward_workspace_bytes(self.description, device), dtype=torch.uint8,
                                device=q.device)
+        inputs = {"q": q.data_ptr(), "k": k.data_ptr(), "v": v.data_ptr(), "scale": scale, "decay": decay,
+                  "device": device}
+        self.forward_call = {**inputs, "out": self.out.data_ptr(), "workspace": self.ws.data_ptr(),
+                             "workspace_bytes": self.ws.numel()}
+        self.backward_call = {**inputs, "do": self.do.data_ptr(), "do_strides": tuple(self.do.stride()[:3]),
+                              "dq": self.dq.data_ptr(), "dk": self.dk.data_ptr(), "dv": self.dv.data_ptr(),
+                              "workspace": self.bws.data_ptr(), "workspace_bytes": self.bws.numel()}
 
     def forward(self):
-        stream = torch.cuda.current_stream().cuda_stream
-        self.c.gpu_forward(self.q.data_ptr(), self.k.data_ptr(), self.v.data_ptr(), self.out.data_ptr(), 0, 0,
-                           self.dims, self.code, self.scale, self.decay, 0, 0, self.strides,
-                           self.q.device.index or 0, stream, self.ws.data_ptr(), self.ws.numel())
+        self.c.forward(self.description, {**self.forward_call, "stream": torch.cuda.current_stream().cuda_stream})
         return self.out
 
     def forward_backward(self):
         self.forward()
-        stream = torch.cuda.current_stream().cuda_stream
-        self.c.gpu_backward(self.q.data_ptr(), self.k.data_ptr(), self.v.data_ptr(), self.do.data_ptr(), 0, 0,
-                            self.dq.data_ptr(), self.dk.data_ptr(), self.dv.data_ptr(), 0, self.dims, self.code,
-                            self.scale, self.decay, 0, 0, self.backward_strides, self.q.device.index or 0, stream,
-                            self.bws.data_ptr(), self.bws.numel())
+        self.c.backward(self.description, {**self.backward_call, "stream": torch.cuda.current_stream().cuda_stream})
         return self.dq, self.dk, self.dv
 
 

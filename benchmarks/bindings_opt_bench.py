@@ -1,6 +1,6 @@
 """What the optimisation level of the pybind11 glue (csrc/bindings.cpp) costs and saves, in one
 run: its compile time (the compile pool's per-file line) and the cost of one call through it
-(`_C.cpu_forward` on a one-token problem, min of 7 x 20000 calls), at -O0, -O1 (setup.py's
+(`_C.forward` on a one-token problem, min of 7 x 20000 calls), at -O0, -O1 (setup.py's
 choice) and -O3. CPU-only builds (toolkit hidden), since only the C++ side differs.
 
 Usage: python benchmarks/bindings_opt_bench.py
@@ -23,8 +23,8 @@ LEVELS = ("-O0", "-O1", "-O3")
 # setup.py as it is, but with the bindings' flags replaced
 BUILD = """
 import runpy, sys
-sys.path.insert(0, "resolver/adapter")
-import cuda_build_ext
+sys.path.insert(0, "resolver")
+from culina_resolver import cuda_build_ext
 plain = cuda_build_ext.CudaExtension.__init__
 def with_level(self, *args, source_flags=None, **kwargs):
     plain(self, *args, source_flags={{"csrc/bindings.cpp": ["{level}"]}}, **kwargs)
@@ -34,10 +34,14 @@ runpy.run_path("setup.py", run_name="__main__")
 """
 CALL = """
 import timeit, numpy as np, culina._C as C
+from culina import _api
 x = np.zeros((1, 1, 1, 64), np.float32); out = np.zeros_like(x)
+rows = (64, 64, 64)  # (batch, head, token) of q, k, v and out; ungated, the gates' strides unread
+problem = _api.Problem((1, 1, 1, 64, 64), "bfloat16", 0, 0, "BHTD", (rows, rows, rows, (0, 0, 0)), False)
+description = _api.describe(problem)
 q, o = x.ctypes.data, out.ctypes.data  # outside the timed call: each .ctypes costs a microsecond
-strides = [(64, 64, 64)] * 4 + [(0, 0, 0)]  # q, k, v, out: (batch, head, token); ungated, gates unread
-call = lambda: C.cpu_forward(q, q, q, o, 0, 0, [1, 1, 1, 64, 64], 2, 0.125, [0.9], 0, 0, strides, 1)
+values = {"q": q, "k": q, "v": q, "out": o, "scale": 0.125, "decay": [0.9], "threads": 1}
+call = lambda: C.forward(description, values)
 print(min(timeit.repeat(call, number=20000, repeat=7)) / 20000)
 """
 BINDINGS_LINE = re.compile(r"\] csrc/bindings\.cpp \(([\d.]+) s\)")

@@ -47,30 +47,28 @@ def per_call_us(fn, device: str, calls: int, repeats: int) -> float:
 
 def breakdown(q, scale: float, calls: int, repeats: int) -> dict:
     """Host time of each piece of one culina call on CUDA tensors, and the kernels' GPU time."""
-    from culina import _C, _torch
+    from culina import _api, _C, _torch
 
     device = q.device.index
     stream = torch._C._cuda_getCurrentRawStream(device)
-    dims, code = list(q.shape) + [q.shape[-1]], _torch.DTYPE_CODES[q.dtype]
+    problem = _torch.problem_of(q, q, q, None, None, None, None, "BHTD")
+    description = _api.describe(problem)
     out = torch.empty_like(q)
     grads = [torch.empty_like(q) for _ in range(3)]
-    forward_bytes = _C.gpu_workspace_bytes(dims, code, device)
-    backward_bytes = _C.gpu_backward_workspace_bytes(dims, code, device)
+    forward_bytes = _C.forward_workspace_bytes(description, device)
+    backward_bytes = _C.backward_workspace_bytes(description, device)
     workspace = torch.empty(max(forward_bytes, backward_bytes, 1), dtype=torch.uint8, device=q.device)
     address = q.data_ptr()
-    # (batch, head, token) element strides: every tensor here is q-shaped and contiguous; ungated,
-    # so the gates' triple is unread
-    rows, no_gates = tuple(q.stride()[:3]), (0, 0, 0)
-    forward_strides, backward_strides = [rows] * 4 + [no_gates], [rows] * 7 + [no_gates]
+    # every tensor here is q-shaped and contiguous, as the description says; ungated
+    inputs = {"q": address, "k": address, "v": address, "scale": scale, "decay": DECAY, "device": device,
+              "stream": stream, "workspace": workspace.data_ptr()}
+    forward_call = {**inputs, "out": out.data_ptr(), "workspace_bytes": forward_bytes}
+    backward_call = {**inputs, "do": address, "do_strides": tuple(q.stride()[:3]), "dq": grads[0].data_ptr(),
+                     "dk": grads[1].data_ptr(), "dv": grads[2].data_ptr(), "workspace_bytes": backward_bytes}
     pieces = {
         "torch.empty (one output)": lambda: torch.empty(q.shape, dtype=q.dtype, device=q.device),
-        "_C.gpu_forward alone": lambda: _C.gpu_forward(address, address, address, out.data_ptr(), 0, 0, dims, code,
-                                                       scale, DECAY, 0, 0, forward_strides, device, stream,
-                                                       workspace.data_ptr(), forward_bytes, 0, 0, 0),
-        "_C.gpu_backward alone": lambda: _C.gpu_backward(address, address, address, address, 0, 0, grads[0].data_ptr(),
-                                                         grads[1].data_ptr(), grads[2].data_ptr(), 0, dims, code, scale,
-                                                         DECAY, 0, 0, backward_strides, device, stream,
-                                                         workspace.data_ptr(), backward_bytes, 0, 0, 0),
+        "_C.forward alone": lambda: _C.forward(description, forward_call),
+        "_C.backward alone": lambda: _C.backward(description, backward_call),
         "culina._torch.forward": lambda: _torch.forward(q, q, q, DECAY, None, None, scale, None, None, False, "BHTD"),
         "torch.ops.culina.linear_attention": lambda: torch.ops.culina.linear_attention(
             q, q, q, DECAY, None, None, scale, None, None, False, "BHTD"),
@@ -80,7 +78,7 @@ def breakdown(q, scale: float, calls: int, repeats: int) -> dict:
             q, q, q, q, DECAY, None, None, scale, None, None, None, False, "BHTD"),
     }
     figures = {f"host: {name}": per_call_us(fn, "cuda", calls, repeats) for name, fn in pieces.items()}
-    for name in ("_C.gpu_forward alone", "_C.gpu_backward alone"):
+    for name in ("_C.forward alone", "_C.backward alone"):
         # The GPU sleeps while the host queues 100 calls, then runs them back to back: the events
         # time the kernels alone, without the host's gaps between launches.
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

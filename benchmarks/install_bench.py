@@ -33,10 +33,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "fixtures"))
-sys.path.insert(0, str(REPO / "resolver" / "adapter"))
+sys.path.insert(0, str(REPO / "resolver"))
 
 from package_index import PackageIndex, fill_index, install_requirements  # noqa: E402
-from prebuilt_wheel import standard_name  # noqa: E402
+from culina_resolver.prebuilt_wheel import standard_name  # noqa: E402
 from release_server import ReleaseServer  # noqa: E402
 
 
@@ -53,10 +53,10 @@ def helper_times(sdist: Path, work: Path) -> dict[str, float]:
     compiled from cold (CULINA_HELPER=source, empty cache), and a warm cache hit (median of 5)."""
     with tarfile.open(sdist) as archive:
         archive.extractall(work / "sdist")
-    adapter = next((work / "sdist").glob("culina-*")) / "resolver" / "adapter"
-    env = {**os.environ, "CULINA_CACHE_DIR": str(work / "helper-cache"), "PYTHONPATH": str(adapter)}
-    command = [sys.executable, "-c",
-               "import adapter_settings, helper_build; helper_build.helper_binary(adapter_settings.current()).close()"]
+    adapter = next((work / "sdist").glob("culina-*"))
+    env = {**os.environ, "CULINA_CACHE_DIR": str(work / "helper-cache"), "PYTHONPATH": str(adapter / "resolver")}
+    command = [sys.executable, "-c", "from culina_resolver import adapter_settings, helper_build; "
+               "helper_build.helper_binary(adapter_settings.current()).close()"]
     prebuilt = statistics.median(seconds(command, env, adapter) for _ in range(5))
     env["CULINA_HELPER"] = "source"
     return {"prebuilt": prebuilt, "cold compile": seconds(command, env, adapter),

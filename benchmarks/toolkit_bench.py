@@ -25,11 +25,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "fixtures"))
-sys.path.insert(0, str(REPO / "resolver" / "adapter"))
+sys.path.insert(0, str(REPO / "resolver"))
 sys.path.insert(0, str(REPO / "tools" / "release"))
 
 import no_toolkit  # noqa: E402
-import pypi_toolkit  # noqa: E402
+from culina_resolver import pypi_toolkit  # noqa: E402
 from install_bench import seconds  # noqa: E402 - one timer for the install benchmarks
 from package_index import PackageIndex, fill_index, install_requirements  # noqa: E402
 

@@ -1,8 +1,10 @@
-// The culina._C module: thin pybind11 glue. Python (culina/_api.py) validates arguments and
-// hands over raw addresses; this file only unpacks them and calls a back end.
+// The culina._C module: thin pybind11 glue. Python (culina/_api.py) checks the arguments and
+// describes each distinct problem once (Description); a call hands over that description and,
+// by keyword, its raw addresses and scalars; this file only unpacks them and calls a back end.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -26,109 +28,223 @@ using StrideTriple = std::array<int64_t, 3>;
 
 culina::Strides strides_of(const StrideTriple& s) { return culina::Strides{s[0], s[1], s[2]}; }
 
-// The order of an entry point's strides list: one (batch, head, token) triple per tensor.
-struct StridesOrder {
-  size_t count;
-  const char* names;
-};
-constexpr StridesOrder kForwardStrides{5, "q, k, v, out, gates"};
-constexpr StridesOrder kBackwardStrides{8, "q, k, v, do, dq, dk, dv, gates"};
-
-void check_strides(const std::vector<StrideTriple>& strides, const StridesOrder& order) {
-  if (strides.size() != order.count)
-    throw std::invalid_argument("strides: expected " + std::to_string(order.count) +
-                                " (batch, head, token) triples, for " + order.names + "; got " +
-                                std::to_string(strides.size()));
-}
-
 // Stands in for gamma where only gated() matters: the workspace size depends on the shape and
 // on whether the problem is gated, never on the gate values.
 const float kGatedPlaceholder = 0.0f;
 
-Problem make_problem(std::vector<int64_t> dims, int dtype, float scale, std::optional<std::vector<float>> decay,
-                     uintptr_t cu_seqlens = 0, int64_t num_seqs = 0, int seqlen_bits = 0) {
-  if (dims.size() != 5) throw std::invalid_argument("dims must be (B, H, T, Dk, Dv)");
-  if (dtype < 0 || dtype > 2) throw std::invalid_argument("dtype code must be 0, 1 or 2");
-  Problem p;
-  p.batch = dims[0];
-  p.heads = dims[1];
-  p.seq_len = dims[2];
-  p.dk = dims[3];
-  p.dv = dims[4];
-  p.dtype = DType(dtype);
-  p.scale = scale;
-  if (decay) {
+// culina._C.Description: the extension's image of one checked culina._api.Problem, made once per
+// distinct problem (_api.describe caches it): shape, dtype, packing and the strides of every
+// tensor but do's (the gradient arrives with its own). A call adds only its addresses and
+// scalars (runnable, below). Python's check_problem owns the argument checks, cu_seqlens'
+// included. On this side the bindings check only the contract: num_seqs, seqlen_bits and B = 1
+// here, offsets given exactly when packed in runnable; the CPU reference, the one C++ reader of
+// host offsets, checks their values.
+struct Description {
+  Problem shape;  // no addresses, no scale, no decay
+  culina::Strides dq, dk, dv, gate_dots;
+  bool gated = false;
+
+  Description(const std::array<int64_t, 5>& dims, int dtype, int64_t num_seqs, int seqlen_bits, bool gated,
+              const StrideTriple& q, const StrideTriple& k, const StrideTriple& v, const StrideTriple& g,
+              const StrideTriple& out, const StrideTriple& dq_rows, const StrideTriple& dk_rows,
+              const StrideTriple& dv_rows, const StrideTriple& gate_dots_rows)
+      : dq(strides_of(dq_rows)), dk(strides_of(dk_rows)), dv(strides_of(dv_rows)),
+        gate_dots(strides_of(gate_dots_rows)), gated(gated) {
+    if (dtype < 0 || dtype > 2) throw std::invalid_argument("dtype: the code must be 0, 1 or 2");
+    if (num_seqs < 0) throw std::invalid_argument("num_seqs is " + std::to_string(num_seqs) + "; pass 0 or more");
+    if (num_seqs > 0 && dims[0] != 1)
+      throw std::invalid_argument("packed sequences need dims (1, H, total_T, Dk, Dv), but B is " +
+                                  std::to_string(dims[0]));
+    if (num_seqs > 0 && seqlen_bits != 32 && seqlen_bits != 64)
+      throw std::invalid_argument("packed sequences need seqlen_bits 32 or 64, got " + std::to_string(seqlen_bits));
+    shape.batch = dims[0];
+    shape.heads = dims[1];
+    shape.seq_len = dims[2];
+    shape.dk = dims[3];
+    shape.dv = dims[4];
+    shape.dtype = DType(dtype);
+    shape.num_seqs = num_seqs;
+    shape.seqlen_bits = num_seqs > 0 ? seqlen_bits : 0;
+    shape.q.strides = strides_of(q);
+    shape.k.strides = strides_of(k);
+    shape.v.strides = strides_of(v);
+    shape.gates.strides = strides_of(g);
+    shape.out.strides = strides_of(out);
+  }
+
+  // The shape-only problem the workspace queries take.
+  Problem sizing() const {
+    Problem p = shape;
+    if (gated) p.gamma = &kGatedPlaceholder;
+    return p;
+  }
+};
+
+// The names of a call's values (Call below), each interned once: keyword arguments would cost
+// pybind11 a new str per name on every call.
+struct Keys {
+  static PyObject* intern(const char* name) {
+    PyObject* key = PyUnicode_InternFromString(name);
+    if (!key) throw py::error_already_set();
+    return key;
+  }
+  PyObject* const q = intern("q");
+  PyObject* const k = intern("k");
+  PyObject* const v = intern("v");
+  PyObject* const scale = intern("scale");
+  PyObject* const decay = intern("decay");
+  PyObject* const initial_state = intern("initial_state");
+  PyObject* const gamma = intern("gamma");
+  PyObject* const g = intern("g");
+  PyObject* const cu_seqlens = intern("cu_seqlens");
+  PyObject* const device = intern("device");
+  PyObject* const threads = intern("threads");
+  PyObject* const stream = intern("stream");
+  PyObject* const workspace = intern("workspace");
+  PyObject* const workspace_bytes = intern("workspace_bytes");
+  PyObject* const out = intern("out");
+  PyObject* const final_state = intern("final_state");
+  PyObject* const d_out = intern("do");
+  PyObject* const d_out_strides = intern("do_strides");
+  PyObject* const d_final_state = intern("d_final_state");
+  PyObject* const dq = intern("dq");
+  PyObject* const dk = intern("dk");
+  PyObject* const dv = intern("dv");
+  PyObject* const d_initial_state = intern("d_initial_state");
+  PyObject* const gate_dots = intern("gate_dots");
+};
+
+// Made on the first call (C++ runs it once, whichever threads call); interned strs live as
+// long as the interpreter, so the table is never freed.
+const Keys& keys() {
+  static const Keys* const interned = new Keys;
+  return *interned;
+}
+
+// One call's values by name: the dict culina/_api.py's launch builds, read as it is. A name the
+// entry point does not read is refused, so a misspelt key cannot pass for an absent value.
+class Call {
+ public:
+  explicit Call(py::dict values) : values_(std::move(values)) {}
+
+  // An address or a count; `fallback` where the name is absent (0: no such tensor).
+  template <typename T = uintptr_t>
+  T get(PyObject* key, T fallback = 0) {
+    PyObject* value = find(key);
+    return value ? py::cast<T>(py::handle(value)) : fallback;
+  }
+  template <typename T>
+  T need(PyObject* key) {
+    PyObject* value = find(key);
+    if (!value)
+      throw std::invalid_argument("call: '" + py::str(key).cast<std::string>() + "' is missing; pass it");
+    return py::cast<T>(py::handle(value));
+  }
+  std::optional<std::vector<float>> decay() {
+    PyObject* value = find(keys().decay);
+    if (!value || value == Py_None) return std::nullopt;
+    return py::cast<std::vector<float>>(py::handle(value));
+  }
+  // After the last read: every key was one the entry point takes.
+  void check_all_read() const {
+    if (size_t(PyDict_Size(values_.ptr())) == read_.size()) return;
+    for (auto item : values_)
+      if (std::find(read_.begin(), read_.end(), item.first.ptr()) == read_.end())
+        throw std::invalid_argument("call: '" + py::str(item.first).cast<std::string>() +
+                                    "' is not a value this entry point takes; remove it");
+  }
+
+ private:
+  PyObject* find(PyObject* key) {
+    PyObject* value = PyDict_GetItemWithError(values_.ptr(), key);
+    if (!value && PyErr_Occurred()) throw py::error_already_set();
+    if (value) read_.push_back(key);
+    return value;
+  }
+
+  py::dict values_;
+  std::vector<PyObject*> read_;
+};
+
+// The description with the call's inputs, scalars, packed offsets and, on a GPU, workspace.
+Problem runnable(const Description& d, Call& call) {
+  const Keys& key = keys();
+  Problem p = d.shape;
+  p.q.data = reinterpret_cast<const void*>(call.get(key.q));
+  p.k.data = reinterpret_cast<const void*>(call.get(key.k));
+  p.v.data = reinterpret_cast<const void*>(call.get(key.v));
+  if (!p.q.data || !p.k.data || !p.v.data) throw std::invalid_argument("q, k and v need addresses (0 given)");
+  p.initial_state = reinterpret_cast<const float*>(call.get(key.initial_state));
+  p.gamma = reinterpret_cast<const float*>(call.get(key.gamma));
+  p.gates.data = reinterpret_cast<const float*>(call.get(key.g));
+  p.cu_seqlens = reinterpret_cast<const void*>(call.get(key.cu_seqlens));
+  if (bool(p.cu_seqlens) != p.packed())
+    throw std::invalid_argument("cu_seqlens: the description has num_seqs " + std::to_string(p.num_seqs) +
+                                " but the call " + (p.cu_seqlens ? "passes" : "lacks") +
+                                " offsets; pass cu_seqlens exactly when num_seqs >= 1");
+  p.scale = call.need<float>(key.scale);
+  if (auto decay = call.decay()) {
     if (int64_t(decay->size()) != p.heads) throw std::invalid_argument("decay needs one value per head");
     p.decay = std::move(*decay);
   }
-  if (num_seqs < 0) throw std::invalid_argument("num_seqs is " + std::to_string(num_seqs) + "; pass 0 or more");
-  if (num_seqs > 0 && p.batch != 1)
-    throw std::invalid_argument("packed sequences need dims (1, H, total_T, Dk, Dv), but B is " +
-                                std::to_string(p.batch));
-  if (cu_seqlens && (num_seqs == 0 || (seqlen_bits != 32 && seqlen_bits != 64)))
-    throw std::invalid_argument("cu_seqlens needs num_seqs >= 1 and seqlen_bits 32 or 64, got num_seqs " +
-                                std::to_string(num_seqs) + " and seqlen_bits " + std::to_string(seqlen_bits));
-  p.cu_seqlens = reinterpret_cast<const void*>(cu_seqlens);
-  p.num_seqs = num_seqs;
-  p.seqlen_bits = seqlen_bits;
+  p.workspace = reinterpret_cast<void*>(call.get(key.workspace));
+  p.workspace_bytes = call.get<size_t>(key.workspace_bytes);
   return p;
 }
 
-// The shape-only problem the size and path queries take.
-Problem shape_problem(std::vector<int64_t> dims, int dtype, int64_t num_seqs, bool gated) {
-  Problem p = make_problem(std::move(dims), dtype, 1.0f, {}, 0, num_seqs);
-  if (gated) p.gamma = &kGatedPlaceholder;
-  return p;
+// Where a call runs: the CPU reference (no device, or -1) with `threads` workers (0: one per
+// core), or the kernels on that CUDA device, on `stream`.
+struct Placement {
+  int device, threads;
+  uintptr_t stream;
+
+  explicit Placement(Call& call)
+      : device(call.get<int>(keys().device, -1)),
+        threads(call.get<int>(keys().threads)),
+        stream(call.get(keys().stream)) {}
+  bool gpu() const { return device >= 0; }
+};
+
+void forward(const Description& d, py::dict values) {
+  const Keys& key = keys();
+  Call call(std::move(values));
+  Problem p = runnable(d, call);
+  p.out.data = reinterpret_cast<void*>(call.get(key.out));
+  if (!p.out.data) throw std::invalid_argument("the forward needs out (0 given)");
+  p.final_state = reinterpret_cast<float*>(call.get(key.final_state));
+  const Placement at(call);
+  call.check_all_read();
+  py::gil_scoped_release release;
+  if (at.gpu())
+    culina::gpu::linear_attention(p, at.device, at.stream);
+  else
+    culina::cpu::linear_attention(p, at.threads);
 }
 
-// A problem to run: the inputs' addresses and strides (q, k, v first in `strides`; the gates'
-// triple last, read only when gates is set), the gates, and packed sequences' offsets.
-Problem make_runnable_problem(uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t initial_state,
-                              std::vector<int64_t> dims, int dtype, float scale,
-                              std::optional<std::vector<float>> decay, uintptr_t gamma, uintptr_t gates,
-                              const std::vector<StrideTriple>& strides, uintptr_t cu_seqlens, int64_t num_seqs,
-                              int seqlen_bits) {
-  if (num_seqs > 0 && !cu_seqlens)
-    throw std::invalid_argument("num_seqs is " + std::to_string(num_seqs) + " but cu_seqlens is absent; pass both");
-  if (!q || !k || !v) throw std::invalid_argument("q, k and v need addresses (0 given)");
-  Problem p = make_problem(std::move(dims), dtype, scale, std::move(decay), cu_seqlens, num_seqs, seqlen_bits);
-  p.q = {reinterpret_cast<const void*>(q), strides_of(strides[0])};
-  p.k = {reinterpret_cast<const void*>(k), strides_of(strides[1])};
-  p.v = {reinterpret_cast<const void*>(v), strides_of(strides[2])};
-  p.initial_state = reinterpret_cast<const float*>(initial_state);
-  p.gamma = reinterpret_cast<const float*>(gamma);
-  if (gates) p.gates = {reinterpret_cast<const float*>(gates), strides_of(strides.back())};
-  return p;
-}
-
-Problem make_forward_problem(uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t out, uintptr_t initial_state,
-                             uintptr_t final_state, std::vector<int64_t> dims, int dtype, float scale,
-                             std::optional<std::vector<float>> decay, uintptr_t gamma, uintptr_t gates,
-                             const std::vector<StrideTriple>& strides, uintptr_t cu_seqlens, int64_t num_seqs,
-                             int seqlen_bits) {
-  check_strides(strides, kForwardStrides);
-  if (!out) throw std::invalid_argument("the forward needs out (0 given)");
-  Problem p = make_runnable_problem(q, k, v, initial_state, std::move(dims), dtype, scale, std::move(decay), gamma,
-                                    gates, strides, cu_seqlens, num_seqs, seqlen_bits);
-  p.out = {reinterpret_cast<void*>(out), strides_of(strides[3])};
-  p.final_state = reinterpret_cast<float*>(final_state);
-  return p;
-}
-
-// gate_dots (0: not wanted) has its own strides, after the list's (common/problem.h: Gradients).
-culina::Gradients make_gradients(uintptr_t d_out, uintptr_t d_final_state, uintptr_t dq, uintptr_t dk,
-                                 uintptr_t dv, uintptr_t d_initial_state, const std::vector<StrideTriple>& strides,
-                                 uintptr_t gate_dots, const StrideTriple& gate_dots_strides) {
-  if (!d_out || !dq || !dk || !dv) throw std::invalid_argument("the backward needs do, dq, dk and dv (0 given)");
-  culina::Gradients g;
-  if (gate_dots) g.gate_dots = {reinterpret_cast<float*>(gate_dots), strides_of(gate_dots_strides)};
-  g.d_out = {reinterpret_cast<const void*>(d_out), strides_of(strides[3])};
-  g.d_final_state = reinterpret_cast<const float*>(d_final_state);
-  g.dq = {reinterpret_cast<void*>(dq), strides_of(strides[4])};
-  g.dk = {reinterpret_cast<void*>(dk), strides_of(strides[5])};
-  g.dv = {reinterpret_cast<void*>(dv), strides_of(strides[6])};
-  g.d_initial_state = reinterpret_cast<float*>(d_initial_state);
-  return g;
+// do has its own strides, do_strides; gate_dots (absent or 0: not wanted) the description's
+// (common/problem.h: Gradients).
+void backward(const Description& d, py::dict values) {
+  const Keys& key = keys();
+  Call call(std::move(values));
+  const Problem p = runnable(d, call);
+  culina::Gradients grads;
+  grads.d_out = {reinterpret_cast<const void*>(call.get(key.d_out)),
+                 strides_of(call.need<StrideTriple>(key.d_out_strides))};
+  grads.d_final_state = reinterpret_cast<const float*>(call.get(key.d_final_state));
+  grads.dq = {reinterpret_cast<void*>(call.get(key.dq)), d.dq};
+  grads.dk = {reinterpret_cast<void*>(call.get(key.dk)), d.dk};
+  grads.dv = {reinterpret_cast<void*>(call.get(key.dv)), d.dv};
+  if (!grads.d_out.data || !grads.dq.data || !grads.dk.data || !grads.dv.data)
+    throw std::invalid_argument("the backward needs do, dq, dk and dv (0 given)");
+  grads.d_initial_state = reinterpret_cast<float*>(call.get(key.d_initial_state));
+  grads.gate_dots = {reinterpret_cast<float*>(call.get(key.gate_dots)), d.gate_dots};
+  const Placement at(call);
+  call.check_all_read();
+  py::gil_scoped_release release;
+  if (at.gpu())
+    culina::gpu::linear_attention_backward(p, grads, at.device, at.stream);
+  else
+    culina::cpu::linear_attention_backward(p, grads, at.threads);
 }
 
 // Shape, strides, dtype, device and address of a "dltensor" capsule, without consuming it:
@@ -191,100 +307,37 @@ void define_module(py::module_& m) {
   py::register_exception<culina::gpu::UnsupportedDevice>(m, "UnsupportedDevice", PyExc_RuntimeError);
 
   m.def("dlpack_info", &dlpack_info, py::arg("capsule"));
+  // The problem's description, built once per distinct problem from keywords (culina/_api.py:
+  // describe); every entry point below takes it first and its call's values by keyword.
+  py::class_<Description>(m, "Description")
+      .def(py::init<const std::array<int64_t, 5>&, int, int64_t, int, bool, const StrideTriple&, const StrideTriple&,
+                    const StrideTriple&, const StrideTriple&, const StrideTriple&, const StrideTriple&,
+                    const StrideTriple&, const StrideTriple&, const StrideTriple&>(),
+           py::kw_only(), py::arg("dims"), py::arg("dtype"), py::arg("num_seqs"), py::arg("seqlen_bits"),
+           py::arg("gated"), py::arg("q"), py::arg("k"), py::arg("v"), py::arg("g"), py::arg("out"), py::arg("dq"),
+           py::arg("dk"), py::arg("dv"), py::arg("gate_dots"));
+  // call: the dict of the call's values by name (Call above; culina/_api.py: launch).
+  // Both: q, k, v, scale; initial_state, gamma, g, cu_seqlens, decay; where it runs: device
+  // (absent or -1: the CPU reference, with `threads` workers) or a CUDA device with stream,
+  // workspace and workspace_bytes (the queries below). forward: out, final_state. backward: do,
+  // do_strides, dq, dk, dv; d_final_state, d_initial_state, gate_dots.
+  m.def("forward", &forward, py::arg("description"), py::arg("call"));
+  m.def("backward", &backward, py::arg("description"), py::arg("call"));
   m.def(
-      "cpu_forward",
-      [](uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t out, uintptr_t initial_state, uintptr_t final_state,
-         std::vector<int64_t> dims, int dtype, float scale, std::optional<std::vector<float>> decay,
-         uintptr_t gamma, uintptr_t gates, const std::vector<StrideTriple>& strides, int threads,
-         uintptr_t cu_seqlens, int64_t num_seqs, int seqlen_bits) {
-        const Problem p = make_forward_problem(q, k, v, out, initial_state, final_state, std::move(dims), dtype,
-                                               scale, std::move(decay), gamma, gates, strides, cu_seqlens, num_seqs,
-                                               seqlen_bits);
-        py::gil_scoped_release release;
-        culina::cpu::linear_attention(p, threads);
-      },
-      py::arg("q"), py::arg("k"), py::arg("v"), py::arg("out"), py::arg("initial_state"), py::arg("final_state"),
-      py::arg("dims"), py::arg("dtype"), py::arg("scale"), py::arg("decay"), py::arg("gamma"), py::arg("gates"),
-      py::arg("strides"), py::arg("threads") = 0, py::arg("cu_seqlens") = 0, py::arg("num_seqs") = 0,
-      py::arg("seqlen_bits") = 0);
+      "forward_workspace_bytes",
+      [](const Description& d, int device) { return culina::gpu::workspace_bytes(d.sizing(), device); },
+      py::arg("description"), py::arg("device"));
   m.def(
-      "cpu_backward",
-      [](uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t d_out, uintptr_t initial_state, uintptr_t d_final_state,
-         uintptr_t dq, uintptr_t dk, uintptr_t dv, uintptr_t d_initial_state, std::vector<int64_t> dims, int dtype,
-         float scale, std::optional<std::vector<float>> decay, uintptr_t gamma, uintptr_t gates,
-         const std::vector<StrideTriple>& strides, int threads, uintptr_t cu_seqlens, int64_t num_seqs,
-         int seqlen_bits, uintptr_t gate_dots, const StrideTriple& gate_dots_strides) {
-        check_strides(strides, kBackwardStrides);
-        const Problem p = make_runnable_problem(q, k, v, initial_state, std::move(dims), dtype, scale,
-                                                std::move(decay), gamma, gates, strides, cu_seqlens, num_seqs,
-                                                seqlen_bits);
-        const culina::Gradients g = make_gradients(d_out, d_final_state, dq, dk, dv, d_initial_state, strides,
-                                                   gate_dots, gate_dots_strides);
-        py::gil_scoped_release release;
-        culina::cpu::linear_attention_backward(p, g, threads);
-      },
-      py::arg("q"), py::arg("k"), py::arg("v"), py::arg("do"), py::arg("initial_state"), py::arg("d_final_state"),
-      py::arg("dq"), py::arg("dk"), py::arg("dv"), py::arg("d_initial_state"), py::arg("dims"), py::arg("dtype"),
-      py::arg("scale"), py::arg("decay"), py::arg("gamma"), py::arg("gates"), py::arg("strides"),
-      py::arg("threads") = 0, py::arg("cu_seqlens") = 0, py::arg("num_seqs") = 0, py::arg("seqlen_bits") = 0,
-      py::arg("gate_dots") = 0, py::arg("gate_dots_strides") = StrideTriple{0, 0, 0});
-  m.def(
-      "gpu_workspace_bytes",
-      [](std::vector<int64_t> dims, int dtype, int device, int64_t num_seqs, bool gated) {
-        return culina::gpu::workspace_bytes(shape_problem(std::move(dims), dtype, num_seqs, gated), device);
-      },
-      py::arg("dims"), py::arg("dtype"), py::arg("device"), py::arg("num_seqs") = 0, py::arg("gated") = false);
-  m.def(
-      "gpu_backward_workspace_bytes",
-      [](std::vector<int64_t> dims, int dtype, int device, int64_t num_seqs, bool gated) {
-        return culina::gpu::backward_workspace_bytes(shape_problem(std::move(dims), dtype, num_seqs, gated), device);
-      },
-      py::arg("dims"), py::arg("dtype"), py::arg("device"), py::arg("num_seqs") = 0, py::arg("gated") = false);
-  m.def(
-      "gpu_forward",
-      [](uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t out, uintptr_t initial_state, uintptr_t final_state,
-         std::vector<int64_t> dims, int dtype, float scale, std::optional<std::vector<float>> decay,
-         uintptr_t gamma, uintptr_t gates, const std::vector<StrideTriple>& strides, int device, uintptr_t stream,
-         uintptr_t workspace, size_t workspace_bytes, uintptr_t cu_seqlens, int64_t num_seqs, int seqlen_bits) {
-        Problem p = make_forward_problem(q, k, v, out, initial_state, final_state, std::move(dims), dtype, scale,
-                                         std::move(decay), gamma, gates, strides, cu_seqlens, num_seqs, seqlen_bits);
-        p.workspace = reinterpret_cast<void*>(workspace);
-        p.workspace_bytes = workspace_bytes;
-        py::gil_scoped_release release;
-        culina::gpu::linear_attention(p, device, stream);
-      },
-      py::arg("q"), py::arg("k"), py::arg("v"), py::arg("out"), py::arg("initial_state"), py::arg("final_state"),
-      py::arg("dims"), py::arg("dtype"), py::arg("scale"), py::arg("decay"), py::arg("gamma"), py::arg("gates"),
-      py::arg("strides"), py::arg("device"), py::arg("stream"), py::arg("workspace"), py::arg("workspace_bytes"),
-      py::arg("cu_seqlens") = 0, py::arg("num_seqs") = 0, py::arg("seqlen_bits") = 0);
-  m.def(
-      "gpu_backward",
-      [](uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t d_out, uintptr_t initial_state, uintptr_t d_final_state,
-         uintptr_t dq, uintptr_t dk, uintptr_t dv, uintptr_t d_initial_state, std::vector<int64_t> dims, int dtype,
-         float scale, std::optional<std::vector<float>> decay, uintptr_t gamma, uintptr_t gates,
-         const std::vector<StrideTriple>& strides, int device, uintptr_t stream, uintptr_t workspace,
-         size_t workspace_bytes, uintptr_t cu_seqlens, int64_t num_seqs, int seqlen_bits, uintptr_t gate_dots,
-         const StrideTriple& gate_dots_strides) {
-        check_strides(strides, kBackwardStrides);
-        Problem p = make_runnable_problem(q, k, v, initial_state, std::move(dims), dtype, scale, std::move(decay),
-                                          gamma, gates, strides, cu_seqlens, num_seqs, seqlen_bits);
-        p.workspace = reinterpret_cast<void*>(workspace);
-        p.workspace_bytes = workspace_bytes;
-        const culina::Gradients g = make_gradients(d_out, d_final_state, dq, dk, dv, d_initial_state, strides,
-                                                   gate_dots, gate_dots_strides);
-        py::gil_scoped_release release;
-        culina::gpu::linear_attention_backward(p, g, device, stream);
-      },
-      py::arg("q"), py::arg("k"), py::arg("v"), py::arg("do"), py::arg("initial_state"), py::arg("d_final_state"),
-      py::arg("dq"), py::arg("dk"), py::arg("dv"), py::arg("d_initial_state"), py::arg("dims"), py::arg("dtype"),
-      py::arg("scale"), py::arg("decay"), py::arg("gamma"), py::arg("gates"), py::arg("strides"), py::arg("device"),
-      py::arg("stream"), py::arg("workspace"), py::arg("workspace_bytes"), py::arg("cu_seqlens") = 0,
-      py::arg("num_seqs") = 0, py::arg("seqlen_bits") = 0, py::arg("gate_dots") = 0,
-      py::arg("gate_dots_strides") = StrideTriple{0, 0, 0});
+      "backward_workspace_bytes",
+      [](const Description& d, int device) { return culina::gpu::backward_workspace_bytes(d.sizing(), device); },
+      py::arg("description"), py::arg("device"));
   m.def(
       "kernel_path",
       [](int device, int dtype, int64_t dk, int64_t dv) {
-        return culina::gpu::kernel_path(shape_problem({1, 1, 1, dk, dv}, dtype, 0, false), device);
+        const StrideTriple unread{0, 0, 0};
+        const Description d({1, 1, 1, dk, dv}, dtype, 0, 0, false, unread, unread, unread, unread, unread, unread,
+                            unread, unread, unread);
+        return culina::gpu::kernel_path(d.sizing(), device);
       },
       py::arg("device"), py::arg("dtype"), py::arg("dk"), py::arg("dv"));
   m.def("built_with_cuda", &culina::gpu::built_with_cuda);

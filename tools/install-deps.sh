@@ -1,32 +1,47 @@
 #!/usr/bin/env bash
-# Installs what building and testing culina needs on a Debian/Ubuntu machine:
-# apt packages (when missing, as root), a venv with the Python packages, and, where no CUDA
-# toolkit is installed, CUDA PYPI_CUDA from NVIDIA's PyPI packages into that venv; and a second
-# venv, TORCH_VENV, with PyTorch for the torch tests (tools/requirements-torch.txt says why apart).
-# Usage: tools/install-deps.sh VENV_DIR PYTHON PYPI_CUDA TORCH_VENV [TORCH_WHEELS]
+# Installs what culina needs on a Debian/Ubuntu machine, for one of two jobs:
+#   demo: what `make demo` uses: the apt packages that build the helper and the release wheel,
+#         a venv with tools/requirements-demo.txt and, where no CUDA toolkit is installed, CUDA
+#         PYPI_CUDA from NVIDIA's PyPI packages into that venv;
+#   test: all of that, plus GoogleTest, clang and the fuzzers' runtime, tools/requirements.txt,
+#         and a second venv, TORCH_VENV, with PyTorch for the torch tests
+#         (tools/requirements-torch.txt says why it is apart).
+# Usage: tools/install-deps.sh demo VENV_DIR PYTHON PYPI_CUDA
+#        tools/install-deps.sh test VENV_DIR PYTHON PYPI_CUDA TORCH_VENV [TORCH_WHEELS]
 #   TORCH_WHEELS: a folder of wheels pip may take torch and its needs from (--find-links)
 set -euo pipefail
-venv=${1:-.venv}
-python=${2:-python3}
-pypi_cuda=${3:-13.0}
-torch_venv=${4:-build/venv-torch}
-torch_wheels=${5:-}
+job=${1:?usage: tools/install-deps.sh demo|test VENV_DIR PYTHON PYPI_CUDA [TORCH_VENV [TORCH_WHEELS]]}
+venv=${2:-.venv}
+python=${3:-python3}
+pypi_cuda=${4:-13.0}
+torch_venv=${5:-build/venv-torch}
+torch_wheels=${6:-}
+case $job in
+  demo) requirements=tools/requirements-demo.txt ;;
+  test) requirements=tools/requirements.txt ;;
+  *) printf '[deps] job %q is not understood; accepted: demo, test\n' "$job" >&2; exit 2 ;;
+esac
 
 say() { printf '[deps] %s\n' "$*"; }
 
-# command-or-file to check -> Debian package that provides it
+# command-or-file to check -> Debian package that provides it: the demo's (the helper, the
+# release build), then the tests' own.
 declare -A needs=(
   [cmake]=cmake
   [g++]=g++
   [make]=make
-  [clang++]=clang
-  [openssl]=openssl
   [/usr/include/nlohmann/json.hpp]=nlohmann-json3-dev
-  [/usr/include/gtest/gtest.h]=libgtest-dev
   [/usr/include/cpuinfo.h]=libcpuinfo-dev
   [/usr/lib/x86_64-linux-gnu/libcurl.so.4]=libcurl4
-  [/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a]=libclang-rt-14-dev
 )
+if [[ $job == test ]]; then
+  needs+=(
+    [clang++]=clang
+    [openssl]=openssl
+    [/usr/include/gtest/gtest.h]=libgtest-dev
+    [/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a]=libclang-rt-14-dev
+  )
+fi
 missing=()
 for thing in "${!needs[@]}"; do
   if [[ $thing == /* ]]; then [[ -e $thing ]] || missing+=("${needs[$thing]}")
@@ -45,13 +60,14 @@ else
   say "apt packages: all present"
 fi
 
-# venv_with VENV PYTHON REQUIREMENTS [pip options]: VENV holds REQUIREMENTS (a stamp of the file
-# skips pip when nothing changed).
+# venv_with VENV PYTHON REQUIREMENTS [pip options]: VENV holds REQUIREMENTS (a stamp per file, of
+# it and the files it includes with -r, skips pip when nothing changed).
 venv_with() {
   local dir=$1 interpreter=$2 requirements=$3
   shift 3
-  local stamp="$dir/.requirements.sha256" want
-  want=$(sha256sum <"$requirements" | cut -d' ' -f1)
+  local stamp="$dir/.$(basename "$requirements").sha256" want
+  want=$(cd "$(dirname "$requirements")" && cat "$(basename "$requirements")" \
+           $(sed -n 's/^-r[[:space:]]*//p' "$(basename "$requirements")") | sha256sum | cut -d' ' -f1)
   if [[ ! -x $dir/bin/python ]]; then
     say "creating venv $dir with $($interpreter --version)"
     "$interpreter" -m venv "$dir"
@@ -65,18 +81,21 @@ venv_with() {
     say "venv $dir: up to date"
   fi
 }
-venv_with "$venv" "$python" tools/requirements.txt
-# The same interpreter as $venv, so that the extension $venv builds in place imports here too.
-venv_with "$torch_venv" "$venv/bin/python" tools/requirements-torch.txt ${torch_wheels:+--find-links "$torch_wheels"}
+venv_with "$venv" "$python" "$requirements"
+if [[ $job == test ]]; then
+  # The same interpreter as $venv, so that the extension $venv builds in place imports here too.
+  venv_with "$torch_venv" "$venv/bin/python" tools/requirements-torch.txt ${torch_wheels:+--find-links "$torch_wheels"}
+fi
 
 # The build's own toolkit search (cuda_build_ext.find_toolkit) decides whether one is needed.
-toolkit=$("$venv/bin/python" -c 'import sys; sys.path.insert(0, "resolver/adapter"); import cuda_build_ext as b
+toolkit=$(PYTHONPATH=resolver "$venv/bin/python" -c 'from culina_resolver import cuda_build_ext as b
 t = b.find_toolkit(); print(f"{t.full_version} from {t.source}" if t else "")')
 if [[ -n $toolkit ]]; then
   say "CUDA toolkit: nvcc $toolkit"
 else
   say "no CUDA toolkit found: installing CUDA $pypi_cuda from NVIDIA's PyPI packages into $venv"
-  mapfile -t requirements < <("$venv/bin/python" resolver/adapter/pypi_toolkit.py --requirements "$pypi_cuda")
-  "$venv/bin/python" -m pip install -q "${requirements[@]}"
+  mapfile -t toolkit_requirements < <(PYTHONPATH=resolver "$venv/bin/python" -m culina_resolver.pypi_toolkit \
+                                       --requirements "$pypi_cuda")
+  "$venv/bin/python" -m pip install -q "${toolkit_requirements[@]}"
 fi
 

@@ -1,17 +1,13 @@
-"""Declares tinycu's extension; the resolver's adapter (resolver/, copied from culina) decides
-whether a prebuilt release wheel serves this host, and otherwise compiles csrc/."""
-import sys
-from pathlib import Path
-
+"""Declares tinycu's extension; culina-resolver's setuptools commands (the build requirement that
+is tinycu's PEP 517 backend) decide whether a prebuilt release wheel serves this host, and
+otherwise compile csrc/."""
 import pybind11
 from setuptools import setup
 
-ROOT = Path(__file__).resolve().parent
-sys.path.insert(0, str(ROOT / "resolver" / "adapter"))
-import project_config  # noqa: E402
-from bundling_sdist import BundlingSdist  # noqa: E402
-from cuda_build_ext import CudaBuildExt, CudaExtension  # noqa: E402
-from resolving_bdist_wheel import ResolvingBdistWheel  # noqa: E402
+from culina_resolver import project_config
+from culina_resolver.bundling_sdist import BundlingSdist
+from culina_resolver.cuda_build_ext import CudaBuildExt, CudaExtension
+from culina_resolver.resolving_bdist_wheel import ResolvingBdistWheel
 
 setup(
     ext_modules=[CudaExtension(

@@ -1,6 +1,7 @@
-"""`python -m culina info [--json]` (and the `culina-info` console script, the same command):
-what this copy is and which GPUs here it can serve. Unlike `import culina`, it asks CUDA itself,
-which puts a context on every visible GPU while it runs."""
+"""`python -m culina` (the `culina` console script): `info [--json]` (also `culina-info`) says what
+this copy is, how the install decided it and which GPUs here it can serve; unlike `import
+culina`, it asks CUDA itself, which puts a context on every visible GPU while it runs.
+`cache list` and `cache purge` show and empty the install's wheel and helper caches."""
 from __future__ import annotations
 
 import argparse
@@ -9,29 +10,49 @@ import os
 import sys
 from pathlib import Path
 
-from . import __version__, _C, _build, _frameworks
+from . import __version__, _C, _build, _cache, _frameworks
 
-# The head sizes `info` asks each GPU's kernel path for (Dk = Dv), every dtype: the multiples of
-# 8 over the range the kernels take.
-KERNEL_PATH_HEAD_SIZES = range(16, _C.MAX_HEAD_DIM + 1, 8)
+# The head sizes `info` asks each GPU's kernel path for (Dk = Dv), every dtype: all the kernels take.
+KERNEL_PATH_HEAD_SIZES = range(1, _C.MAX_HEAD_DIM + 1)
+# The text groups the head sizes that are multiples of this (the tensor-core kernels' step) apart from the rest.
+HEAD_SIZE_STEP = 8
 
 
 def kernel_paths(device: int) -> dict:
-    """{"bfloat16": {"16": "tensor-core, fused (sm_80+)", ...}, ...}: the path device `device`
-    takes per dtype and head size."""
+    """{"bfloat16": {"1": "generic", ..., "16": "tensor-core, fused (sm_80+)", ...}, ...}: the path
+    device `device` takes per dtype and head size."""
     return {dtype: {str(size): _C.kernel_path(device, code, size, size) for size in KERNEL_PATH_HEAD_SIZES}
             for dtype, code in _frameworks.NUMPY_DTYPES.items()}
 
 
 def path_ranges(paths: dict) -> list:
-    """[(path, "16-120"), (path, "128"), ...]: runs of consecutive head sizes that share a path."""
+    """[(path, "8-192 by 8"), (path, "200-256 by 8"), (path, "others")]: the head sizes that are
+    multiples of HEAD_SIZE_STEP in runs that share a path, then the rest, by path, as "others"
+    when they all share one."""
+    aligned = [(int(size), path) for size, path in paths.items() if int(size) % HEAD_SIZE_STEP == 0]
+    rest = [(int(size), path) for size, path in paths.items() if int(size) % HEAD_SIZE_STEP]
     runs: list = []
-    for size, path in paths.items():
+    for size, path in aligned:
         if runs and runs[-1][0] == path:
             runs[-1][2] = size
         else:
             runs.append([path, size, size])
-    return [(path, first if first == last else f"{first}-{last}") for path, first, last in runs]
+    ranges = [(path, str(first) if first == last else f"{first}-{last} by {HEAD_SIZE_STEP}") for path, first, last in runs]
+    rest_paths = list(dict.fromkeys(path for _, path in rest))
+    if len(rest_paths) == 1:
+        return ranges + [(rest_paths[0], "others")]
+    return ranges + [(path, consecutive_runs([size for size, p in rest if p == path])) for path in rest_paths]
+
+
+def consecutive_runs(sizes: list[int]) -> str:
+    """[1, 2, 3, 5] -> "1-3,5"."""
+    runs: list = []
+    for size in sizes:
+        if runs and runs[-1][1] == size - 1:
+            runs[-1][1] = size
+        else:
+            runs.append([size, size])
+    return ",".join(str(first) if first == last else f"{first}-{last}" for first, last in runs)
 
 
 def gather() -> dict:
@@ -68,11 +89,10 @@ def render(facts: dict) -> str:
         how = {"local": "local build", "release": "release wheel"}.get(record["kind"], record["kind"])
         lines.append(f"  build:   {how}, variant {record.get('variant')}"
                      + (" (CPU only)" if record.get("cpu_only") else ""))
-        reason = _build.local_build_reason(record)
-        if reason:
-            lines.append(f"  why:     {reason}")
+        lines += decision_lines(record.get("resolver"))
         if not record.get("cpu_only"):
-            lines.append(f"  CUDA:    {record.get('cuda_version')} (nvcc {record.get('nvcc_version')})")
+            toolkit = f", from {record['toolkit_source']}" if record.get("toolkit_source") else ""
+            lines.append(f"  CUDA:    {record.get('cuda_version')} (nvcc {record.get('nvcc_version')}{toolkit})")
             lines.append(f"  archs:   {_build.describe_archs(record)}")
         lines.append(f"  compiler: {record.get('compiler')}")
     if facts["binary_arch_list"]:
@@ -89,6 +109,54 @@ def render(facts: dict) -> str:
             runs = ", ".join(f"D={sizes} {path}" for path, sizes in path_ranges(paths))
             lines.append(f"    kernels, {dtype}: {runs}")
     return "\n".join(lines)
+
+
+def decision_lines(decision: dict | None) -> list[str]:
+    """The install decision the build record holds: what was decided and why, what a prebuilt
+    wheel's failed fetch said before the local build served, the assumption made for a host with
+    no GPU, and the decision's warnings. None: a build the resolver did not decide."""
+    if not isinstance(decision, dict):
+        return ["  decided: nothing (installed without the resolver: `setup.py build_ext`, a release build or a "
+                "release wheel installed by hand)"]
+    lines = [f"  decided: {decision.get('action')}",
+             f"  why:     {decision.get('reason')}"]
+    if decision.get("fetch_error"):
+        lines.append(f"  fallback: the chosen wheel was not used: {decision['fetch_error']}")
+    if decision.get("assumption"):
+        lines.append(f"  assumed: {decision['assumption']}")
+    lines += [f"  warning: {warning}" for warning in decision.get("warnings") or []]
+    return lines
+
+
+def render_cache(root: Path, found: list) -> str:
+    lines = [f"culina cache: {root}"]
+    for folder in _cache.CACHE_FOLDERS:
+        inside = [entry for entry in found if entry.name.startswith(folder + "/")]
+        lines.append(f"  {folder}/: {len(inside)} entr{'y' if len(inside) == 1 else 'ies'}, "
+                     f"{_cache.size_text(sum(entry.size for entry in inside))}")
+        lines += [f"    {entry.name.split('/', 1)[1]}  {_cache.size_text(entry.size)}"
+                  + (f"  (not purged: {entry.foreign})" if entry.foreign else "") for entry in inside]
+    lines.append(f"  total: {_cache.size_text(sum(entry.size for entry in found))}")
+    return "\n".join(lines)
+
+
+def cache_command(action: str, cache_dir: str | None) -> int:
+    try:
+        root = _cache.cache_root(_build.build_record(), cache_dir)
+        if action == "list":
+            write_stdout(render_cache(root, _cache.entries(root)))
+            return 0
+        freed, kept = _cache.purge(root)
+    except _cache.CacheError as error:
+        print(f"culina cache {action}: {error}. {error.hint}", file=sys.stderr)
+        return 1
+    except OSError as error:
+        print(f"culina cache {action}: {error.filename}: {error.strerror}. Check that folder's owner and mode",
+              file=sys.stderr)
+        return 1
+    write_stdout(f"culina cache purge: {root}: freed {_cache.size_text(freed)}"
+                 + "".join(f"\n  left alone: {problem}" for problem in kept))
+    return 0
 
 
 INFO_SCRIPT = "culina-info"  # pyproject.toml's [project.scripts] entry for `python -m culina info`
@@ -115,7 +183,14 @@ def main(argv: list[str] | None = None) -> int:
                   "visible GPU (a context each, about 500 MiB, while it runs), which `import culina` never does")
     info = sub.add_parser("info", help=about_info, description=about_info)
     info.add_argument("--json", action="store_true", help="machine-readable output")
+    about_cache = ("the install's caches under its cache root: wheels/ (verified release wheels) and helper/ "
+                   "(compiled install helpers). purge removes only your own entries and follows no link")
+    cache = sub.add_parser("cache", help=about_cache, description=about_cache)
+    cache.add_argument("action", choices=("list", "purge"))
+    cache.add_argument("--cache-dir", help="the cache root (default: the one the install used, from the build record)")
     args = parser.parse_args(argv)
+    if args.command == "cache":
+        return cache_command(args.action, args.cache_dir)
     facts = gather()
     write_stdout(json.dumps(facts, indent=2) if args.json else render(facts))
     return 0

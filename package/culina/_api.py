@@ -1,6 +1,11 @@
-"""culina.linear_attention: argument checks, then the CPU reference or the GPU kernels."""
+"""What every route to the extension shares: the argument checks, the checked Problem and its
+description for the extension (describe), the one way to call an entry point (launch), and the
+runs of NumPy arrays (the CPU reference) and CUDA DLPack arrays (CuPy, JAX). culina's PyTorch
+route (_torch) and public functions (_linear_attention, _simple_gla) build on it; it imports none
+of them."""
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import typing
@@ -13,6 +18,8 @@ from .errors import UnsupportedDeviceError
 MAX_HEAD_DIM = _C.MAX_HEAD_DIM
 MAX_HEADS = _C.MAX_HEADS
 MAX_GRID = 65535  # B*H rides on a CUDA grid dimension of this size
+# Distinct problems whose descriptions are kept; a model makes few.
+CACHE_LIMIT = 256
 # cu_seqlens element type -> the `seqlen_bits` the extension takes
 SEQLEN_BITS = {"int32": 32, "int64": 64}
 # The layouts q, k, v (and o) may have, and where their B, H and T axes are (the feature axis is
@@ -32,13 +39,14 @@ class Operand(typing.NamedTuple):
 
 
 class Problem(typing.NamedTuple):
-    """The checked problem: dims (B, H, T, Dk, Dv) as the extension takes them, the number of
-    packed sequences (0 without cu_seqlens), cu_seqlens' integer width, the layout, and the
-    (batch, head, token) element strides of q, k, v and g ((0, 0, 0) without g), and whether a
-    gate lives in device memory (g or gamma: the GPU workspace depends on it). Hashable: it keys
-    the torch route's caches."""
+    """The checked problem: dims (B, H, T, Dk, Dv) as the extension takes them, the dtype name
+    of q, k and v, the number of packed sequences (0 without cu_seqlens), cu_seqlens' integer
+    width, the layout, the (batch, head, token) element strides of q, k, v and g ((0, 0, 0)
+    without g), and whether a gate lives in device memory (g or gamma: the GPU workspace depends
+    on it). Hashable: it keys the caches of its description and of the torch route."""
 
     dims: tuple
+    dtype: str
     num_seqs: int
     seqlen_bits: int
     layout: str
@@ -59,6 +67,31 @@ class Problem(typing.NamedTuple):
     def output_strides(self, features: int) -> tuple:
         """(batch, head, token) strides of an output culina makes: C-contiguous, shape(features)."""
         return rows_strides(compact_strides(self.shape(features)), self.layout)
+
+
+@functools.lru_cache(maxsize=CACHE_LIMIT)
+def describe(problem: Problem):
+    """The problem as the extension's entry points take it (_C.Description), made once per
+    distinct problem: every stride but do's, o, dq, dk and dv C-contiguous in the layout, and the
+    backward's gate dots [B, H, T] C-contiguous in either layout (the reverse cumulative sum over
+    tokens then runs along the innermost axis, several times faster than across it)."""
+    batch, heads, seq_len, dk, dv = problem.dims
+    q, k, v, g = problem.strides
+    key_rows, value_rows = problem.output_strides(dk), problem.output_strides(dv)
+    return _C.Description(dims=problem.dims, dtype=_frameworks.NUMPY_DTYPES[problem.dtype], num_seqs=problem.num_seqs,
+                          seqlen_bits=problem.seqlen_bits, gated=problem.gated, q=q, k=k, v=v, g=g, out=value_rows,
+                          dq=key_rows, dk=key_rows, dv=value_rows, gate_dots=(heads * seq_len, seq_len, 1))
+
+
+def launch(entry, problem: Problem, call: dict) -> None:
+    """Runs an entry point of the extension (_C.forward or _C.backward) on the problem's
+    description and `call`, the call's values by name (csrc/bindings.cpp lists them; no device,
+    or -1: the CPU reference), turning the extension's UnsupportedDevice into culina's error.
+    One dict passed as it is, not keywords: this runs on every call."""
+    try:
+        entry(describe(problem), call)
+    except _C.UnsupportedDevice as exc:
+        raise _unsupported(call["device"], str(exc)) from None
 
 
 def compact_strides(shape: tuple) -> tuple:
@@ -120,7 +153,10 @@ def resolve_layout(layout, q_shape: tuple, pins: dict, tokens=None) -> str:
 def check_problem(operands: dict, layout: str) -> Problem:
     """The one owner of the argument checks every framework shares, on the Operands of q, k, v
     and, where given, g, gamma, initial_state and cu_seqlens. Raises ValueError/TypeError naming
-    the argument, the value and the fix."""
+    the argument, the value and the fix. cu_seqlens: the Python side's one owner of its checks
+    (shape, dtype, packing, the (sequence, head) limit) but for its values, which need the
+    offsets themselves (check_seqlens_values); the extension's Description only guards the
+    counts it indexes with (csrc/bindings.cpp)."""
     qkv_shape = {name: layout_shape(layout, "Dv" if name == "v" else "Dk") for name in ("q", "k", "v")}
     for name in ("q", "k", "v"):
         if len(operands[name].shape) != 4:
@@ -193,7 +229,8 @@ def check_problem(operands: dict, layout: str) -> Problem:
             raise ValueError(f"cu_seqlens: packed sequences need q, k and v as {packed}, got B={batch} (shape "
                              f"{q_shape}); concatenate the batch along T (flash-linear-attention's packing)")
         num_seqs, seqlen_bits = offsets.shape[0] - 1, SEQLEN_BITS[offsets.dtype]
-    problem = Problem((batch, heads, seq_len, dk, dv), num_seqs, seqlen_bits, layout, tuple(strides), gated)
+    problem = Problem((batch, heads, seq_len, dk, dv), operands["q"].dtype, num_seqs, seqlen_bits, layout,
+                      tuple(strides), gated)
     sequences = problem.states[0]
     if sequences * heads > MAX_GRID:
         what = f"cu_seqlens: N*H={sequences}*{heads}" if num_seqs else f"q: B*H={sequences}*{heads}"
@@ -214,7 +251,10 @@ def check_problem(operands: dict, layout: str) -> Problem:
 
 
 def check_seqlens_values(offsets, total: int) -> None:
-    """Offsets a host can read without a synchronisation: 0 first, total_T last, never falling."""
+    """Offsets a host can read without a synchronisation: 0 first, total_T last, never falling.
+    The Python side's one check of cu_seqlens' values (check_problem owns the rest), run before
+    the CPU reference reads host offsets (which checks them again for C++ callers) and on
+    chunk_simple_gla's cu_seqlens_cpu; CUDA offsets are read by the kernels alone."""
     offsets = np.asarray(offsets)
     steps = np.diff(offsets)
     if offsets[0] != 0 or offsets[-1] != total or (steps < 0).any():
@@ -271,52 +311,8 @@ def decay_heads(decay) -> int | None:
         return None
 
 
-def linear_attention(q, k, v, decay=None, *, g=None, scale=None, initial_state=None, output_final_state=False,
-                     cu_seqlens=None, layout=None):
-    """Causal linear attention with per-head decay and per-token forget gates.
-
-    S_t = a_t S_(t-1) + k_t^T v_t and o_t = scale * q_t S_t, with S_(-1) = initial_state (zeros
-    when None) and a_t = decay_h * exp(g_t), a factor in (0, 1] per token and head.
-
-    Returns o alone, or (o, S_T) when output_final_state is true: `o, ht = linear_attention(...)`
-    without it unpacks o along its first axis (culina.chunk_simple_gla, like flash-linear-attention,
-    always returns a pair).
-
-    q, k: [B, H, T, Dk]; v: [B, H, T, Dv] (layout="BHTD"), or [B, T, H, Dk] / [B, T, H, Dv]
-    (layout="BTHD", flash-linear-attention's). float32, float16 or bfloat16, all one dtype, Dk
-    and Dv 1 to 256. Any view whose last axis has stride 1 is read in place (a slice of a fused
-    qkv projection, a transpose of the other axes): nothing is copied. o comes in the same layout
-    as v, C-contiguous, in v's dtype. layout=None: the decay's length, initial_state's H and
-    (host) cu_seqlens' total T decide where they tell the layouts apart; without such a fact a
-    q.shape[1] < q.shape[2] means [B, H, T, D], and anything else is refused as ambiguous: pass
-    layout="BHTD" or layout="BTHD".
-
-    decay: None (1), H host values in (0, 1] (a list, tuple or NumPy array: a fixed constant, no
-    gradient), or, with PyTorch tensors, a tensor [H] on q's device, which is trainable (it
-    enters as its logarithm, so it gets a gradient and torch.compile traces it; its values are
-    not checked, as that would synchronise). g: per-token natural-log forget gates, float32,
-    [B, H, T] (BHTD) or [B, T, H] (BTHD), any strides; a gradient with PyTorch tensors. scale:
-    defaults to Dk ** -0.5. initial_state: float32 [B, H, Dk, Dv], C-contiguous, on q's device.
-
-    cu_seqlens (packed variable-length batches, flash-linear-attention's convention): int32 or
-    int64 [N + 1] on q's device, 0 = cu_seqlens[0] <= ... <= cu_seqlens[N] = total_T, with B = 1
-    (q [1, H, total_T, Dk] or [1, total_T, H, Dk]): sequence i is tokens cu_seqlens[i] to
-    cu_seqlens[i+1] - 1, each starts from its own initial state, and the states are
-    [N, H, Dk, Dv]. Host offsets have their values checked; CUDA ones are read only by the
-    kernels (no synchronisation).
-
-    NumPy arrays run on the CPU reference and return NumPy. PyTorch tensors (CPU or CUDA) go
-    through the custom op culina::linear_attention: differentiable with respect to q, k, v, g,
-    a tensor decay and initial_state (backward on the CPU reference or the GPU kernels), and
-    traceable by torch.compile(fullgraph=True). CUDA arrays from CuPy or JAX run forward only.
-    GPU calls run on the caller's current stream and return arrays of the same framework. S_T is
-    float32 [B or N, H, Dk, Dv].
-    """
-    if _frameworks.framework_of(q) == "torch":
-        from . import _torch  # here, not at the top: culina without PyTorch never imports it
-
-        return _torch.linear_attention(q, k, v, decay, g, scale, initial_state, output_final_state, cu_seqlens,
-                                       layout)
+def run_arrays(q, k, v, decay, g, scale, initial_state, output_final_state, cu_seqlens, layout):
+    """culina.linear_attention for NumPy arrays (the CPU reference) and CUDA DLPack arrays."""
     arrays = {"q": q, "k": k, "v": v}
     for name, value in (("g", g), ("initial_state", initial_state), ("cu_seqlens", cu_seqlens)):
         if value is not None:
@@ -368,11 +364,6 @@ def _numpy_operand(name: str, array: np.ndarray) -> Operand:
     return Operand(array.shape, tuple(stride // item for stride in array.strides), array.dtype.name)
 
 
-def forward_strides(problem: Problem) -> list:
-    """The forward's strides list for the extension: q, k, v, out (made C-contiguous), g."""
-    return [*problem.strides[:3], problem.output_strides(problem.dims[4]), problem.strides[3]]
-
-
 def _run_cpu(arrays: dict, decay, scale, output_final_state, layout):
     operands = {name: _numpy_operand(name, array) for name, array in arrays.items()}
     q, cu_seqlens, initial_state = arrays["q"], arrays.get("cu_seqlens"), arrays.get("initial_state")
@@ -389,10 +380,10 @@ def _run_cpu(arrays: dict, decay, scale, output_final_state, layout):
     out = np.empty(problem.shape(problem.dims[4]), dtype=arrays["v"].dtype)
     final = np.empty(problem.states, dtype=np.float32) if output_final_state else None
     address = lambda array: 0 if array is None else array.ctypes.data  # noqa: E731
-    _C.cpu_forward(address(q), address(arrays["k"]), address(arrays["v"]), address(out), address(initial_state),
-                   address(final), problem.dims, _frameworks.NUMPY_DTYPES[q.dtype.name], scale_value, decay_values,
-                   0, address(arrays.get("g")), forward_strides(problem), cu_seqlens=address(cu_seqlens),
-                   num_seqs=problem.num_seqs, seqlen_bits=problem.seqlen_bits)
+    launch(_C.forward, problem, {"q": address(q), "k": address(arrays["k"]), "v": address(arrays["v"]),
+                                 "out": address(out), "initial_state": address(initial_state),
+                                 "final_state": address(final), "g": address(arrays.get("g")),
+                                 "cu_seqlens": address(cu_seqlens), "scale": scale_value, "decay": decay_values})
     return (out, final) if output_final_state else out
 _ready_devices: set = set()
 
@@ -435,14 +426,6 @@ def _unsupported(device: int, detail: str) -> UnsupportedDeviceError:
         f"To fix, {_build.how_to_fit(cap)}")
 
 
-def launch_gpu(entry, device: int, *args, **kwargs):
-    """Calls a GPU entry point of the extension, turning its UnsupportedDevice into culina's error."""
-    try:
-        entry(*args, **kwargs)
-    except _C.UnsupportedDevice as exc:
-        raise _unsupported(device, str(exc)) from None
-
-
 def _run_gpu(arrays: dict, decay, scale, output_final_state, layout, device: int):
     ready_device(device)
     framework = _frameworks.framework_of(arrays["q"])
@@ -465,9 +448,7 @@ def _launch_dlpack(arrays: dict, decay, scale, output_final_state, layout, devic
     like = borrowed["q"]
     out = _frameworks.empty_like_framework(like, problem.shape(problem.dims[4]), borrowed["v"].dtype)
     final = _frameworks.empty_like_framework(like, problem.states, "float32") if output_final_state else None
-    dtype_code = _frameworks.NUMPY_DTYPES[like.dtype]
-    workspace_bytes = _C.gpu_workspace_bytes(problem.dims, dtype_code, device, num_seqs=problem.num_seqs,
-                                             gated=problem.gated)
+    workspace_bytes = _C.forward_workspace_bytes(describe(problem), device)
     workspace = (_frameworks.empty_like_framework(like, (workspace_bytes,), "uint8")
                  if workspace_bytes else None)
     for name, made in (("out", out), ("final", final), ("workspace", workspace)):
@@ -475,8 +456,9 @@ def _launch_dlpack(arrays: dict, decay, scale, output_final_state, layout, devic
             borrowed[name] = _frameworks.borrow(made, stream)
     launch_stream = 0 if stream in (None, _frameworks.LEGACY_DEFAULT_STREAM) else stream
     address = lambda name: borrowed[name].address if name in borrowed else 0  # noqa: E731
-    launch_gpu(_C.gpu_forward, device, address("q"), address("k"), address("v"), address("out"),
-               address("initial_state"), address("final"), problem.dims, dtype_code, scale_value, decay_values, 0,
-               address("g"), forward_strides(problem), device, launch_stream, address("workspace"), workspace_bytes,
-               cu_seqlens=address("cu_seqlens"), num_seqs=problem.num_seqs, seqlen_bits=problem.seqlen_bits)
+    launch(_C.forward, problem, {"q": address("q"), "k": address("k"), "v": address("v"), "out": address("out"),
+                                 "initial_state": address("initial_state"), "final_state": address("final"),
+                                 "g": address("g"), "cu_seqlens": address("cu_seqlens"), "scale": scale_value,
+                                 "decay": decay_values, "device": device, "stream": launch_stream,
+                                 "workspace": address("workspace"), "workspace_bytes": workspace_bytes})
     return (out, final) if output_final_state else out

@@ -1,16 +1,21 @@
-"""At import: does this installed build fit this machine? A CUDA build on a driver too old for it,
-or GPUs its binary has no code for, get one warning that says why and gives the reinstall
-command. NumPy arrays keep working either way, so this warns rather than failing the import;
-GPU calls then raise UnsupportedDeviceError with the same reason.
+"""At import: does this installed build fit this machine and the install settings now in force?
+A CUDA build on a driver too old for it, GPUs its binary has no code for, or a build other than
+the one CULINA_VARIANT asks for (pip's wheel cache served an earlier decision, or the variable was
+set after the install) each get one warning that says why and gives the reinstall command. NumPy
+arrays keep working either way, so this warns rather than failing the import; GPU calls then
+raise UnsupportedDeviceError with the same reason.
 
 The facts come from NVML, never from CUDA: initialising CUDA here would put a context (about
 500 MiB) on every GPU of every process that imports culina and break CUDA in children forked
 after the import. Without NVML the check is skipped; the first GPU call still checks."""
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import re
 import warnings
+from typing import Callable, Mapping
 
 from . import _C, _build
 
@@ -40,6 +45,62 @@ def problems() -> list[str]:
                      f"this binary ({_build.describe_archs(_build.build_record())}); "
                      f"{_build.how_to_fit((major, minor))}{caveat}")
     return found
+
+
+@dataclasses.dataclass(frozen=True)
+class InstallSetting:
+    """One install variable this check compares with the build record."""
+    name: str
+    accepted: str
+    # (the value, unset as "") -> what it asks of the build, None for nothing; ValueError: not understood
+    parse: Callable[[str], str | None]
+
+
+def _variant_request(value: str) -> str | None:
+    """CULINA_VARIANT as the helper reads it (policy/variant_request.cpp): None for auto,
+    "source", or a release label, the CPU alias turned into the CPU label."""
+    labels = json.loads(_build.CUDA_FACTS.read_text())["variant_label"]
+    text = value.strip().lower()
+    if text in ("", "auto"):
+        return None
+    if text == "source":
+        return text
+    if text in (labels["cpu"], labels["cpu_alias"]):
+        return labels["cpu"]
+    if len(text) > labels["max_length"] or not set(text) <= set(labels["characters"]):
+        raise ValueError(text)
+    return text
+
+
+# The install settings this check reads, each once: the decision they change is in the build record.
+INSTALL_SETTINGS = {
+    "variant": InstallSetting("CULINA_VARIANT", "auto, source, null (alias cpu) or a release label such as cu129 "
+                              "or cu130", _variant_request),
+}
+
+
+def settings_problems(record: dict, environ: Mapping[str, str]) -> list[str]:
+    """Where the build record disagrees with the install settings in `environ`. Only a build the
+    resolver decided (a release wheel, or a local build with its decision) is compared: an in-place
+    `setup.py build_ext` answers to no install setting."""
+    if record.get("kind") != "release" and not isinstance(record.get("resolver"), dict):
+        return []
+    setting = INSTALL_SETTINGS["variant"]
+    value = environ.get(setting.name, "")
+    try:
+        wanted = setting.parse(value)
+    except ValueError:
+        return [f"{setting.name}={value!r} is not understood, so the next install will stop on it; accepted: "
+                f"{setting.accepted}"]
+    installed = f"this copy is the {record.get('variant')} {'release wheel' if record.get('kind') == 'release' else 'local build'}"
+    reinstall = f"`{setting.name}={value.strip()} {_build.REINSTALL}`"
+    if wanted == "source" and record.get("kind") == "release":
+        return [f"{setting.name}=source asks for a local build, but {installed} (pip's wheel cache may have served an "
+                f"earlier decision); to build it: {reinstall}"]
+    if wanted not in (None, "source") and wanted != record.get("variant"):
+        return [f"{setting.name}={value.strip()} asks for the {wanted} variant, but {installed} (pip's wheel cache may "
+                f"have served an earlier decision); to install it: {reinstall}"]
+    return []
 
 
 def visible_gpus(gpus: list[dict], visible: str | None, order: str | None) -> tuple[list[tuple[int, dict]], str]:
@@ -91,7 +152,10 @@ def _named_gpus(gpus: list[dict], entries: list[str]) -> list[dict]:
 
 
 def warn_if_mismatched() -> None:
-    reason = _build.local_build_reason(_build.build_record())
+    record = _build.build_record()
+    reason = _build.local_build_reason(record)
     why_local = f" (this copy was built locally: {reason})" if reason else ""
     for problem in problems():
         warnings.warn(f"culina: {problem}{why_local}", BuildMismatchWarning, stacklevel=3)
+    for problem in settings_problems(record, os.environ):
+        warnings.warn(f"culina: {problem}", BuildMismatchWarning, stacklevel=3)

@@ -15,20 +15,18 @@ autograd.Function of the op's forward and formula where it is; so does an eager 
 """
 from __future__ import annotations
 
-import functools
 from typing import List, Optional, Tuple
 
 import numpy as np
 import torch
 
-from . import _api, _C, _frameworks
+from . import _api, _C
 
 # torch dtype -> the dtype names _api.check_problem speaks (float types, cu_seqlens' integers)
 DTYPE_NAMES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16",
                torch.int32: "int32", torch.int64: "int64"}
-DTYPE_CODES = {t: _frameworks.NUMPY_DTYPES[n] for t, n in DTYPE_NAMES.items() if n in _frameworks.NUMPY_DTYPES}
 # Checked argument layouts and decay lists of eager calls; a model makes few distinct ones.
-CACHE_LIMIT = 256
+CACHE_LIMIT = _api.CACHE_LIMIT
 _problems: dict = {}
 _decays: dict = {}
 _workspaces: dict = {}
@@ -188,26 +186,12 @@ def _cached_problem(q, k, v, gamma, g, initial_state, cu_seqlens, layout: str) -
     return problem
 
 
-@functools.lru_cache(maxsize=CACHE_LIMIT)
-def _forward_strides(problem: _api.Problem) -> list:
-    return _api.forward_strides(problem)
-
-
-@functools.lru_cache(maxsize=CACHE_LIMIT)
-def _gradient_strides(problem: _api.Problem) -> tuple:
-    """(batch, head, token) strides of dq and dk (C-contiguous in the layout), of dv (likewise)
-    and of the gate dots ([B, H, T] C-contiguous in either layout: the reverse cumulative sum
-    over tokens then runs along the innermost axis, several times faster than across it)."""
-    heads, seq_len = problem.dims[1:3]
-    return (*(problem.output_strides(features) for features in problem.dims[3:5]), (heads * seq_len, seq_len, 1))
-
-
-def _workspace(size_of, problem: _api.Problem, dtype_code: int, device: torch.device):
+def _workspace(size_of, problem: _api.Problem, device: torch.device):
     """Scratch memory for one GPU call from PyTorch's caching allocator: (tensor or None, bytes)."""
-    key = (size_of, problem, dtype_code, device.index)
+    key = (size_of, problem, device.index)
     size = _workspaces.get(key)
     if size is None:
-        size = size_of(problem.dims, dtype_code, device.index, num_seqs=problem.num_seqs, gated=problem.gated)
+        size = size_of(_api.describe(problem), device.index)
         if len(_workspaces) >= CACHE_LIMIT:
             _workspaces.clear()
         _workspaces[key] = size
@@ -218,22 +202,21 @@ def _address(tensor) -> int:
     return 0 if tensor is None else tensor.data_ptr()
 
 
-def _launch(cpu_entry, gpu_entry, workspace_size_of, problem: _api.Problem, q, cu_seqlens, args: tuple,
-            trailing: tuple = ()) -> None:
-    """Runs one extension entry point: args are the leading arguments both share (addresses,
-    dims, dtype, scale, decay, gamma, gates, strides); the device, stream, workspace and
-    cu_seqlens follow here, then `trailing` (the backward's gate_dots)."""
-    packing = (_address(cu_seqlens), problem.num_seqs, problem.seqlen_bits, *trailing)
+def _launch(entry, workspace_size_of, problem: _api.Problem, q, cu_seqlens, call: dict) -> None:
+    """Runs an extension entry point (_C.forward or _C.backward) through _api.launch with `call`,
+    the call's values by name, completed here for q's device: cu_seqlens, and on a CUDA device
+    the device, its current stream and a workspace (host offsets have their values checked
+    first: _api.check_seqlens_values)."""
+    call["cu_seqlens"] = _address(cu_seqlens)
     if q.is_cuda:
         device = q.device
         _api.ready_device(device.index)
-        workspace, size = _workspace(workspace_size_of, problem, DTYPE_CODES[q.dtype], device)
-        stream = torch._C._cuda_getCurrentRawStream(device.index)
-        _api.launch_gpu(gpu_entry, device.index, *args, device.index, stream, _address(workspace), size, *packing)
-    else:
-        if cu_seqlens is not None:
-            _api.check_seqlens_values(cu_seqlens.numpy(), problem.dims[2])
-        cpu_entry(*args, 0, *packing)
+        workspace, size = _workspace(workspace_size_of, problem, device)
+        call.update(device=device.index, stream=torch._C._cuda_getCurrentRawStream(device.index),
+                    workspace=_address(workspace), workspace_bytes=size)
+    elif cu_seqlens is not None:
+        _api.check_seqlens_values(cu_seqlens.numpy(), problem.dims[2])
+    _api.launch(entry, problem, call)
 
 
 def forward(q, k, v, decay: Optional[List[float]], gamma: Optional[torch.Tensor], g: Optional[torch.Tensor],
@@ -244,10 +227,10 @@ def forward(q, k, v, decay: Optional[List[float]], gamma: Optional[torch.Tensor]
     problem = _cached_problem(q, k, v, gamma, g, initial_state, cu_seqlens, layout)
     out = torch.empty(problem.shape(problem.dims[4]), dtype=v.dtype, device=q.device)
     final = torch.empty(problem.states, dtype=torch.float32, device=q.device) if output_final_state else None
-    _launch(_C.cpu_forward, _C.gpu_forward, _C.gpu_workspace_bytes, problem, q, cu_seqlens,
-            (q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), _address(initial_state), _address(final),
-             problem.dims, DTYPE_CODES[q.dtype], scale, decay, _address(gamma), _address(g),
-             _forward_strides(problem)))
+    _launch(_C.forward, _C.forward_workspace_bytes, problem, q, cu_seqlens,
+            {"q": q.data_ptr(), "k": k.data_ptr(), "v": v.data_ptr(), "out": out.data_ptr(),
+             "initial_state": _address(initial_state), "final_state": _address(final), "gamma": _address(gamma),
+             "g": _address(g), "scale": scale, "decay": decay})
     return out, final
 
 
@@ -272,15 +255,13 @@ def backward(q, k, v, d_out, decay: Optional[List[float]], gamma: Optional[torch
     # Zeroed: the kernels add both passes' terms.
     gate_dots = (torch.zeros(problem.dims[:3], dtype=torch.float32, device=q.device) if need_gate_dots
                  else torch.empty((0,), dtype=torch.float32, device=q.device))
-    dk_rows, dv_rows, gate_rows = _gradient_strides(problem)
-    strides = [*problem.strides[:3], _api.rows_strides(d_out.stride(), layout), dk_rows, dk_rows, dv_rows,
-               problem.strides[3]]
-    _launch(_C.cpu_backward, _C.gpu_backward, _C.gpu_backward_workspace_bytes, problem, q, cu_seqlens,
-            (q.data_ptr(), k.data_ptr(), v.data_ptr(), d_out.data_ptr(), _address(initial_state),
-             _address(d_final_state), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(),
-             d_initial.data_ptr() if need_d_initial_state else 0, problem.dims, DTYPE_CODES[q.dtype], scale, decay,
-             _address(gamma), _address(g), strides),
-            (gate_dots.data_ptr(), gate_rows) if need_gate_dots else ())
+    _launch(_C.backward, _C.backward_workspace_bytes, problem, q, cu_seqlens,
+            {"q": q.data_ptr(), "k": k.data_ptr(), "v": v.data_ptr(), "do": d_out.data_ptr(),
+             "do_strides": _api.rows_strides(d_out.stride(), layout), "initial_state": _address(initial_state),
+             "d_final_state": _address(d_final_state), "dq": dq.data_ptr(), "dk": dk.data_ptr(), "dv": dv.data_ptr(),
+             "d_initial_state": d_initial.data_ptr() if need_d_initial_state else 0,
+             "gate_dots": gate_dots.data_ptr() if need_gate_dots else 0, "gamma": _address(gamma), "g": _address(g),
+             "scale": scale, "decay": decay})
     return dq, dk, dv, d_initial, gate_dots
 
 

@@ -1,4 +1,4 @@
-"""The adapter's own settings (resolver/adapter/adapter_settings.py): each variable refuses a bad
+"""The adapter's own settings (resolver/culina_resolver/adapter_settings.py): each variable refuses a bad
 value naming the variable, the value and the accepted form; pip's first hook refuses it before
 the helper runs; the project's names and prefix come from pyproject.toml; the resolver's
 architectures and nvcc reach the build as a value, not an environment variable."""
@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "resolver" / "adapter"))
-import adapter_settings  # noqa: E402
-import project_config  # noqa: E402
+sys.path.insert(0, str(REPO / "resolver"))
+from culina_resolver import adapter_settings  # noqa: E402
+from culina_resolver import project_config  # noqa: E402
 
 CULINA = project_config.ProjectConfig.load(REPO)
 
@@ -190,12 +190,20 @@ def test_a_configuration_the_adapter_cannot_use_is_named_with_the_fix(tmp_path, 
     assert problem in str(refused.value) and str(tmp_path / "pyproject.toml") in str(refused.value)
 
 
+def test_a_build_outside_the_project_root_says_where_it_looked(tmp_path, monkeypatch):
+    """The project is the folder the build runs in (PEP 517's working directory)."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(project_config.ConfigError) as refused:
+        project_config.ProjectConfig.load(project_config.project_root())
+    assert f"{tmp_path} has no pyproject.toml" in refused.value.message and "project's root" in refused.value.hint
+
+
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory) -> Path:
     """An sdist-like tree with no prebuilt helper, so CULINA_HELPER=prebuilt stops at the helper's
     choice: the first thing resolving does."""
     root = tmp_path_factory.mktemp("sdist")
-    for part in ("adapter", "src"):
+    for part in ("culina_resolver", "src"):
         shutil.copytree(REPO / "resolver" / part, root / "resolver" / part, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy2(REPO / "pyproject.toml", root)
     return root
@@ -204,8 +212,8 @@ def tree(tmp_path_factory) -> Path:
 def first_hook(tree: Path, **env: str) -> subprocess.CompletedProcess:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("CULINA_") and k != "MAX_JOBS"}
     return subprocess.run(
-        [sys.executable, "-c", "import resolving_backend; print(resolving_backend.get_requires_for_build_wheel())"],
-        cwd=tree / "resolver" / "adapter", env={**clean, "CULINA_HELPER": "prebuilt", **env},
+        [sys.executable, "-c", "from culina_resolver import backend; print(backend.get_requires_for_build_wheel())"],
+        cwd=tree, env={**clean, "PYTHONPATH": str(tree / "resolver"), "CULINA_HELPER": "prebuilt", **env},
         capture_output=True, text=True, timeout=120)
 
 
@@ -215,7 +223,7 @@ def test_the_first_hook_reaches_the_helper_with_good_settings(tree):
     done = first_hook(tree, CULINA_MAX_JOBS="2", CULINA_CUDA_ARCHS="8.0;9.0")
     assert done.returncode != 0
     assert done.stderr.strip().splitlines()[-1].startswith("culina: cannot install: ")
-    assert "CULINA_HELPER=prebuilt, but the sdist's prebuilt helper cannot serve" in done.stderr
+    assert "CULINA_HELPER=prebuilt, but the prebuilt helper from the sdist cannot serve" in done.stderr
 
 
 @pytest.mark.parametrize("name, value", [("CULINA_CUDA_ARCHS", "8.0;foo"), ("CULINA_MAX_JOBS", "two"),
@@ -231,9 +239,9 @@ def test_the_first_hook_refuses_a_bad_setting_before_the_helper_runs(tree, name,
 def test_the_decided_architectures_reach_the_build_as_a_plan(monkeypatch):
     """resolving_bdist_wheel hands the decision to build_ext as a BuildPlan; the environment is
     left as it was."""
-    import resolving_bdist_wheel
-    from cuda_build_ext import BuildPlan, CudaBuildExt
-    from helper_client import Decision
+    from culina_resolver import resolving_bdist_wheel
+    from culina_resolver.cuda_build_ext import BuildPlan, CudaBuildExt
+    from culina_resolver.helper_client import Decision
     from setuptools import Distribution
 
     monkeypatch.delenv("CULINA_CUDA_ARCHS", raising=False)
@@ -259,10 +267,10 @@ def test_the_decided_architectures_reach_the_build_as_a_plan(monkeypatch):
 def test_native_means_the_gpus_the_probe_found_not_nvidia_smi(tmp_path, monkeypatch, resolver):
     """CULINA_CUDA_ARCHS=native takes the decision's GPUs (what the probe saw when it decided), or,
     in a build with no resolution, the helper's probe now; an nvidia-smi on PATH is never asked."""
-    import cuda_build_ext
-    import install_resolution
-    from cuda_build_ext import BuildPlan
-    from helper_client import Decision
+    from culina_resolver import cuda_build_ext
+    from culina_resolver import install_resolution
+    from culina_resolver.cuda_build_ext import BuildPlan
+    from culina_resolver.helper_client import Decision
 
     (tmp_path / "nvidia-smi").write_text("#!/bin/sh\necho 7.5\n")
     (tmp_path / "nvidia-smi").chmod(0o755)
@@ -274,8 +282,8 @@ def test_native_means_the_gpus_the_probe_found_not_nvidia_smi(tmp_path, monkeypa
     assert cuda_build_ext.native_archs("CULINA_CUDA_ARCHS", ["9.0", "8.6", "9.0"]) == "8.6;9.0"
     assert cuda_build_ext.plan_gpus(BuildPlan(cpu_only=False, archs="8.0", decision=None), settings) is None
 
-    import helper_build
-    import prebuilt_wheel
+    from culina_resolver import helper_build
+    from culina_resolver import prebuilt_wheel
 
     def built_helper(settings):  # the build's helper, opened afresh for each use as helper_binary does
         return helper_build.Helper(open(resolver, "rb"), resolver, prebuilt_wheel.file_sha256(resolver), "the build's")

@@ -1,4 +1,4 @@
-"""The seam between the adapter and the helper (resolver/adapter/helper_client.py): the decision
+"""The seam between the adapter and the helper (resolver/culina_resolver/helper_client.py): the decision
 document read once into a typed Decision (a document of another version, or missing a field, is
 one clear error); the real helper's `resolve` read through it, its log leaving the decision's
 summary and an error's reason to the adapter; the decision's toolkit taken by the build with no
@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "resolver" / "adapter"))
-import cuda_build_ext  # noqa: E402
-import helper_client  # noqa: E402
-import prebuilt_wheel  # noqa: E402
-from adapter_error import AdapterError, exits_with_message  # noqa: E402
-from helper_client import Decision, HelperAnswerError, InstalledToolkit, PypiToolkit  # noqa: E402
+sys.path.insert(0, str(REPO / "resolver"))
+from culina_resolver import cuda_build_ext  # noqa: E402
+from culina_resolver import helper_client  # noqa: E402
+from culina_resolver import prebuilt_wheel  # noqa: E402
+from culina_resolver.adapter_error import AdapterError, exits_with_message  # noqa: E402
+from culina_resolver.helper_client import Decision, HelperAnswerError, InstalledToolkit, PypiToolkit  # noqa: E402
 
 TAG = "cp312-cp312-manylinux_2_28_x86_64"
 
@@ -166,7 +166,7 @@ def test_every_hook_ends_an_adapter_error_in_one_line(error, line):
 
 def test_the_wheels_private_folder_is_removed_once_delivered(tmp_path, monkeypatch):
     """The helper names the folder it made outside the cache; the adapter removes exactly that."""
-    import install_resolution
+    from culina_resolver import install_resolution
 
     private = tmp_path / "culina-wheel-abc123"
     (private / "wheels").mkdir(parents=True)
@@ -176,9 +176,9 @@ def test_the_wheels_private_folder_is_removed_once_delivered(tmp_path, monkeypat
                                                wheel={"file": "w.whl", "sha256": "a" * 64, "variant": "cu130"},
                                                private_folders=[str(private)]))
     delivered = []
-    monkeypatch.setattr(prebuilt_wheel, "deliver", lambda path, asset, sha256, *rest: delivered.append(
+    monkeypatch.setattr(prebuilt_wheel, "deliver", lambda path, asset, sha256, *rest, cache_root: delivered.append(
         (path, asset, sha256)) or tmp_path / asset)
-    import adapter_settings
+    from culina_resolver import adapter_settings
     install_resolution.deliver(decision, tmp_path / "dist", adapter_settings.parse({}, adapter_settings.project_config
                                                                                    .ProjectConfig.load(REPO)))
     assert delivered == [(wheel, "w.whl", "a" * 64)]

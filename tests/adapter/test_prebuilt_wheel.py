@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "resolver" / "adapter"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "resolver"))
 
-import prebuilt_wheel  # noqa: E402 - needs the path above
+from culina_resolver import prebuilt_wheel  # noqa: E402 - needs the path above
 import release_server  # noqa: E402 - tests/conftest.py puts tests/fixtures on the path
 
 ASSET = "culina-0.1.0-cp312-cp312-manylinux_2_28_x86_64-null.whl"
@@ -152,27 +152,27 @@ def extracted_metadata(folder: Path) -> list[bytes]:
 
 @pytest.fixture
 def backend(tmp_path, monkeypatch):
-    """resolving_backend in a clean environment, keeping the first hook's resolution in a state
+    """backend in a clean environment, keeping the first hook's resolution in a state
     file under tmp_path/build (as it does under the project's build/)."""
-    import install_resolution
-    import resolving_backend
+    from culina_resolver import install_resolution
+    from culina_resolver import backend
     for name in [name for name in os.environ if name.startswith("CULINA_")]:
         monkeypatch.delenv(name)
-    monkeypatch.setattr(resolving_backend, "_state_file", lambda settings: tmp_path / "build" / STATE)
+    monkeypatch.setattr(backend, "_state_file", lambda settings: tmp_path / "build" / STATE)
     monkeypatch.setattr(install_resolution, "_current", None)
-    return resolving_backend
+    return backend
 
 
 def next_hook(monkeypatch) -> None:
     """Forgets the resolution this process holds: pip runs each hook in a new process, which finds
     the first hook's resolution in the state file."""
-    import install_resolution
+    from culina_resolver import install_resolution
     monkeypatch.setattr(install_resolution, "_current", None)
 
 
 def cached_wheel_resolution(monkeypatch, cache: Path, data: bytes):
-    import install_resolution
-    from helper_client import Decision
+    from culina_resolver import install_resolution
+    from culina_resolver.helper_client import Decision
     wheel = cache / "wheels" / ASSET
     wheel.parent.mkdir(parents=True, mode=0o700)
     wheel.write_bytes(data)
@@ -205,7 +205,7 @@ def test_a_cache_swapped_between_the_hooks_never_gives_its_metadata(backend, tmp
 
 def counted_resolutions(monkeypatch) -> list:
     """One entry per resolution the helper is asked for."""
-    import install_resolution
+    from culina_resolver import install_resolution
     calls, resolve = [], install_resolution.resolve_install
     monkeypatch.setattr(install_resolution, "resolve_install", lambda settings: calls.append(1) or resolve(settings))
     return calls

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "resolver" / "adapter"))
+sys.path.insert(0, str(REPO / "resolver"))
 
-import helper_build  # noqa: E402 - needs the path above
+from culina_resolver import helper_build  # noqa: E402 - needs the path above
 
 SHARED = json.loads((REPO / "tests" / "data" / "cache_trust_cases.json").read_text())
 CASES = SHARED["cases"]

@@ -1,7 +1,7 @@
-"""Which install helper serves (resolver/adapter/helper_build.py): the sdist's prebuilt one when
+"""Which install helper serves (resolver/culina_resolver/helper_build.py): the sdist's prebuilt one when
 it fits and proves itself, else the user's own cache, else a compile; CULINA_HELPER narrows that.
 
-Each test lays out an sdist-like tree (resolver/adapter, resolver/src and, where wanted,
+Each test lays out an sdist-like tree (resolver/culina_resolver, resolver/src and, where wanted,
 resolver/prebuilt) and asks for the helper in a fresh interpreter with a PATH that holds no
 compiler unless the test gives it one (the cache is keyed by the compiler's identity, so finding
 a cached helper needs one too). The prebuilt "helper" is a script that answers the
@@ -31,7 +31,7 @@ NOBODY = pwd.getpwnam("nobody")  # "another user": the tests run as root
 
 
 def make_tree(root: Path) -> Path:
-    for part in ("adapter", "src"):
+    for part in ("culina_resolver", "src"):
         shutil.copytree(REPO / "resolver" / part, root / "resolver" / part,
                         ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy2(REPO / "pyproject.toml", root)  # the adapter's configuration: names and prefix
@@ -39,7 +39,7 @@ def make_tree(root: Path) -> Path:
 
 
 def source_hash(tree: Path) -> str:
-    return ask(tree, "import helper_build; print(helper_build.source_hash())").stdout.strip()
+    return ask(tree, "from culina_resolver import helper_build; print(helper_build.source_hash())").stdout.strip()
 
 
 def add_prebuilt(tree: Path, answer_hash: str | None = None, platform: str | None = None,
@@ -68,13 +68,14 @@ def ask(tree: Path, code: str, cache: Path | None = None, compiler: bool = False
     clean["PATH"] = os.environ["PATH"] if compiler else str(tree / "empty-bin")
     (tree / "empty-bin").mkdir(exist_ok=True)
     clean["CULINA_CACHE_DIR"] = str(cache or tree / "cache")
+    clean["PYTHONPATH"] = str(tree / "resolver")
     clean.update(env)
-    return subprocess.run([sys.executable, "-c", code], cwd=tree / "resolver" / "adapter", env=clean,
+    return subprocess.run([sys.executable, "-c", code], cwd=tree, env=clean,
                           capture_output=True, text=True, timeout=300)
 
 
 def helper_for(tree: Path, **kwargs):
-    return ask(tree, "import adapter_settings, helper_build; "
+    return ask(tree, "from culina_resolver import adapter_settings, helper_build; "
                      "print(helper_build.helper_binary(adapter_settings.current()).path)", **kwargs)
 
 
@@ -113,7 +114,7 @@ def test_a_fitting_prebuilt_helper_serves_without_any_compiler(tree):
 @pytest.mark.parametrize("defect, why", [
     ({"platform": "linux-riscv64"}, f"carries helpers for linux-riscv64, not {sysconfig.get_platform()}"),
     ({"corrupt": True}, "helpers.json says"),
-    ({"recorded_hash": "0" * 64}, "built from other sources than this sdist carries"),
+    ({"recorded_hash": "0" * 64}, "built from other sources than the sdist carries"),
     ({"answer_hash": "f" * 64}, "answers the handshake with sources ffffffffffff"),
     ({"answer_hash": 5}, "its handshake answer is not understood: '{\"source_hash\": 5"),
     ({"exit_status": 1}, "its handshake failed"),
@@ -188,9 +189,10 @@ def test_the_cache_root_follows_the_helpers_rule(tree, env, expected):
     """The same cases as fetch_settings_test.cpp's resolve_cache_root tests: both languages must
     put the cache in one place."""
     clean = {k: v for k, v in os.environ.items() if k not in ("CULINA_CACHE_DIR", "XDG_CACHE_HOME", "HOME")}
-    done = subprocess.run([sys.executable, "-c", "import adapter_settings, helper_build; "
+    done = subprocess.run([sys.executable, "-c", "from culina_resolver import adapter_settings, helper_build; "
                            "print(helper_build.cache_root(adapter_settings.current()))"],
-                          cwd=tree / "resolver" / "adapter", env={**clean, **env}, capture_output=True, text=True)
+                          cwd=tree, env={**clean, "PYTHONPATH": str(tree / "resolver"), **env}, capture_output=True,
+                          text=True)
     assert expected in (done.stdout.strip() if done.returncode == 0 else done.stderr)
     assert (done.returncode == 0) == expected.startswith("/")
 
@@ -199,7 +201,7 @@ def swap_after_check_then_probe(tree: Path, checked_line: str, target: Path, att
     """Asks for the helper and probes with it, as a build's CUDA_ARCHS=native does
     (install_resolution.probed_gpus); the moment the adapter logs `checked_line` (its checks are
     done) `attacker` is renamed over `target`, as an attacker who can write the folder would."""
-    code = (f"import os, adapter_settings, helper_build, install_resolution\n"
+    code = (f"import os\nfrom culina_resolver import adapter_settings, helper_build, install_resolution\n"
             f"log = helper_build.say\n"
             f"def say(message):\n"
             f"    log(message)\n"
@@ -278,9 +280,9 @@ def test_a_helper_cache_whose_parent_another_user_owns_is_not_used(tree, warm_ca
 
 def test_a_cached_helper_whose_record_cannot_be_read_is_passed_over_naming_why(tmp_path, monkeypatch):
     """A read error (EIO) on the record is a reason to build the helper again, not a traceback."""
-    monkeypatch.syspath_prepend(str(REPO / "resolver" / "adapter"))
-    import helper_build
-    import prebuilt_wheel
+    monkeypatch.syspath_prepend(str(REPO / "resolver"))
+    from culina_resolver import helper_build
+    from culina_resolver import prebuilt_wheel
 
     class Unreadable(io.BytesIO):
         def read(self, *_):
@@ -296,7 +298,7 @@ def test_a_helper_opened_while_stdout_is_closed_still_runs(tree):
     """A parent that starts the build with stdout closed: the helper's descriptor would be 1, which
     Popen replaces by its pipe before the exec, so the checked helper could never start."""
     add_prebuilt(tree)
-    done = ask(tree, "import os\nos.close(1)\nimport adapter_settings, helper_build\n"
+    done = ask(tree, "import os\nos.close(1)\nfrom culina_resolver import adapter_settings, helper_build\n"
                      "helper = helper_build.helper_binary(adapter_settings.current())\n"
                      "os.write(2, f'descriptor {helper.binary.fileno()}\\n'.encode())\nos._exit(0)\n")
     assert done.returncode == 0, done.stderr

@@ -32,8 +32,8 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools" / "release"))
 
 import no_toolkit  # noqa: E402 - needs the path above
-sys.path.insert(0, str(REPO / "resolver" / "adapter"))
-import pypi_toolkit  # noqa: E402
+sys.path.insert(0, str(REPO / "resolver"))
+from culina_resolver import pypi_toolkit  # noqa: E402
 BUILD = Path(os.environ.get("CULINA_BUILD_DIR", REPO / "build"))
 SECOND_CUDA = "13.5"
 NEWEST = "cu135"  # what a CUDA 13 driver gets: the newest CUDA 13 build it runs
@@ -90,6 +90,21 @@ def _build_release(folder: Path) -> None:
 
 
 @pytest.fixture(scope="session")
+def resolver_wheel(tmp_path_factory) -> Path:
+    """culina-resolver's wheel, built from its sdist by tools/release/build_resolver.py (the helper
+    compiled from the sdist's sources); CULINA_TEST_RESOLVER_DIST_DIR reuses an earlier run's output."""
+    folder = tmp_path_factory.mktemp("resolver-dist")
+    reuse = os.environ.get("CULINA_TEST_RESOLVER_DIST_DIR")
+    if reuse:
+        shutil.copytree(reuse, folder, dirs_exist_ok=True)
+    else:
+        done = subprocess.run([sys.executable, str(REPO / "tools" / "release" / "build_resolver.py"), "--out", str(folder)],
+                              cwd=REPO, capture_output=True, text=True, timeout=1800)
+        assert done.returncode == 0, f"build_resolver.py failed:\n{done.stdout}\n{done.stderr}"
+    return next(folder.glob("culina_resolver-*.whl"))
+
+
+@pytest.fixture(scope="session")
 def release(tmp_path_factory, resolver) -> Release:
     folder = tmp_path_factory.mktemp("release")
     _build_release(folder)
@@ -121,10 +136,11 @@ def warm_helper_cache(release, tmp_path_factory) -> Path:
     unpacked = tmp_path_factory.mktemp("sdist")
     with tarfile.open(release.sdist) as sdist:
         sdist.extractall(unpacked)
-    adapter = next(unpacked.glob("culina-*")) / "resolver" / "adapter"
-    subprocess.run([sys.executable, "-c", "import adapter_settings, helper_build; "
-                    "helper_build.helper_binary(adapter_settings.current())"], cwd=adapter,
-                   env={**os.environ, "CULINA_CACHE_DIR": str(cache), "PYTHONPATH": str(adapter), "CULINA_HELPER": "source"},
+    tree = next(unpacked.glob("culina-*"))
+    subprocess.run([sys.executable, "-c", "from culina_resolver import adapter_settings, helper_build; "
+                    "helper_build.helper_binary(adapter_settings.current())"], cwd=tree,
+                   env={**os.environ, "CULINA_CACHE_DIR": str(cache), "PYTHONPATH": str(tree / "resolver"),
+                        "CULINA_HELPER": "source"},
                    check=True, capture_output=True, timeout=900)
     return cache
 

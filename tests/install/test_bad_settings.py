@@ -56,9 +56,10 @@ def source_tree(tmp_path_factory) -> tuple[Path, Path]:
     for part in ("pyproject.toml", "setup.py", "MANIFEST.in"):
         shutil.copy2(REPO / part, tree / part)
     cache = root / "cache"
-    subprocess.run([sys.executable, "-c", "import adapter_settings, helper_build; "
-                    "helper_build.helper_binary(adapter_settings.current())"], cwd=tree / "resolver" / "adapter",
-                   env={**clean_environment(), "CULINA_CACHE_DIR": str(cache), "CULINA_HELPER": "source"},
+    subprocess.run([sys.executable, "-c", "from culina_resolver import adapter_settings, helper_build; "
+                    "helper_build.helper_binary(adapter_settings.current())"], cwd=tree,
+                   env={**clean_environment(), "CULINA_CACHE_DIR": str(cache), "CULINA_HELPER": "source",
+                        "PYTHONPATH": str(tree / "resolver")},
                    check=True, capture_output=True, timeout=900)
     return tree, cache
 

@@ -27,7 +27,7 @@ import pytest
 from conftest import REPO
 
 import no_toolkit  # noqa: E402 - conftest puts tools/release on the path
-import pypi_toolkit  # noqa: E402 - conftest puts resolver/adapter on the path
+from culina_resolver import pypi_toolkit  # noqa: E402 - conftest puts resolver/ on the path
 
 CUDA = "13.5"  # tests/toolkit's PyPI toolkit, in the same folder
 DRIVER = "13050"  # what the fake libcuda reports: CUDA 13.5
@@ -39,7 +39,6 @@ def tinycu_tree(tmp_path_factory) -> Path:
     tree = tmp_path_factory.mktemp("adopter") / "tinycu"
     shutil.copytree(REPO / "examples" / "tinycu", tree, ignore=shutil.ignore_patterns(
         "build", "resolver", "__pycache__", "*.so", "_build_info.json", "*.egg-info"))
-    shutil.copytree(REPO / "resolver", tree / "resolver", ignore=shutil.ignore_patterns("__pycache__", "bundled", "prebuilt"))
     return tree
 
 
@@ -83,13 +82,13 @@ def hook(tree: Path, code: str, env: dict) -> subprocess.CompletedProcess:
     why_not = no_toolkit.can_hide()
     if why_not:
         pytest.skip(f"cannot hide the CUDA toolkit here: {why_not}")
-    command = no_toolkit.command_without_toolkit([sys.executable, "-c", f"import resolving_backend as b; {code}"])
+    command = no_toolkit.command_without_toolkit([sys.executable, "-c", f"from culina_resolver import backend as b; {code}"])
     return subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True, timeout=1200)
 
 
 def test_the_build_compiles_with_the_pypi_toolkit_the_decision_named_not_the_broken_nvcc_on_path(
         tinycu_tree, pypi_site, broken_wrapper, fake_libcuda_dir, cache, tmp_path):
-    adapter = tinycu_tree / "resolver" / "adapter"
+    adapter = REPO / "resolver"  # culina_resolver, as the build requirement installs it
     first = hook(tinycu_tree, "print(b.get_requires_for_build_wheel())",
                  environment(tinycu_tree, fake_libcuda_dir, broken_wrapper, cache, [adapter]))
     assert first.returncode == 0, first.stderr[-4000:]
@@ -118,7 +117,7 @@ def test_a_decided_toolkit_that_fails_to_run_stops_the_build_with_one_message(
     nvcc.parent.mkdir(parents=True)
     nvcc.write_text("#!/bin/sh\necho 'nvcc: libnvvm.so: cannot open shared object file' >&2\nexit 3\n")
     nvcc.chmod(0o755)
-    adapter = tinycu_tree / "resolver" / "adapter"
+    adapter = REPO / "resolver"  # culina_resolver, as the build requirement installs it
     first = hook(tinycu_tree, "print(b.get_requires_for_build_wheel())",
                  environment(tinycu_tree, fake_libcuda_dir, broken_wrapper, cache, [adapter]))
     assert first.returncode == 0 and PYPI_REQUIREMENT in first.stdout, first.stderr[-4000:]

@@ -1,8 +1,9 @@
 """The resolver adopted by configuration alone (docs/ADOPTING.md): examples/tinycu, a second CUDA
-extension with its own names and its own variable prefix (TINYCU_), gets culina's resolver/
-copied into its tree as an adopter would, is released with tools/release/build_release.py
+extension with its own names and its own variable prefix (TINYCU_), requires culina-resolver as
+its build backend and holds no resolver code. It is released with tools/release/build_release.py
 --project-root (sm_90, CUDA 13.0, this Python; no auditwheel, to stay cheap) and installed with
-`pip install tinycu` from the loopback index and release server that culina's own tests use.
+`pip install tinycu` from the loopback index, which also serves the culina-resolver wheel built in
+this session (tools/release/build_resolver.py), and the release server that culina's own tests use.
 
 Every scenario also sets CULINA_* variables that would change culina's install: they must not
 change tinycu's.
@@ -15,6 +16,7 @@ import json
 import shutil
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -24,7 +26,7 @@ import release_server
 from conftest import BUILD, REPO, Host, Installer, cached_wheels
 from package_index import PackageIndex, fill_index, install_requirements
 
-import pypi_toolkit  # noqa: E402 - conftest puts resolver/adapter on the path
+from culina_resolver import pypi_toolkit  # noqa: E402 - conftest puts resolver/ on the path
 
 EXAMPLE = REPO / "examples" / "tinycu"
 H200_CUDA13 = Host(driver_cuda="13.0", gpus="NVIDIA H200=9.0")
@@ -38,12 +40,10 @@ SAXPY = "import json, tinycu; print(json.dumps(tinycu.saxpy(2.0, [1.0, 2.0, 3.0]
 
 @pytest.fixture(scope="module")
 def tinycu_tree(tmp_path_factory) -> Path:
-    """examples/tinycu with resolver/ copied in: what an adopter's checkout holds."""
+    """examples/tinycu as its checkout holds it: no resolver in it."""
     tree = tmp_path_factory.mktemp("adopter") / "tinycu"
-    shutil.copytree(EXAMPLE, tree, ignore=shutil.ignore_patterns("build", "resolver", "__pycache__", "*.so",
-                                                                 "_build_info.json", "*.egg-info"))
-    shutil.copytree(REPO / "resolver", tree / "resolver",
-                    ignore=shutil.ignore_patterns("__pycache__", "bundled", "prebuilt"))
+    shutil.copytree(EXAMPLE, tree, ignore=shutil.ignore_patterns("build", "__pycache__", "*.so", "_build_info.json",
+                                                                 "*.egg-info"))
     return tree
 
 
@@ -58,17 +58,23 @@ def tinycu_release(tinycu_tree, tmp_path_factory) -> Path:
     assert done.returncode == 0, f"build_release.py failed:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
     manifest = json.loads((folder / "release-manifest.json").read_text())
     assert manifest["name"] == "tinycu" and [w["variant"] for w in manifest["wheels"]] == ["cu130"]
+    with tarfile.open(folder / "tinycu-0.1.0.tar.gz") as sdist:
+        assert not [name for name in sdist.getnames() if "/resolver/" in name], "the sdist carries no resolver"
+    return folder
+
+
+def index_folder(folder: Path, tinycu_release: Path, *extra: Path) -> Path:
+    # culina's own requirement list, so the download cache that culina's tests filled serves as is.
+    fill_index(folder, [*install_requirements(REPO / "pyproject.toml"), *pypi_toolkit.requirements_up_to("13.0")],
+               BUILD / "pip-index-cache")
+    for distribution in (tinycu_release / "tinycu-0.1.0.tar.gz", *extra):
+        shutil.copy2(distribution, folder)
     return folder
 
 
 @pytest.fixture(scope="module")
-def tinycu_index(tinycu_release, tmp_path_factory):
-    folder = tmp_path_factory.mktemp("tinycu-index")
-    # culina's own requirement list, so the download cache that culina's tests filled serves as is.
-    fill_index(folder, [*install_requirements(REPO / "pyproject.toml"), *pypi_toolkit.requirements_up_to("13.0")],
-               BUILD / "pip-index-cache")
-    shutil.copy2(tinycu_release / "tinycu-0.1.0.tar.gz", folder)
-    with PackageIndex(folder) as served:
+def tinycu_index(tinycu_release, resolver_wheel, tmp_path_factory):
+    with PackageIndex(index_folder(tmp_path_factory.mktemp("tinycu-index"), tinycu_release, resolver_wheel)) as served:
         yield served
 
 
@@ -85,7 +91,11 @@ def installer(tmp_path, tinycu_index, fake_libcuda_dir) -> Installer:
 
 
 def installed(installer: Installer, host: Host, release_url: str, **extra: str):
-    install = installer.install(host, release_url, requirement="tinycu", **{**CULINA_NOISE, **extra})
+    return installed_from(installer, host, release_url, "tinycu", **extra)
+
+
+def installed_from(installer: Installer, host: Host, release_url: str, requirement: str, **extra: str):
+    install = installer.install(host, release_url, requirement=requirement, **{**CULINA_NOISE, **extra})
     assert install.returncode == 0, install.output[-4000:]
     record = json.loads(install.python("import json, tinycu; print(json.dumps(tinycu.build_record()))"))
     result, device = json.loads(install.python(SAXPY))
@@ -99,9 +109,11 @@ def test_a_prebuilt_wheel_serves_under_tinycus_own_names(installer, tinycu_serve
     assert record["kind"] == "release" and record["resolver"]["action"] == "install_wheel"
     assert record["resolver"]["wheel"]["file"] == asset and record["resolver"]["wheel"]["variant"] == "cu130"
     assert "[tinycu resolver] decision: install_wheel" in install.output
-    assert "prebuilt helper from the sdist" in install.output
+    assert "prebuilt helper from the culina-resolver package" in install.output
+    assert "culina_resolver-0.1.0-py3-none-manylinux" in install.output  # from the index, into the build env
     # The wheel came from TINYCU_RELEASE_URL into TINYCU_CACHE_DIR, byte for byte the released module.
     assert tinycu_server.object_gets(asset) and cached_wheels(installer.cache) == [asset]
+    assert record["cache_root"] == str(installer.cache)  # what `culina cache` lists and purges
     with zipfile.ZipFile(io.BytesIO((tinycu_release / asset).read_bytes())) as wheel:
         released = wheel.read(next(n for n in wheel.namelist() if n.startswith("tinycu/_C")))
     assert Path(install.python("import tinycu._C as m; print(m.__file__)").strip()).read_bytes() == released
@@ -113,6 +125,7 @@ def test_tinycu_variant_source_builds_locally_for_tinycu_cuda_archs(installer, t
                                    TINYCU_CUDA_ARCHS="8.0")
     assert record["kind"] == "local" and record["resolver"]["action"] == "build_local"
     assert record["cpu_only"] is False and record["sass_archs"] == ["8.0"]
+    assert record["cache_root"] == str(installer.cache)
     assert "building locally for TINYCU_CUDA_ARCHS=8.0 (set by you)" in install.output
     assert "TINYCU_VARIANT=source" in install.output
     assert tinycu_server.requests == []
@@ -133,3 +146,25 @@ def test_a_bad_tinycu_value_stops_the_install_naming_it(installer, tinycu_server
     assert install.returncode != 0
     assert f"{name}={value}" in install.output.replace("'", ""), install.output[-3000:]
     assert "decision: " not in install.output and tinycu_server.requests == []
+
+
+def test_pip_install_of_the_checkout_takes_culina_resolver_from_the_index(installer, tinycu_release, tinycu_tree):
+    """`pip install ./examples/tinycu`: the checkout holds no resolver and no manifest; the backend
+    comes from the index and fetches the manifest from TINYCU_RELEASE_URL."""
+    manifest = tinycu_release / "release-manifest.json"
+    assets = {w["file"]: (tinycu_release / w["file"]).read_bytes() for w in json.loads(manifest.read_text())["wheels"]}
+    with release_server.ReleaseServer({**assets, manifest.name: manifest.read_bytes()}) as server:
+        install, record, _ = installed_from(installer, H200_CUDA13, server.base_url, str(tinycu_tree))
+    assert record["kind"] == "release" and record["resolver"]["action"] == "install_wheel"
+    assert "culina_resolver-0.1.0-py3-none-manylinux" in install.output
+    assert "prebuilt helper from the culina-resolver package" in install.output
+
+
+def test_without_culina_resolver_on_the_index_pip_stops_naming_it(tmp_path, tinycu_release, fake_libcuda_dir,
+                                                                   tinycu_server, tinycu_tree):
+    with PackageIndex(index_folder(tmp_path / "index", tinycu_release)) as bare:
+        installer = Installer(tmp_path, bare, fake_libcuda_dir, tmp_path / "cache", prefix="TINYCU_")
+        install = installer.install(H200_CUDA13, tinycu_server.base_url, requirement=str(tinycu_tree))
+    assert install.returncode != 0
+    assert "No matching distribution found for culina-resolver>=0.1" in install.output, install.output[-3000:]
+    assert "Traceback" not in install.output and tinycu_server.requests == []

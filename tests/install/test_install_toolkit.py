@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from conftest import BUILD, REPO, SECOND_CUDA, Host
 
-import pypi_toolkit  # noqa: E402 - conftest puts resolver/adapter on the path
+from culina_resolver import pypi_toolkit  # noqa: E402 - conftest puts resolver/ on the path
 
 SYSTEM_TOOLKIT = Path("/usr/local/cuda")
 
@@ -47,8 +48,8 @@ import sys
 from pathlib import Path
 sys.path.insert(0, {adapter!r})
 from setuptools import setup
-from cuda_build_ext import BuildPlan, CudaBuildExt, CudaExtension
-from helper_client import Decision
+from culina_resolver.cuda_build_ext import BuildPlan, CudaBuildExt, CudaExtension
+from culina_resolver.helper_client import Decision
 
 DECIDED = {{"schema_version": 1, "action": "build_local", "reason": "no wheel fits", "wheel": None, "wheel_path": None,
            "local_build_archs": ["9.0"], "pypi_toolkit": None, "host": {{"gpus": ["9.0"]}}, "warnings": [],
@@ -77,7 +78,8 @@ def test_the_build_compiles_with_the_nvcc_the_plan_names_not_the_first_found(rel
     nvcc = second_toolkit() / "bin" / "nvcc"
     (tmp_path / "kernel.cu").write_text("__global__ void k(int* x) { *x = 1; }\n")
     (tmp_path / "glue.cpp").write_text("#include <Python.h>\nPyMODINIT_FUNC PyInit__C(void) { return 0; }\n")
-    (tmp_path / "setup.py").write_text(TINY_SETUP.format(adapter=str(REPO / "resolver" / "adapter"), nvcc=str(nvcc)))
+    shutil.copy2(REPO / "pyproject.toml", tmp_path)  # the project is the working folder: culina's names
+    (tmp_path / "setup.py").write_text(TINY_SETUP.format(adapter=str(REPO / "resolver"), nvcc=str(nvcc)))
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("CULINA_")}, "CUDA_HOME": str(SYSTEM_TOOLKIT),
            "CULINA_MAX_JOBS": "2", "CULINA_CCACHE": "0"}
     done = subprocess.run([sys.executable, "setup.py", "build_ext", "--build-lib", "lib", "--build-temp", "tmp"],

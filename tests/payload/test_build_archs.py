@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "resolver" / "adapter"))
-import cuda_build_ext as adapter  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "resolver"))
+from culina_resolver import cuda_build_ext as adapter  # noqa: E402
 
 TOOLKIT = adapter.find_toolkit()
 pytestmark = pytest.mark.skipif(TOOLKIT is None, reason="no CUDA toolkit (nvcc) on this machine")

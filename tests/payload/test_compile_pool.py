@@ -1,15 +1,16 @@
 """The build's job pool: its size, ccache, and a real mixed C++/CUDA build through CudaBuildExt."""
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-ADAPTER = Path(__file__).resolve().parents[2] / "resolver" / "adapter"
+ADAPTER = Path(__file__).resolve().parents[2] / "resolver"
 sys.path.insert(0, str(ADAPTER))
-import compile_pool  # noqa: E402
-import cuda_build_ext  # noqa: E402
+from culina_resolver import compile_pool  # noqa: E402
+from culina_resolver import cuda_build_ext  # noqa: E402
 
 
 def test_max_jobs_validated(monkeypatch):
@@ -51,7 +52,7 @@ PROJECT_SETUP = """
 import sys
 sys.path.insert(0, {adapter!r})
 from setuptools import setup
-from cuda_build_ext import CudaBuildExt, CudaExtension
+from culina_resolver.cuda_build_ext import CudaBuildExt, CudaExtension
 setup(name="tiny", version="0", ext_modules=[CudaExtension(
     "tiny._C", sources={sources!r}, include_dirs=["src"], language="c++",
     extra_compile_args=["-O2"], source_flags={{"src/glue.cpp": ["-DGLUE_FLAG"]}})],
@@ -66,6 +67,7 @@ def test_mixed_build_goes_through_one_pool_and_ccache(tmp_path):
     (tmp_path / "src" / "glue.cpp").write_text(
         "#ifndef GLUE_FLAG\n#error source_flags not applied\n#endif\nint glue() { return 1; }\n")
     (tmp_path / "src" / "kernel.cu").write_text("__global__ void k(int* x) { *x = 1; }\nint launch() { return 2; }\n")
+    shutil.copy2(ADAPTER.parent / "pyproject.toml", tmp_path)  # the project is the working folder: culina's names
     (tmp_path / "setup.py").write_text(PROJECT_SETUP.format(adapter=str(ADAPTER),
                                                             sources=["src/glue.cpp", "src/kernel.cu"]))
     bin_dir, log = tmp_path / "bin", tmp_path / "ccache.log"

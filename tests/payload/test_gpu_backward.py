@@ -6,7 +6,7 @@ Runs only where PyTorch sees a CUDA GPU and culina was built with CUDA.
 import pytest
 
 import culina
-from culina import _C
+from culina import _api, _C
 
 torch = pytest.importorskip("torch", reason="the GPU kernel checks use PyTorch tensors, which is not installed")
 if not torch.cuda.is_available():
@@ -15,6 +15,7 @@ if not culina.build_record().get("cpu_only") is False:
     pytest.skip("culina was built without CUDA (CPU-only build)", allow_module_level=True)
 
 DTYPES = {"float32": (torch.float32, 0), "float16": (torch.float16, 1), "bfloat16": (torch.bfloat16, 2)}
+DTYPE_NAMES = {code: name for name, (_, code) in DTYPES.items()}
 # ||gpu - cpu|| / ||cpu||: 16-bit types run on tensor cores, which round the decayed
 # attention matrix, the scaled operands and the chunk states to 16 bits.
 TOLERANCE = {"float32": 1e-4, "float16": 5e-3, "bfloat16": 2e-2}
@@ -33,6 +34,20 @@ def rel_err(got, want):
     got, want = got.double().cpu(), want.double().cpu()
     assert torch.isfinite(got).all(), "non-finite values"
     return ((got - want).norm() / want.norm()).item()
+
+
+def described(dims, dtype: str, num_seqs=0, seqlen_bits=64, gated=False, layout="BHTD"):
+    """_api.describe of a problem whose q, k, v and g are C-contiguous in `layout`, as the
+    tensors here are."""
+    shaped = _api.Problem(tuple(dims), dtype, num_seqs, seqlen_bits if num_seqs else 0, layout, (), gated)
+    gates = _api.rows_strides(_api.compact_strides(shaped.shape(1)[:3]), layout)
+    key_rows, value_rows = shaped.output_strides(dims[3]), shaped.output_strides(dims[4])
+    return _api.describe(shaped._replace(strides=(key_rows, key_rows, value_rows, gates if gated else (0, 0, 0))))
+
+
+def workspace_bytes(dims, code, num_seqs=0, gated=False, backward=False):
+    query = _C.backward_workspace_bytes if backward else _C.forward_workspace_bytes
+    return query(described(dims, DTYPE_NAMES[code], num_seqs=num_seqs, gated=gated), 0)
 
 
 def rows_strides(x, layout):
@@ -73,37 +88,32 @@ class Problem:
         q, k, v, do, s0, d_final, g, gamma = map(on, (self.q, self.k, self.v, self.do, self.s0, self.d_final, self.g,
                                                       self.gamma))
         cu = None
-        packed = {}
         if self.cu_seqlens is not None:
             cu = self.cu_seqlens.to(device, torch.int64 if seqlen_bits == 64 else torch.int32)
-            packed = {"cu_seqlens": cu.data_ptr(), "num_seqs": self.sequences, "seqlen_bits": seqlen_bits}
         out = torch.empty_like(v)
         final = torch.empty(self.sequences, *self.dims[1:2], *self.dims[3:], device=device)
         dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
         d_init = torch.full_like(final, float("nan"))
-        at = lambda x: rows_strides(x, self.layout) if x is not None else (0, 0, 0)  # noqa: E731
-        forward_strides = [at(q), at(k), at(v), at(out), at(g)]
-        backward_strides = [at(q), at(k), at(v), at(do), at(dq), at(dk), at(dv), at(g)]
-        common = (self.dims, self.code, self.scale, self.decay, address(gamma), address(g))
-        gated = g is not None
+        description = described(self.dims, DTYPE_NAMES[self.code], self.sequences if cu is not None else 0,
+                                seqlen_bits, g is not None, self.layout)
+        inputs = {"q": address(q), "k": address(k), "v": address(v), "initial_state": address(s0),
+                  "gamma": address(gamma), "g": address(g), "cu_seqlens": address(cu), "scale": self.scale,
+                  "decay": self.decay}
+        forward = {**inputs, "out": address(out), "final_state": address(final)}
+        backward = {**inputs, "do": address(do), "do_strides": rows_strides(do, self.layout),
+                    "d_final_state": address(d_final), "dq": address(dq), "dk": address(dk), "dv": address(dv),
+                    "d_initial_state": address(d_init)}
         if device == "cpu":
-            _C.cpu_forward(address(q), address(k), address(v), address(out), address(s0), address(final), *common,
-                           forward_strides, **packed)
-            _C.cpu_backward(address(q), address(k), address(v), address(do), address(s0), address(d_final),
-                            address(dq), address(dk), address(dv), address(d_init), *common, backward_strides,
-                            **packed)
+            _C.forward(description, forward)
+            _C.backward(description, backward)
         else:
             stream = torch.cuda.current_stream().cuda_stream
-            num_seqs = packed.get("num_seqs", 0)
-            size = _C.gpu_workspace_bytes(self.dims, self.code, 0, num_seqs=num_seqs, gated=gated)
-            workspace = torch.empty(size, dtype=torch.uint8, device=device)
-            _C.gpu_forward(address(q), address(k), address(v), address(out), address(s0), address(final), *common,
-                           forward_strides, 0, stream, workspace.data_ptr(), size, **packed)
-            size = _C.gpu_backward_workspace_bytes(self.dims, self.code, 0, num_seqs=num_seqs, gated=gated)
-            workspace = torch.empty(size, dtype=torch.uint8, device=device)
-            _C.gpu_backward(address(q), address(k), address(v), address(do), address(s0), address(d_final),
-                            address(dq), address(dk), address(dv), address(d_init), *common, backward_strides, 0,
-                            stream, workspace.data_ptr(), size, **packed)
+            for entry, call, query in ((_C.forward, forward, _C.forward_workspace_bytes),
+                                       (_C.backward, backward, _C.backward_workspace_bytes)):
+                size = query(description, 0)
+                workspace = torch.empty(size, dtype=torch.uint8, device=device)
+                entry(description, {**call, "device": 0, "stream": stream, "workspace": workspace.data_ptr(),
+                                    "workspace_bytes": size})
             torch.cuda.synchronize()
         return {"out": out, "final state": final, "dq": dq, "dk": dk, "dv": dv, "d initial state": d_init}
 
@@ -177,17 +187,17 @@ def test_kernel_path_names_the_path_taken():
 def test_workspace_follows_the_plan():
     # Fused, few (sequence, head) pairs: segment states only (fp32), the same for every pass.
     for dims in ([2, 4, 1000, 128, 64], [1, 1, 40000, 64, 128]):
-        assert _C.gpu_backward_workspace_bytes(dims, 2, 0) == _C.gpu_workspace_bytes(dims, 2, 0) > 0
-        assert _C.gpu_workspace_bytes(dims, 2, 0) % (dims[0] * dims[1] * dims[3] * dims[4] * 4) == 0
+        assert workspace_bytes(dims, 2, backward=True) == workspace_bytes(dims, 2) > 0
+        assert workspace_bytes(dims, 2) % (dims[0] * dims[1] * dims[3] * dims[4] * 4) == 0
     # Fused, enough pairs to fill the GPU: one segment, no workspace at all.
-    assert _C.gpu_workspace_bytes([64, 16, 512, 128, 128], 2, 0) == 0
-    assert _C.gpu_backward_workspace_bytes([2, 4, 1000, 128, 64], 0, 0) == 0
+    assert workspace_bytes([64, 16, 512, 128, 128], 2) == 0
+    assert workspace_bytes([2, 4, 1000, 128, 64], 0, backward=True) == 0
     # Packed sequences take the two passes, with a state per chunk slot: total_T / 64 +
     # num_seqs slots per head, whatever the lengths.
-    assert _C.gpu_workspace_bytes([1, 4, 1000, 64, 64], 1, 0, num_seqs=3) == 4 * (15 + 3) * 64 * 64 * 2
+    assert workspace_bytes([1, 4, 1000, 64, 64], 1, num_seqs=3) == 4 * (15 + 3) * 64 * 64 * 2
     # Gated, the two passes keep each chunk slot's cumulative gates besides.
-    assert (_C.gpu_workspace_bytes([1, 4, 1000, 64, 64], 1, 0, num_seqs=3, gated=True)
-            > _C.gpu_workspace_bytes([1, 4, 1000, 64, 64], 1, 0, num_seqs=3))
+    assert (workspace_bytes([1, 4, 1000, 64, 64], 1, num_seqs=3, gated=True)
+            > workspace_bytes([1, 4, 1000, 64, 64], 1, num_seqs=3))
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
@@ -195,9 +205,9 @@ def test_workspace_follows_the_plan():
 @pytest.mark.parametrize("decay", [False, True])
 def test_long_sequences_split_the_state_pass(dtype, heads, decay):
     """Few (sequence, head) pairs and many chunks: the sequence runs in segments side by side,
-    and the scan between them must join their seams as one walk would."""
+    and the single pass's look-back between them must join their seams as one walk would."""
     h, dk, dv = heads
     dims = (1, h, 64 * 40 + 17, dk, dv)
-    assert _C.gpu_workspace_bytes(list(dims), DTYPES[dtype][1], 0) > 0, "no segment states"
+    assert workspace_bytes(dims, DTYPES[dtype][1]) > 0, "no segment states"
     problem = Problem(dims, dtype, seed=11 + dk, decay=decay, states=True)
     assert_matches_cpu(problem, dtype)

@@ -9,7 +9,7 @@ import pytest
 
 from release_build import TEST_ARCHS, Release, run_release
 
-import cuda_build_ext  # noqa: E402 - found through the path release_build sets
+from culina_resolver import cuda_build_ext  # noqa: E402 - found through the path release_build sets
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools" / "release"))
-sys.path.insert(0, str(ROOT / "resolver" / "adapter"))
+sys.path.insert(0, str(ROOT / "resolver"))
 
 BUILD_RELEASE = ROOT / "tools" / "release" / "build_release.py"
 TEST_ARCHS = "9.0"

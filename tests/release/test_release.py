@@ -91,11 +91,13 @@ def test_sdist_carries_the_manifest_and_the_sources_only(release):
         inside = json.loads(sdist.extractfile("culina-0.1.0/release-manifest.json").read())
     assert inside == release.manifest
     for needed in ("setup.py", "pyproject.toml", "csrc/cuda/launch.cu", "package/culina/__init__.py",
-                   "resolver/CMakeLists.txt", "resolver/adapter/cuda_build_ext.py",
+                   "resolver/CMakeLists.txt", "resolver/culina_resolver/backend.py",
                    "resolver/bundled/nlohmann/json.hpp", "resolver/bundled/nlohmann-json-LICENSE",
                    "resolver/bundled/python/packaging/tags.py", "resolver/bundled/python/packaging-LICENSE",
                    "resolver/bundled/python/tomli/_parser.py", "resolver/bundled/python/tomli-LICENSE"):
         assert needed in names, needed
+    # culina-resolver's own packaging stays out of culina's sdist, which carries the resolver itself.
+    assert not {"resolver/pyproject.toml", "resolver/setup.py", "resolver/MANIFEST.in"} & names
     assert not [n for n in files if n.startswith("resolver/bundled/python/") and not n.endswith((".py", ".typed"))
                 and "LICENSE" not in n], "only Python sources and licenses are bundled (no compiled modules)"
     unwanted = [n for n in names if n.startswith(("tests/", ".github/", "tools/", "benchmarks/", "build/"))
@@ -182,6 +184,7 @@ def test_merge_gathers_tested_job_manifests_and_checks_their_hashes(release, tes
     assert json.loads((merged / "release-manifest.json").read_text()) == release.manifest
     assert (merged / "culina-0.1.0-variants.json").read_text() == (release.out / "culina-0.1.0-variants.json").read_text()
     assert (merged / "culina-0.1.0.tar.gz").is_file()
+    assert "manifest writer: " in proc.stdout and "(sha256 " in proc.stdout  # the gathered helper, checked
 
     wheel = job / only_wheel(release).name
     wheel.write_bytes(wheel.read_bytes() + b"\0")

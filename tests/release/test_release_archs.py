@@ -6,7 +6,7 @@ import pytest
 
 from release_build import ROOT
 
-from project_config import ProjectConfig  # noqa: E402 - found through the path release_build sets
+from culina_resolver.project_config import ProjectConfig  # noqa: E402 - found through the path release_build sets
 
 
 def test_cuda13_adds_thor_and_both_keep_ptx_for_the_newest():

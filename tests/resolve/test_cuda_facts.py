@@ -1,6 +1,7 @@
 """The Python readers of the CUDA facts file against the cases GoogleTest runs on the helper
 (tests/resolver/cuda_facts_test.cpp): driver minimums (culina._build), variant labels
-(resolver/adapter/cuda_facts.py) and the architecture-list syntax (adapter_settings.arch_list)."""
+(resolver/culina_resolver/cuda_facts.py), the majors whose nvcc is on PyPI (pypi_toolkit) and the
+architecture-list syntax (adapter_settings.arch_list)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data"
-sys.path.insert(0, str(REPO / "resolver" / "adapter"))
+sys.path.insert(0, str(REPO / "resolver"))
 
-import adapter_settings  # noqa: E402 - needs the path above
-import cuda_facts  # noqa: E402
+from culina_resolver import adapter_settings  # noqa: E402 - needs the path above
+from culina_resolver import cuda_facts  # noqa: E402
+from culina_resolver import pypi_toolkit  # noqa: E402
 
 
 def load_build_module():
@@ -40,6 +42,16 @@ def test_the_package_carries_the_same_facts_file():
 @pytest.mark.parametrize("case", section("driver_minimum_linux"), ids=lambda case: str(case["cuda_major"]))
 def test_driver_minimums(case):
     assert load_build_module().minimum_linux_driver(case["cuda_major"]) == case["minimum"]
+
+
+@pytest.mark.parametrize("case", section("pypi_nvcc"), ids=lambda case: str(case["cuda_major"]))
+def test_which_majors_have_nvcc_on_pypi(case):
+    cuda = f"{case['cuda_major']}.0"
+    if case["nvcc_on_pypi"]:
+        assert pypi_toolkit.requirements(cuda)[0] == f"nvidia-cuda-nvcc=={cuda}.*"
+    else:
+        with pytest.raises(pypi_toolkit.ToolkitError, match="carry no nvcc"):
+            pypi_toolkit.requirements(cuda)
 
 
 @pytest.mark.parametrize("case", section("variant_label_valid"), ids=lambda case: repr(case["label"]))

@@ -16,7 +16,7 @@ import pytest
 
 import release_server
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "resolver" / "adapter"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "resolver"))
 
 TAG = "cp312-cp312-manylinux_2_28_x86_64"  # the tag of release_server.wheel_file_name()
 
@@ -90,6 +90,20 @@ def test_every_setting_has_a_bad_value(table):
     assert sorted(entry["suffix"] for entry in table) == sorted(BAD_VALUE)
 
 
+@pytest.mark.parametrize("command", ["resolve", "select", "fetch", "mirror"])
+def test_the_table_and_the_usage_texts_name_the_callers_variables(resolver, command):
+    """The helper holds no project name: under --env-prefix, `version --json` lists each setting by
+    its full name with a type and a default, and the usage texts name the caller's variables."""
+    done = subprocess.run([str(resolver), "--env-prefix", "OTHER_PROJECT_", "version", "--json"], capture_output=True,
+                          text=True, timeout=30, check=True)
+    listed = json.loads(done.stdout)["settings"]
+    assert [entry["name"] for entry in listed] == [f"OTHER_PROJECT_{entry['suffix']}" for entry in listed]
+    assert all(entry["type"] and entry["default"] for entry in listed)
+    usage = subprocess.run([str(resolver), "--env-prefix", "OTHER_PROJECT_", command, "--help"], capture_output=True,
+                           text=True, timeout=30)
+    assert usage.returncode == 0 and "OTHER_PROJECT_" in usage.stdout and "CULINA" not in usage.stdout, usage.stdout
+
+
 @pytest.mark.parametrize("path", sorted(PATHS))
 def test_a_bad_value_stops_resolve_before_any_decision(resolver, release, table, statuses, path):
     for entry in table:
@@ -128,7 +142,7 @@ def test_a_bad_env_prefix_is_bad_input(resolver, statuses):
 
 
 def test_the_exit_statuses_are_the_adapters(statuses):
-    import helper_client
+    from culina_resolver import helper_client
 
     assert statuses == {"ok": 0, "failed": 1, "bad_input": helper_client.EXIT_BAD_INPUT,
                         "no_way_to_serve": helper_client.EXIT_NO_WAY_TO_SERVE}

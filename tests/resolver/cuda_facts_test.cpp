@@ -45,6 +45,7 @@ TEST(CudaFacts, TheEmbeddedFileIsTheRepositorysFile) {
     EXPECT_EQ(embedded.driver_minimum_linux, on_disk.driver_minimum_linux);
     EXPECT_EQ(embedded.arch_introduced_in, on_disk.arch_introduced_in);
     EXPECT_EQ(embedded.toolkits_to_suggest, on_disk.toolkits_to_suggest);
+    EXPECT_EQ(embedded.pypi_nvcc_first_major, on_disk.pypi_nvcc_first_major);
     EXPECT_EQ(embedded.variant_label.characters, on_disk.variant_label.characters);
 }
 
@@ -62,6 +63,13 @@ TEST(CudaFacts, DriverMinimums) {
 TEST(CudaFacts, VariantLabelValidity) {
     for (const nlohmann::json& row : section("variant_label_valid")) {
         EXPECT_EQ(is_valid_variant_label(row.at("label").get<std::string>()), row.at("valid").get<bool>()) << row;
+    }
+}
+
+TEST(CudaFacts, WhichMajorsHaveNvccOnPypi) {
+    for (const nlohmann::json& row : section("pypi_nvcc")) {
+        EXPECT_EQ(row.at("cuda_major").get<int>() >= cuda_facts().pypi_nvcc_first_major, row.at("nvcc_on_pypi").get<bool>())
+            << row;
     }
 }
 

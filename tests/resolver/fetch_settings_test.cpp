@@ -43,6 +43,13 @@ TEST(FetchSettings, Defaults) {
     EXPECT_EQ(cache_root_of({{"HOME", "/home/u"}}), "/home/u/.cache/culina");
 }
 
+TEST(FetchSettings, TheDefaultCacheFolderIsTheCallersName) {
+    const EnvLookup env = env_of({{"HOME", "/home/u"}, {"XDG_CACHE_HOME", "/xdg"}});
+    EXPECT_EQ(resolve_cache_root(std::nullopt, SettingNames{"MY_PKG_"}, env), "/xdg/my-pkg");
+    EXPECT_EQ(resolve_cache_root(std::nullopt, SettingNames{"TINYCU_"}, env_of({{"HOME", "/home/u"}})),
+              "/home/u/.cache/tinycu");
+}
+
 TEST(FetchSettings, ReadsValues) {
     const FetchSettings settings = parse_fetch_settings(
         env_of({{"HOME", "/h"}, {"CULINA_TIMEOUT", "5"}, {"CULINA_RETRIES", "0"}, {"CULINA_OFFLINE", "1"}}));

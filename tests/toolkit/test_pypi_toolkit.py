@@ -1,4 +1,4 @@
-"""A CUDA toolkit from NVIDIA's PyPI packages (resolver/adapter/pypi_toolkit.py): what is asked of
+"""A CUDA toolkit from NVIDIA's PyPI packages (resolver/culina_resolver/pypi_toolkit.py): what is asked of
 pip, and, with this machine's own toolkit hidden, that the build and the helper's probe both find
 the PyPI one and the extension compiles with it."""
 
@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "resolver" / "adapter"))
+sys.path.insert(0, str(REPO / "resolver"))
 sys.path.insert(0, str(REPO / "tools" / "release"))
 
 import no_toolkit  # noqa: E402
-import pypi_toolkit  # noqa: E402
+from culina_resolver import pypi_toolkit  # noqa: E402
 
 CUDA = "13.5"  # the install tests' second release build uses the same folder
 TAGS = "cp312-cp312-manylinux_2_28_x86_64\n"
@@ -61,7 +61,7 @@ def run(command: list[str], env: dict[str, str], timeout: float = 60) -> subproc
     return done
 
 
-FIND = "import cuda_build_ext as b; t = b.find_toolkit(); print(t.full_version, '|', t.source)"
+FIND = "from culina_resolver import cuda_build_ext as b; t = b.find_toolkit(); print(t.full_version, '|', t.source)"
 
 
 def found_by_both(resolver: Path, site: Path, env: dict[str, str], tmp_path: Path, hide: bool) -> tuple[str, str]:
@@ -69,7 +69,7 @@ def found_by_both(resolver: Path, site: Path, env: dict[str, str], tmp_path: Pat
     (tmp_path / "tags.txt").write_text(TAGS)
     (tmp_path / "manifest.json").write_text(json.dumps({"schema_version": 1, "name": "culina", "version": "0.1.0",
                                                         "wheels": []}))
-    env = {**env, "PYTHONPATH": f"{site}:{REPO / 'resolver' / 'adapter'}"}
+    env = {**env, "PYTHONPATH": f"{site}:{REPO / 'resolver'}"}
     build = [sys.executable, "-c", FIND]
     helper = [str(resolver), "select", "--manifest", str(tmp_path / "manifest.json"), "--tags",
               str(tmp_path / "tags.txt"), "--json", "--pypi-toolkit", str(pypi_toolkit.root_in(site))]

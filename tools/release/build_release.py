@@ -1,10 +1,13 @@
 """Builds a project's release assets into one folder (culina's, or with --project-root those of any
-project that configures the resolver in its pyproject.toml, docs/ADOPTING.md): a fat wheel per (Python, CUDA toolkit), each
-checked for the architectures it must carry, repaired by auditwheel and named with its variant
-label, with its PEP 825 variant.json inside; the prebuilt install helper for this platform (helper/,
-static libstdc++); then release-manifest.json (written by that helper's manifest writer), PEP 825's
-index file <name>-<version>-variants.json, and the sdist with the manifest and the prebuilt helpers
-inside. `make release` and .github/workflows/release.yml call this.
+project whose build backend is culina_resolver.backend, docs/ADOPTING.md): a fat wheel per
+(Python, CUDA toolkit), each checked for the architectures it must carry, repaired by auditwheel
+and named with its variant label, with its PEP 825 variant.json inside; the prebuilt install
+helper for this platform (helper/, static libstdc++); then release-manifest.json (written by that
+helper's manifest writer), PEP 825's index file <name>-<version>-variants.json, and the sdist with
+the manifest inside, and the prebuilt helpers too when the project carries the resolver in its
+tree (culina; an adopter's users get the helper in the culina-resolver wheel, which
+build_resolver.py makes). An adopter's build imports culina_resolver from this checkout.
+`make release` and .github/workflows/release.yml call this.
 
 Usage: python tools/release/build_release.py --out DIR [--project-root DIR] [--archs LIST] [--python PY ...]
                                              [--cuda X.Y ... | --cuda-home DIR ...] [--no-auditwheel]
@@ -26,18 +29,17 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]  # culina's checkout: the tools, the adapter, build/toolkits
-sys.path.insert(0, str(REPO / "resolver" / "adapter"))
+REPO = Path(__file__).resolve().parents[2]  # culina's checkout: the tools, the resolver, build/toolkits
+RESOLVER = REPO / "resolver"  # what holds the culina_resolver package
+sys.path.insert(0, str(RESOLVER))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import adapter_settings  # noqa: E402
 import binary_archs  # noqa: E402
-import cuda_build_ext as adapter  # noqa: E402
-import helper_build  # noqa: E402
-import prebuilt_wheel  # noqa: E402
-import pypi_toolkit  # noqa: E402
-from adapter_settings import ARCHS, RELEASE_BUILD  # noqa: E402
-from project_config import ProjectConfig  # noqa: E402
+from culina_resolver import cuda_build_ext as adapter  # noqa: E402
+from culina_resolver import helper_build, helper_client, prebuilt_wheel, pypi_toolkit, resolver_files  # noqa: E402
+from culina_resolver.adapter_error import AdapterError  # noqa: E402
+from culina_resolver.adapter_settings import ARCHS, RELEASE_BUILD  # noqa: E402
+from culina_resolver.project_config import ProjectConfig  # noqa: E402
 import variant_metadata  # noqa: E402
 import wheel_label  # noqa: E402
 import wheel_smoke  # noqa: E402
@@ -59,6 +61,19 @@ class Project:
 
     root: Path
     config: ProjectConfig
+
+    @property
+    def carries_resolver(self) -> bool:
+        """culina's own tree carries the resolver; an adopter requires culina-resolver."""
+        return resolver_files.carried_by(self.root)
+
+    def environment(self, extra: dict[str, str]) -> dict[str, str]:
+        """This process's environment and `extra`, for a build of the project without isolation: a
+        project that requires culina-resolver imports it from this checkout's resolver/."""
+        env = {**os.environ, **extra}
+        if not self.carries_resolver:
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(RESOLVER), os.environ.get("PYTHONPATH")]))
+        return env
 
 
 class ReleaseError(RuntimeError):
@@ -100,15 +115,15 @@ def toolkit_of_version(cuda: str) -> adapter.Toolkit:
     return toolkit
 
 
-def python_tag(python: str, config: ProjectConfig) -> str:
+def python_tag(python: str, project: Project) -> str:
     """cp312 for a CPython 3.12, after checking it can build the extension without isolation."""
     probe = ("import sys, setuptools, pybind11, wheel, packaging; "
              "__import__('tomllib' if sys.version_info >= (3, 11) else 'tomli'); "
              "print(f'cp{sys.version_info[0]}{sys.version_info[1]}')")
-    proc = subprocess.run([python, "-c", probe], capture_output=True, text=True)
+    proc = subprocess.run([python, "-c", probe], capture_output=True, text=True, env=project.environment({}))
     if proc.returncode != 0:
         why = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
-        raise ReleaseError(f"--python {python} cannot build {config.name} ({why}). "
+        raise ReleaseError(f"--python {python} cannot build {project.config.name} ({why}). "
                            f"Install the build requirements: {python} -m pip install setuptools wheel pybind11 packaging tomli")
     return proc.stdout.strip()
 
@@ -165,8 +180,8 @@ def _build_wheel_locked(project: Project, python: str, key: str, build_base: Pat
                       f"[bdist_wheel]\nbdist_dir = {build_base / 'bdist'}\n")
     out = work / key
     prefix = project.config.env_prefix
-    env = {**os.environ, prefix + RELEASE_BUILD: "1", prefix + ARCHS: archs, "CUDA_HOME": str(toolkit.root),
-           "DIST_EXTRA_CONFIG": str(config)}
+    env = project.environment({prefix + RELEASE_BUILD: "1", prefix + ARCHS: archs, "CUDA_HOME": str(toolkit.root),
+                               "DIST_EXTRA_CONFIG": str(config)})
     env.pop("CUDA_PATH", None)
     say(f"building {key}: {python}, nvcc {toolkit.full_version} ({toolkit.root}), {prefix + ARCHS}={archs}")
     started = time.monotonic()
@@ -201,21 +216,16 @@ def write_manifest(out: Path, entries: list[Entry], helper: helper_build.Helper,
     name, version = config.name, config.version
     manifest = out / MANIFEST
     manifest.unlink(missing_ok=True)
-    proc = subprocess.run(**helper.popen_arguments(["manifest", "init", "--manifest", str(manifest), "--name", name,
-                                                    "--version", version]), capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise ReleaseError(f"`{helper.path} manifest init` failed for {name} {version}: {proc.stderr.strip()}")
+    helper_client.write_manifest(helper, ["init", "--manifest", str(manifest), "--name", name, "--version", version])
     for wheel, cuda, sass, ptx in entries:
-        cmd = ["manifest", "add", "--manifest", str(manifest), "--wheel", str(wheel)]
+        cmd = ["add", "--manifest", str(manifest), "--wheel", str(wheel)]
         if cuda is not None:
             cmd += ["--cuda", cuda]
         if sass:
             cmd += ["--sass", ",".join(sass)]
         if ptx:
             cmd += ["--ptx", ",".join(ptx)]
-        proc = subprocess.run(**helper.popen_arguments(cmd), capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise ReleaseError(f"the manifest writer refused {wheel.name}: {proc.stderr.strip()}")
+        helper_client.write_manifest(helper, cmd)
     say(f"wrote {manifest} ({len(entries)} wheels) with {helper.path}")
     return manifest
 
@@ -245,13 +255,31 @@ def write_variants_index(out: Path, manifest: Path) -> Path:
 
 
 def build_sdist(project: Project, out: Path, manifest: Path, work: Path) -> Path:
-    """The sdist with the manifest and the prebuilt helpers inside. It is built from a staged copy
+    """The sdist with the manifest inside, and the prebuilt helpers when the project carries the
+    resolver (an adopter's come in the culina-resolver wheel). It is built from a staged copy
     of the tree: a release-manifest.json in the working tree would change what `pip install .`
     does for anyone building there meanwhile, so the real tree never holds one."""
     stage = work / "sdist-tree"
     shutil.rmtree(stage, ignore_errors=True)
     shutil.copytree(project.root, stage, ignore=STAGE_IGNORE)
     shutil.copy2(manifest, stage / MANIFEST)
+    if project.carries_resolver:
+        _stage_prebuilt_helpers(stage, out)
+    target = out / f"{project.config.name}-{project.config.version}.tar.gz"
+    target.unlink(missing_ok=True)
+    proc = subprocess.run([sys.executable, "setup.py", "-q", "sdist", "--dist-dir", str(out)], cwd=stage,
+                          capture_output=True, text=True, env=project.environment({}))
+    if proc.returncode != 0 or not target.is_file():
+        raise ReleaseError(f"building the sdist in {stage} failed (exit {proc.returncode}):\n"
+                           f"{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
+    inside = f"{MANIFEST} and the prebuilt helpers" if project.carries_resolver else MANIFEST
+    say(f"sdist {target.name} with {inside} inside")
+    return target
+
+
+def _stage_prebuilt_helpers(stage: Path, out: Path) -> None:
+    """The release's prebuilt helpers into the staged tree's resolver/prebuilt/, checked against the
+    staged sources."""
     shutil.copytree(out / HELPERS, stage / helper_build.PREBUILT_DIR.relative_to(REPO))
     staged_sources = helper_build.source_hash(stage / helper_build.SOURCE_DIR.relative_to(REPO))
     for entry in json.loads((out / HELPERS / helper_build.PREBUILT_RECORD).read_text())["helpers"]:
@@ -259,15 +287,6 @@ def build_sdist(project: Project, out: Path, manifest: Path, work: Path) -> Path
             raise ReleaseError(f"the prebuilt helper for {entry['platform']} was built from other sources than the "
                                f"sdist carries ({entry['source_hash'][:12]} vs {staged_sources[:12]}): resolver/src "
                                "changed during the release build; build the release again from a clean checkout")
-    target = out / f"{project.config.name}-{project.config.version}.tar.gz"
-    target.unlink(missing_ok=True)
-    proc = subprocess.run([sys.executable, "setup.py", "-q", "sdist", "--dist-dir", str(out)], cwd=stage,
-                          capture_output=True, text=True)
-    if proc.returncode != 0 or not target.is_file():
-        raise ReleaseError(f"building the sdist in {stage} failed (exit {proc.returncode}):\n"
-                           f"{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
-    say(f"sdist {target.name} with {MANIFEST} and the prebuilt helpers inside")
-    return target
 
 
 def merged_entries(manifests: list[Path], out: Path) -> list[Entry]:
@@ -303,6 +322,17 @@ def merged_entries(manifests: list[Path], out: Path) -> list[Entry]:
     return entries
 
 
+def merged_helper(folder: Path) -> helper_build.Helper:
+    """The gathered prebuilt helper for this platform, checked as an install checks it (its record's
+    sha256, the sources here, the glibc, the handshake): it writes the merged manifest."""
+    helper, checked = helper_build.prebuilt_helper(helper_build.source_hash(), folder)
+    if helper is None:
+        raise ReleaseError(f"no gathered prebuilt helper can write the manifest here: {checked}. Fix: run the merge "
+                           f"on a platform one of the merged jobs built for")
+    say(f"manifest writer: {checked}")
+    return helper
+
+
 def built_entries(args, project: Project, out: Path, work: Path) -> list[Entry]:
     if args.cuda:
         toolkits = [toolkit_of_version(cuda) for cuda in args.cuda]
@@ -314,7 +344,7 @@ def built_entries(args, project: Project, out: Path, work: Path) -> list[Entry]:
             raise ReleaseError(f"no CUDA toolkit found ({adapter.TOOLKIT_SEARCH}): pass --cuda X.Y (a toolkit "
                                "from PyPI for CUDA 13) or --cuda-home DIR, or install one")
         toolkits = [found]
-    pythons = [(python, python_tag(python, project.config)) for python in (args.python or [sys.executable])]
+    pythons = [(python, python_tag(python, project)) for python in (args.python or [sys.executable])]
     plan = [(p, t, k) for p, t in pythons for k in toolkits]
     say(f"{len(plan)} wheel(s): Pythons {[t for _, t in pythons]} x CUDA {[k.version for k in toolkits]}, "
         f"archs {args.archs or 'pyproject release_archs for each toolkit'!r}")
@@ -354,8 +384,8 @@ def main() -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("--out", type=Path, required=True, help="folder for the wheels, manifest and sdist")
     parser.add_argument("--project-root", type=Path, default=REPO,
-                        help="the project to release: a folder with pyproject.toml, setup.py and the resolver "
-                             f"copied into resolver/ (default: {REPO})")
+                        help="the project to release: a folder with pyproject.toml and setup.py whose build backend "
+                             f"is culina_resolver.backend (default: {REPO})")
     parser.add_argument("--archs", help="<prefix>CUDA_ARCHS for every wheel (default: pyproject's release_archs "
                                         "for the toolkit's CUDA major)")
     parser.add_argument("--python", nargs="+", help="interpreters to build for (default: this one)")
@@ -393,7 +423,7 @@ def main() -> int:
                 entries = merged_entries(args.merge, out)
                 platforms = helper_build.merge_prebuilt([m.parent / HELPERS for m in args.merge], out / HELPERS)
                 say(f"prebuilt helpers gathered for {', '.join(platforms)}")
-                helper = helper_build.helper_binary(adapter_settings.current())
+                helper = merged_helper(out / HELPERS)
             else:
                 entries = built_entries(args, project, out, work)
                 helper = helper_build.build_prebuilt(out / HELPERS)
@@ -403,8 +433,7 @@ def main() -> int:
                 manifest = write_manifest(out, entries, helper, project.config)
             write_variants_index(out, manifest)
             sdist = build_sdist(project, out, manifest, work)
-    except (ReleaseError, binary_archs.ArchError, adapter.BuildError, helper_build.HelperBuildError,
-            ValueError) as error:  # ValueError: wheel_label or variant_metadata cannot do as asked
+    except (ReleaseError, binary_archs.ArchError, AdapterError, ValueError) as error:  # ValueError: wheel_label or variant_metadata cannot do as asked
         print(f"build_release: {error}", file=sys.stderr)
         return 1
     report(entries, sdist, out)

@@ -22,9 +22,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "resolver" / "adapter"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "resolver"))
 
-from prebuilt_wheel import file_sha256, standard_name  # noqa: E402 - the resolver's own renaming, so both agree
+from culina_resolver.prebuilt_wheel import file_sha256, standard_name  # noqa: E402 - the resolver's own renaming, so both agree
 
 MANIFEST = "release-manifest.json"
 

@@ -14,8 +14,8 @@ import sys
 import zipfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "resolver" / "adapter"))
-from prebuilt_wheel import record_hash  # noqa: E402 - one RECORD hash for the release and delivery
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "resolver"))
+from culina_resolver.prebuilt_wheel import record_hash  # noqa: E402 - one RECORD hash for the release and delivery
 
 # PEP 825's draft schema: "$schema" must name it, and tools refuse versions they do not know.
 SCHEMA_URL = "https://variants-schema.wheelnext.dev/peps/825/v0.1.1.json"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import cuda_facts
+from culina_resolver import cuda_facts
 
 # name-version[-build]-python-abi-platform.whl, with no variant label yet
 PLAIN_WHEEL = re.compile(r"(?P<stem>[^-]+-[^-]+(?:-\d[^-]*)?-[^-]+-[^-]+-[^-]+)\.whl")

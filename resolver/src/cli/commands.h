@@ -18,6 +18,6 @@ int fetch_command(const Args& args, const HelperSettings& settings);
 int resolve_command(const Args& args, const HelperSettings& settings);
 int mirror_command(const Args& args, const HelperSettings& settings);
 int manifest_command(const Args& args);
-int version_command(const Args& args);
+int version_command(const Args& args, const SettingNames& names);  // the settings under names' prefix
 
 }  // namespace culina::cli

@@ -13,14 +13,17 @@
 namespace culina::cli {
 namespace {
 
-constexpr const char* kFetchUsage =
-    "usage: culina-resolver fetch --manifest FILE --file WHEEL [--base-url URL] [--cache-dir DIR] [--allow-http]\n"
-    "  --manifest FILE   release-manifest.json holding WHEEL's sha256 and size\n"
-    "  --file WHEEL      the asset to fetch, as named in the manifest\n"
-    "  --base-url URL    where the release assets are (default: CULINA_RELEASE_URL); fetches <URL>/<WHEEL>;\n"
-    "                    a local folder (/path or file:///path) is read, never written\n"
-    "  --cache-dir DIR   cache root (default: CULINA_CACHE_DIR, $XDG_CACHE_HOME/culina, ~/.cache/culina)\n"
-    "  --allow-http      permit plain http beyond loopback: only when the manifest came inside the sdist\n";
+std::string fetch_usage(const SettingNames& names) {
+    return "usage: culina-resolver fetch --manifest FILE --file WHEEL [--base-url URL] [--cache-dir DIR] [--allow-http]\n"
+           "  --manifest FILE   release-manifest.json holding WHEEL's sha256 and size\n"
+           "  --file WHEEL      the asset to fetch, as named in the manifest\n"
+           "  --base-url URL    where the release assets are (default: " + names.of("RELEASE_URL") +
+           "); fetches <URL>/<WHEEL>;\n"
+           "                    a local folder (/path or file:///path) is read, never written\n"
+           "  --cache-dir DIR   cache root (default: " + names.of("CACHE_DIR") + ", $XDG_CACHE_HOME/" + names.caller() +
+           ", ~/.cache/" + names.caller() + ")\n"
+           "  --allow-http      permit plain http beyond loopback: only when the manifest came inside the sdist\n";
+}
 
 struct FetchArgs {
     std::string manifest;
@@ -30,8 +33,8 @@ struct FetchArgs {
     bool allow_http = false;
 };
 
-int fetch_usage_error(const std::string& message) {
-    std::cerr << "culina-resolver fetch: " << message << "\n" << kFetchUsage;
+int fetch_usage_error(const std::string& message, const SettingNames& names) {
+    std::cerr << "culina-resolver fetch: " << message << "\n" << fetch_usage(names);
     return exit_code(ExitStatus::bad_input);
 }
 
@@ -42,7 +45,7 @@ int fetch_command(const Args& args, const HelperSettings& settings) {
     for (std::size_t i = 0; i < args.size(); ++i) {
         const std::string& flag = args[i];
         if (flag == "--help" || flag == "-h") {
-            std::cout << kFetchUsage;
+            std::cout << fetch_usage(settings.names);
             return exit_code(ExitStatus::ok);
         }
         if (flag == "--allow-http") {
@@ -50,19 +53,19 @@ int fetch_command(const Args& args, const HelperSettings& settings) {
             continue;
         }
         if (flag != "--manifest" && flag != "--file" && flag != "--base-url" && flag != "--cache-dir") {
-            return fetch_usage_error("unknown option '" + flag + "'");
+            return fetch_usage_error("unknown option '" + flag + "'", settings.names);
         }
-        if (i + 1 == args.size()) return fetch_usage_error(flag + " needs a value");
+        if (i + 1 == args.size()) return fetch_usage_error(flag + " needs a value", settings.names);
         const std::string& value = args[++i];
         if (flag == "--manifest") parsed.manifest = value;
         if (flag == "--file") parsed.file = value;
         if (flag == "--base-url") parsed.base_url = value;
         if (flag == "--cache-dir") parsed.cache_dir = value;
     }
-    if (parsed.manifest.empty()) return fetch_usage_error("--manifest is required");
-    if (parsed.file.empty()) return fetch_usage_error("--file is required");
+    if (parsed.manifest.empty()) return fetch_usage_error("--manifest is required", settings.names);
+    if (parsed.file.empty()) return fetch_usage_error("--file is required", settings.names);
     const std::optional<std::string> base = release_base_url(parsed.base_url, settings);
-    if (!base) return fetch_usage_error(no_release_url_message(settings));
+    if (!base) return fetch_usage_error(no_release_url_message(settings), settings.names);
 
     const Manifest manifest = load_manifest(parsed.manifest);
     const WheelEntry* entry = nullptr;

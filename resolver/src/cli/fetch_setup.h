@@ -19,7 +19,7 @@ fetch::FetchOptions fetch_options_for(const std::string& command, const HelperSe
 // --base-url, else the RELEASE_URL setting: a URL or a local release folder; nullopt when neither is set.
 std::optional<std::string> release_base_url(const std::optional<std::string>& flag, const HelperSettings& settings);
 
-// "no release URL: pass --base-url or set CULINA_RELEASE_URL"
+// "no release URL: pass --base-url or set <PREFIX>RELEASE_URL"
 std::string no_release_url_message(const HelperSettings& settings);
 
 fetch::WheelExpectation expectation_for(const Manifest& manifest, const WheelEntry& wheel, const std::string& base_url);

@@ -16,21 +16,22 @@ struct Command {
     const char* name;
     int (*run_with_settings)(const culina::cli::Args&, const culina::HelperSettings&);  // reads settings
     int (*run)(const culina::cli::Args&);                                                // reads none
+    int (*run_with_names)(const culina::cli::Args&, const culina::SettingNames&);        // names them, reads none
     const char* summary;
 };
 
 const Command kCommands[] = {
-    {"probe", culina::cli::probe_command, nullptr, "describe this host (OS, CPU, driver, GPUs, toolkit) [--json]"},
-    {"select", culina::cli::select_command, nullptr, "choose a wheel: --manifest FILE --tags FILE [--json]"},
-    {"fetch", culina::cli::fetch_command, nullptr,
+    {"probe", culina::cli::probe_command, nullptr, nullptr, "describe this host (OS, CPU, driver, GPUs, toolkit) [--json]"},
+    {"select", culina::cli::select_command, nullptr, nullptr, "choose a wheel: --manifest FILE --tags FILE [--json]"},
+    {"fetch", culina::cli::fetch_command, nullptr, nullptr,
      "download and verify: --manifest FILE --file WHEEL [--base-url URL] [--cache-dir DIR]"},
-    {"resolve", culina::cli::resolve_command, nullptr,
+    {"resolve", culina::cli::resolve_command, nullptr, nullptr,
      "probe, select and fetch: --manifest FILE|--manifest-url URL --tags FILE [--json]"},
-    {"mirror", culina::cli::mirror_command, nullptr,
+    {"mirror", culina::cli::mirror_command, nullptr, nullptr,
      "fill a local release folder for <PREFIX>RELEASE_URL: --manifest FILE --dest DIR [--base-url URL]"},
-    {"manifest", nullptr, culina::cli::manifest_command, "write release-manifest.json: init | add --wheel PATH (release scripts)"},
-    {"version", nullptr, culina::cli::version_command,
-     "the sources this binary was built from, for the install's handshake [--json]"},
+    {"manifest", nullptr, culina::cli::manifest_command, nullptr, "write release-manifest.json: init | add --wheel PATH (release scripts)"},
+    {"version", nullptr, nullptr, culina::cli::version_command,
+     "the sources this binary was built from, for the install's handshake; --json adds the settings table"},
 };
 
 void print_commands(std::ostream& out) {
@@ -60,7 +61,7 @@ int main(int argc, char** argv) {
         if (at + 1 == argc || !culina::is_valid_env_prefix(argv[at + 1])) {
             std::cerr << "culina-resolver: --env-prefix '" << (at + 1 == argc ? "" : culina::printable(argv[at + 1]))
                       << "' is not a prefix: give upper-case letters, digits and '_', starting with a letter and "
-                         "ending in '_', like CULINA_\n";
+                         "ending in '_', like MYPROJ_\n";
             return culina::exit_code(culina::ExitStatus::bad_input);
         }
         names.prefix = argv[at + 1];
@@ -75,6 +76,7 @@ int main(int argc, char** argv) {
         if (std::strcmp(argv[at], command.name) != 0) continue;
         try {
             if (command.run) return command.run(args);
+            if (command.run_with_names) return command.run_with_names(args, names);
             const culina::HelperSettings settings = asks_for_help(args)
                                                         ? culina::default_helper_settings(names)
                                                         : culina::parse_helper_settings(names, culina::process_environment());

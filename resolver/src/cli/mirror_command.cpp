@@ -1,5 +1,5 @@
 // culina-resolver mirror: fill a release folder that installs read through
-// CULINA_RELEASE_URL=/that/folder (air-gapped and shared sites): every wheel of the manifest, or
+// <PREFIX>RELEASE_URL=/that/folder (air-gapped and shared sites): every wheel of the manifest, or
 // those of the given variants and platforms, downloaded, verified against the manifest and
 // renamed into place. A run that stopped resumes where it was; wheels already there and verified
 // are kept. Exit ok when every chosen wheel is there, failed when some could not be fetched,
@@ -22,15 +22,16 @@
 namespace culina::cli {
 namespace {
 
-constexpr const char* kMirrorUsage =
-    "usage: culina-resolver mirror --manifest FILE --dest DIR [--base-url URL] [--variant LIST] [--platform LIST]\n"
-    "                             [--allow-http]\n"
-    "  --manifest FILE   the release's release-manifest.json (a release asset, also inside the sdist)\n"
-    "  --dest DIR        the folder to fill; installs then read it with <PREFIX>RELEASE_URL=DIR\n"
-    "  --base-url URL    where the release assets are (default: <PREFIX>RELEASE_URL, CULINA_RELEASE_URL by default)\n"
-    "  --variant LIST    only these variant labels, e.g. cu129,cu130,null\n"
-    "  --platform LIST   only wheels with a platform tag containing one of these, e.g. x86_64,manylinux_2_28_aarch64\n"
-    "  --allow-http      permit plain http beyond loopback (the manifest holds the hashes)\n";
+std::string mirror_usage(const SettingNames& names) {
+    return "usage: culina-resolver mirror --manifest FILE --dest DIR [--base-url URL] [--variant LIST] [--platform LIST]\n"
+           "                             [--allow-http]\n"
+           "  --manifest FILE   the release's release-manifest.json (a release asset, also inside the sdist)\n"
+           "  --dest DIR        the folder to fill; installs then read it with " + names.of("RELEASE_URL") + "=DIR\n"
+           "  --base-url URL    where the release assets are (default: " + names.of("RELEASE_URL") + ")\n"
+           "  --variant LIST    only these variant labels, e.g. cu129,cu130,null\n"
+           "  --platform LIST   only wheels with a platform tag containing one of these, e.g. x86_64,manylinux_2_28_aarch64\n"
+           "  --allow-http      permit plain http beyond loopback (the manifest holds the hashes)\n";
+}
 
 struct MirrorArgs {
     std::string manifest;
@@ -41,8 +42,8 @@ struct MirrorArgs {
     bool allow_http = false;
 };
 
-int mirror_usage_error(const std::string& message) {
-    std::cerr << "culina-resolver mirror: " << message << "\n" << kMirrorUsage;
+int mirror_usage_error(const std::string& message, const SettingNames& names) {
+    std::cerr << "culina-resolver mirror: " << message << "\n" << mirror_usage(names);
     return exit_code(ExitStatus::bad_input);
 }
 
@@ -70,7 +71,7 @@ int mirror_command(const Args& args, const HelperSettings& settings) {
     for (std::size_t i = 0; i < args.size(); ++i) {
         const std::string& flag = args[i];
         if (flag == "--help" || flag == "-h") {
-            std::cout << kMirrorUsage;
+            std::cout << mirror_usage(settings.names);
             return exit_code(ExitStatus::ok);
         }
         if (flag == "--allow-http") {
@@ -79,9 +80,9 @@ int mirror_command(const Args& args, const HelperSettings& settings) {
         }
         if (flag != "--manifest" && flag != "--dest" && flag != "--base-url" && flag != "--variant" &&
             flag != "--platform") {
-            return mirror_usage_error("unknown option '" + flag + "'");
+            return mirror_usage_error("unknown option '" + flag + "'", settings.names);
         }
-        if (i + 1 == args.size()) return mirror_usage_error(flag + " needs a value");
+        if (i + 1 == args.size()) return mirror_usage_error(flag + " needs a value", settings.names);
         const std::string& value = args[++i];
         if (flag == "--manifest") parsed.manifest = value;
         if (flag == "--dest") parsed.dest = value;
@@ -89,10 +90,10 @@ int mirror_command(const Args& args, const HelperSettings& settings) {
         if (flag == "--variant") parsed.variants = comma_list(value);
         if (flag == "--platform") parsed.platforms = comma_list(value);
     }
-    if (parsed.manifest.empty()) return mirror_usage_error("--manifest is required");
-    if (parsed.dest.empty()) return mirror_usage_error("--dest is required");
+    if (parsed.manifest.empty()) return mirror_usage_error("--manifest is required", settings.names);
+    if (parsed.dest.empty()) return mirror_usage_error("--dest is required", settings.names);
     const std::optional<std::string> base = release_base_url(parsed.base_url, settings);
-    if (!base) return mirror_usage_error(no_release_url_message(settings));
+    if (!base) return mirror_usage_error(no_release_url_message(settings), settings.names);
 
     const Manifest manifest = load_manifest(parsed.manifest);
     std::vector<const WheelEntry*> chosen;

@@ -17,7 +17,7 @@
 namespace culina::cli {
 namespace {
 
-void print_resolve_usage(std::ostream& out) {
+void print_resolve_usage(std::ostream& out, const SettingNames& names) {
     out << "usage: culina-resolver resolve (--manifest FILE | (--manifest-url URL | --manifest-from-release)\n"
            "                                                   --project NAME --project-version V)\n"
            "                              --tags FILE [--base-url URL] [--cache-dir DIR]\n"
@@ -25,16 +25,20 @@ void print_resolve_usage(std::ostream& out) {
            "                              [--caller-states-decision]\n"
            "  probe this host, choose a wheel (as `select`), then download and verify it (as `fetch`).\n"
            "  When the chosen wheel cannot be fetched, the decision falls back to a local build, and\n"
-           "  fetch_error says why; a wheel named by CULINA_VARIANT, one that fails its checksum (unless\n"
-           "  CULINA_BUILD_ON_MISMATCH=1) and any build under CULINA_ONLY_BINARY=1 end in an error instead.\n"
+           "  fetch_error says why; a wheel named by "
+        << names.of("VARIANT") << ", one that fails its checksum (unless\n  " << names.of("BUILD_ON_MISMATCH")
+        << "=1) and any build under " << names.of("ONLY_BINARY") << "=1 end in an error instead.\n"
            "  --manifest-url URL    fetch the manifest (an sdist that carries none); it must describe\n"
            "                        --project at --project-version. Not fetched offline or for a source\n"
            "                        build; one that cannot be fetched counts as listing no wheels\n"
            "  --manifest-from-release  as --manifest-url, at the release URL's release-manifest.json\n"
-           "                        (CULINA_RELEASE_URL, which keeps credentials off the command line)\n"
-           "  --base-url URL        release assets (default: CULINA_RELEASE_URL; a URL with credentials\n"
+           "                        ("
+        << names.of("RELEASE_URL") << ", which keeps credentials off the command line)\n"
+           "  --base-url URL        release assets (default: "
+        << names.of("RELEASE_URL") << "; a URL with credentials\n"
            "                        belongs in the variable: a command line is visible to every local user)\n"
-           "  --cache-dir DIR       cache root (default: CULINA_CACHE_DIR, $XDG_CACHE_HOME/culina, ~/.cache/culina)\n"
+           "  --cache-dir DIR       cache root (default: "
+        << names.of("CACHE_DIR") << ", $XDG_CACHE_HOME/" << names.caller() << ", ~/.cache/" << names.caller() << ")\n"
            "  --allow-http          plain http beyond loopback: only when the manifest came inside the sdist\n"
            "  --default-archs LIST  local build targets when no GPU is visible (default "
         << kDefaultLocalBuildArchs
@@ -43,8 +47,9 @@ void print_resolve_usage(std::ostream& out) {
            "                        searched after PATH (CUDA_HOME, CUDA_PATH, PATH, ROOT, /usr/local/cuda)\n"
            "  --caller-states-decision  the caller prints the decision and an error's reason itself: the log\n"
            "                        leaves out the summary line and an error table's reason line\n"
-           "environment: CULINA_VARIANT, CULINA_OFFLINE, CULINA_TIMEOUT, CULINA_RETRIES, CULINA_CA_BUNDLE,\n"
-           "CULINA_OVERRIDE_CUDA, CULINA_OVERRIDE_SM, CULINA_ONLY_BINARY, CULINA_BUILD_ON_MISMATCH\n"
+           "environment: "
+        << setting_list(names)
+        << "\n"
            "exit status: 0 act on the decision, 2 bad input, 3 nothing can serve this host (reason printed)\n";
 }
 
@@ -85,11 +90,12 @@ Outcome fetch_chosen_wheel(const SelectionOptions& options, const HelperSettings
 }  // namespace
 
 int resolve_command(const Args& args, const HelperSettings& settings) {
-    const std::optional<SelectionOptions> parsed = selection_options_or_usage("resolve", args, true, print_resolve_usage);
+    const std::optional<SelectionOptions> parsed = selection_options_or_usage(
+        "resolve", args, true, [&settings](std::ostream& out) { print_resolve_usage(out, settings.names); });
     if (!parsed) return exit_code(ExitStatus::bad_input);
     const SelectionOptions& options = *parsed;
     if (options.help) {
-        print_resolve_usage(std::cout);
+        print_resolve_usage(std::cout, settings.names);
         return exit_code(ExitStatus::ok);
     }
     const SelectionInput input = load_selection_input(options, settings);

@@ -11,7 +11,7 @@
 namespace culina::cli {
 namespace {
 
-void print_select_usage(std::ostream& out) {
+void print_select_usage(std::ostream& out, const SettingNames& names) {
     out << "usage: culina-resolver select --manifest FILE --tags FILE [--json] [--default-archs LIST]\n"
            "                             [--pypi-toolkit ROOT]\n"
            "  --manifest FILE       release-manifest.json\n"
@@ -22,18 +22,20 @@ void print_select_usage(std::ostream& out) {
         << ")\n"
            "  --pypi-toolkit ROOT   a CUDA toolkit from NVIDIA's PyPI packages that the installing Python has,\n"
            "                        searched after PATH (CUDA_HOME, CUDA_PATH, PATH, ROOT, /usr/local/cuda)\n"
-           "environment: CULINA_VARIANT (auto | a release label | null/cpu | source), and the probe's\n"
-           "CULINA_OVERRIDE_CUDA / CULINA_OVERRIDE_SM\n"
+           "environment: "
+        << names.of("VARIANT") << " (auto | a release label | null/cpu | source), and the probe's\n"
+        << names.of("OVERRIDE_CUDA") << " / " << names.of("OVERRIDE_SM") << "\n"
            "exit status: 0 a decision, 2 bad input, 3 nothing can serve this host (reason printed)\n";
 }
 
 }  // namespace
 
 int select_command(const Args& args, const HelperSettings& settings) {
-    const std::optional<SelectionOptions> options = selection_options_or_usage("select", args, false, print_select_usage);
+    const std::optional<SelectionOptions> options = selection_options_or_usage(
+        "select", args, false, [&settings](std::ostream& out) { print_select_usage(out, settings.names); });
     if (!options) return exit_code(ExitStatus::bad_input);
     if (options->help) {
-        print_select_usage(std::cout);
+        print_select_usage(std::cout, settings.names);
         return exit_code(ExitStatus::ok);
     }
 

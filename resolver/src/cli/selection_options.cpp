@@ -148,7 +148,7 @@ SelectionInput load_selection_input(const SelectionOptions& options, const Helpe
 }
 
 std::optional<SelectionOptions> selection_options_or_usage(const std::string& command, const Args& args, bool with_fetch,
-                                                           void (*usage)(std::ostream&)) {
+                                                           const std::function<void(std::ostream&)>& usage) {
     try {
         return parse_selection_options(args, with_fetch);
     } catch (const UsageError& error) {

@@ -2,6 +2,7 @@
 // local-build defaults; `resolve` adds where and how to fetch.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -43,6 +44,6 @@ SelectionInput load_selection_input(const SelectionOptions& options, const Helpe
 // The command line, or nullopt after printing a problem with it and `usage` as
 // "culina-resolver <command>: ...".
 std::optional<SelectionOptions> selection_options_or_usage(const std::string& command, const Args& args, bool with_fetch,
-                                                           void (*usage)(std::ostream&));
+                                                           const std::function<void(std::ostream&)>& usage);
 
 }  // namespace culina::cli

@@ -2,7 +2,8 @@
 // before trusting a prebuilt helper from the sdist: the answer must name the hash of the sources
 // the sdist carries (CULINA_HELPER_SOURCE_HASH, set by the adapter's build), proving the binary
 // starts on this host and belongs to this release. --json also lists the exit statuses and the
-// settings table (suffixes and accepted forms), which the adapter and the tests check against.
+// settings table under the caller's prefix (--env-prefix): each variable's name, suffix, type,
+// default and accepted form, which the adapter and the tests check against.
 #include <iostream>
 
 #include <nlohmann/json.hpp>
@@ -15,7 +16,7 @@
 
 namespace culina::cli {
 
-int version_command(const Args& args) {
+int version_command(const Args& args, const SettingNames& names) {
     const bool json = args.size() == 1 && args[0] == "--json";
     if (!args.empty() && !json) {
         std::cerr << "usage: culina-resolver version [--json]\n";
@@ -29,14 +30,21 @@ int version_command(const Args& args) {
     if (json) {
         nlohmann::json statuses = nlohmann::json::object();
         for (const ExitStatusName& entry : kExitStatusNames) statuses[entry.name] = exit_code(entry.status);
+        const HelperSettings defaults = default_helper_settings(names);
         nlohmann::json settings = nlohmann::json::array();
         for (std::size_t i = 0; i < kSettingSpecCount; ++i) {
-            settings.push_back({{"suffix", kSettingSpecs[i].suffix}, {"accepted", kSettingSpecs[i].accepted}});
+            const SettingSpec& spec = kSettingSpecs[i];
+            settings.push_back({{"name", names.of(spec.suffix)},
+                                {"suffix", spec.suffix},
+                                {"type", spec.type},
+                                {"default", spec.shown_default(defaults)},
+                                {"accepted", spec.accepted}});
         }
         std::cout << nlohmann::json{{"source_hash", CULINA_HELPER_SOURCE_HASH},
                                     {"compiler", __VERSION__},
                                     {"cpuinfo", cpuinfo},
                                     {"default_env_prefix", kDefaultEnvPrefix},
+                                    {"env_prefix", names.prefix},
                                     {"exit_statuses", statuses},
                                     {"settings", settings}}
                          .dump()

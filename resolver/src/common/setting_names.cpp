@@ -4,6 +4,14 @@
 
 namespace culina {
 
+std::string SettingNames::caller() const {
+    std::string name = lowercase(prefix.substr(0, prefix.size() - 1));
+    for (char& c : name) {
+        if (c == '_') c = '-';
+    }
+    return name;
+}
+
 EnvLookup process_environment() {
     return [](const std::string& name) { return get_env(name.c_str()); };
 }

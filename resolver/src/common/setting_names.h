@@ -1,5 +1,6 @@
 // The helper's settings are environment variables named PREFIX + suffix. The prefix belongs to
-// the caller (`culina-resolver --env-prefix PREFIX`, default CULINA_), so every message names the
+// the caller (`culina-resolver --env-prefix PREFIX`; CULINA_ when none is given, for direct use and
+// the tests: the adapter always passes its own), so every message names the
 // variable the user actually sets.
 #pragma once
 
@@ -16,6 +17,10 @@ struct SettingNames {
 
     // "TIMEOUT" -> "CULINA_TIMEOUT"
     std::string of(const std::string& suffix) const { return prefix + suffix; }
+
+    // The caller's short name, made of its prefix ("MY_PKG_" -> "my-pkg"): the default cache
+    // folder and the temporary folders are named with it, so nothing names another project.
+    std::string caller() const;
 };
 
 // One environment variable, or nullopt when unset (an empty value is returned as "").

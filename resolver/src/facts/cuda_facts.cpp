@@ -77,6 +77,7 @@ CudaFacts parse_cuda_facts(const std::string& json_text) {
     for (const json& value : member(document, "toolkits_to_suggest")) {
         facts.toolkits_to_suggest.push_back(cuda_version(value, "toolkits_to_suggest"));
     }
+    facts.pypi_nvcc_first_major = major_of(text(member(member(document, "pypi_nvcc"), "first_major"), "first_major"));
     const json& label = member(document, "variant_label");
     facts.variant_label.cuda_prefix = text(member(label, "cuda_prefix"), "cuda_prefix");
     facts.variant_label.cpu = text(member(label, "cpu"), "cpu");

@@ -35,6 +35,7 @@ struct CudaFacts {
     ArchSuffixFacts arch_specific;                   // 'a'
     ArchSuffixFacts family;                          // 'f'
     std::vector<CudaVersion> toolkits_to_suggest;    // the newest toolkit of each CUDA major
+    int pypi_nvcc_first_major = 0;                   // from it on, NVIDIA's PyPI packages carry nvcc
     VariantLabelFacts variant_label;
 };
 

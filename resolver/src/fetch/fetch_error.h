@@ -12,7 +12,7 @@ struct FetchError : Error {
     enum class Kind {
         configuration,  // a setting or argument that cannot be used (ExitStatus::bad_input)
         network,        // the asset could not be transferred
-        unavailable,    // offline (CULINA_OFFLINE=1) and not in the cache
+        unavailable,    // offline (<PREFIX>OFFLINE=1) and not in the cache
         verification,   // the bytes arrived but are not the wheel the manifest describes
         local,          // the cache or the machine (disk, permissions, missing library)
     };

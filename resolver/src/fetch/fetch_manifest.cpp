@@ -19,7 +19,7 @@ namespace {
 // mkdtemp's folder is 0700 and new, so the part file inside it cannot be a planted link.
 class PrivateFolder {
 public:
-    PrivateFolder() : path_(make_private_folder("culina-manifest")) {}
+    explicit PrivateFolder(const SettingNames& names) : path_(make_private_folder(names.caller() + "-manifest")) {}
     ~PrivateFolder() {
         std::error_code ignored;
         std::filesystem::remove_all(path_, ignored);
@@ -36,7 +36,7 @@ private:
 }  // namespace
 
 std::string fetch_manifest_text(const std::string& url, const FetchOptions& options) {
-    const PrivateFolder folder;
+    const PrivateFolder folder(options.settings.names);
     DownloadRequest request;
     request.url = url;
     request.part_path = folder.path() + "/release-manifest.json";

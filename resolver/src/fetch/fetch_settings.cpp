@@ -27,7 +27,7 @@ std::string resolve_cache_root(const std::optional<std::string>& cache_dir, cons
         const std::string& value = *cache_dir;
         if (!is_cache_dir_form(value)) {
             throw configuration_error(variable + "='" + value +
-                                      "' is not an absolute path: give one like /var/cache/culina or ~/.cache/culina "
+                                      "' is not an absolute path: give one like /var/cache/" + names.caller() + " or ~/.cache/" + names.caller() + " "
                                       "(~ is your HOME; ~user and relative paths are not accepted)");
         }
         if (value == "~" || starts_with(value, "~/")) {
@@ -40,9 +40,9 @@ std::string resolve_cache_root(const std::optional<std::string>& cache_dir, cons
             root = value;
         }
     } else if (const auto xdg = host_env("XDG_CACHE_HOME"); non_empty(xdg) && std::filesystem::path(*xdg).is_absolute()) {
-        root = std::filesystem::path(*xdg) / kDefaultCacheFolder;
+        root = std::filesystem::path(*xdg) / names.caller();
     } else if (non_empty(home)) {
-        root = std::filesystem::path(*home) / ".cache" / kDefaultCacheFolder;
+        root = std::filesystem::path(*home) / ".cache" / names.caller();
     } else {
         throw configuration_error("no cache directory: " + variable + ", XDG_CACHE_HOME and HOME are all unset; set " +
                                   variable + " to a writable folder");

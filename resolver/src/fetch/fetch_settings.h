@@ -13,9 +13,6 @@
 
 namespace culina::fetch {
 
-// The folder under XDG_CACHE_HOME or ~/.cache when no CACHE_DIR is set.
-inline constexpr const char* kDefaultCacheFolder = "culina";
-
 // MIN_RATE's default, KiB/s. 32 KiB/s (256 kbit/s) is slower than any link one fetches wheels over
 // by choice, yet it keeps a 50 MB wheel's deadline (about 26 min) inside the adapter's one-hour
 // kill of the helper, and drops a server that trickles at a few KiB/s.
@@ -37,7 +34,8 @@ struct FetchSettings {
 // CACHE_DIR's accepted form: an absolute path, "~" or "~/...".
 bool is_cache_dir_form(const std::string& value);
 
-// cache_dir, else $XDG_CACHE_HOME/culina (when absolute), else $HOME/.cache/culina; the result is
+// cache_dir, else $XDG_CACHE_HOME/<caller> (when absolute), else $HOME/.cache/<caller>, where
+// <caller> is names.caller() ("culina" for CULINA_); the result is
 // normalised ("a/../b" is "b", no trailing slash). Throws FetchError(configuration) when a "~"
 // path meets a HOME that is not absolute, or nothing gives a root.
 std::string resolve_cache_root(const std::optional<std::string>& cache_dir, const SettingNames& names,

@@ -139,7 +139,7 @@ void fetch_into(const CachePaths& paths, const WheelExpectation& expected, const
                                               options.settings.ca_bundle_source,
                                               options.settings.names};
                 Progress progress(progress_out, options.progress_redraw, options.progress_interval,
-                                  "culina: " + expected.file, expected.size);
+                                  options.settings.names.caller() + ": " + expected.file, expected.size);
                 result = download(request, progress, log);
             }
             verify_part(paths, expected, result.sha256);
@@ -213,7 +213,7 @@ FetchedWheel fetch_wheel(const WheelExpectation& expected, const FetchOptions& o
             ". Fetching into a private temporary folder instead; to use a cache, set " + names.of("CACHE_DIR") +
             " to a folder that only you own and may write, under folders only you or root may write");
     }
-    const std::string private_folder = make_private_folder("culina-wheel");
+    const std::string private_folder = make_private_folder(names.caller() + "-wheel");
     const CachePaths private_paths = cache_paths(private_folder, expected.file);
     fetch_into(private_paths, expected, options, log);
     log("verified " + expected.file + " (size, sha256, METADATA " + expected.project + " " + expected.version +

@@ -48,7 +48,7 @@ std::optional<std::string> local_asset_path(const std::string& location) {
     if (path_at == std::string::npos || (!host.empty() && lowercase(host) != "localhost")) {
         throw configuration_error("'" + redacted_url(location) +
                                   "' is not a local folder: a file:// URL names a path on this machine, like "
-                                  "file:///srv/culina-wheels");
+                                  "file:///srv/wheels");
     }
     return percent_decoded(rest.substr(path_at, rest.find_first_of("?#", path_at) - path_at));
 }

@@ -44,6 +44,12 @@ struct GpuInfo {
     ComputeCapability sm;
 };
 
+// An AMD GPU from the KFD topology: culina has no ROCm build, so it is reported, never served.
+struct AmdGpuInfo {
+    int node = 0;     // its topology node
+    std::string gfx;  // the ISA, "gfx942"
+};
+
 struct ToolkitInfo {
     std::string nvcc;  // absolute path
     CudaVersion cuda;
@@ -56,9 +62,10 @@ struct HostInfo {
     OsInfo os;
     CpuInfo cpu;
     DriverInfo driver;
-    std::vector<GpuInfo> gpus;
+    std::vector<GpuInfo> gpus;          // NVIDIA GPUs
+    std::vector<AmdGpuInfo> amd_gpus;
     std::optional<ToolkitInfo> toolkit;
-    std::vector<std::string> overrides;  // names of CULINA_OVERRIDE_* variables that applied
+    std::vector<std::string> overrides;  // names of the <PREFIX>OVERRIDE_* variables that applied
     std::vector<std::string> errors;     // what could not be detected, and why
 };
 

@@ -15,6 +15,8 @@ nlohmann::json host_to_json(const HostInfo& host) {
     for (const GpuInfo& gpu : host.gpus) {
         gpus.push_back({{"index", gpu.index}, {"name", gpu.name}, {"sm", gpu.sm.str()}});
     }
+    nlohmann::json amd_gpus = nlohmann::json::array();
+    for (const AmdGpuInfo& gpu : host.amd_gpus) amd_gpus.push_back({{"node", gpu.node}, {"gfx", gpu.gfx}});
     return {
         {"os",
          {{"system", host.os.system},
@@ -34,6 +36,7 @@ nlohmann::json host_to_json(const HostInfo& host) {
           {"cuda", host.driver.cuda ? nlohmann::json(host.driver.cuda->str()) : nlohmann::json(nullptr)},
           {"source", host.driver.source}}},
         {"gpus", gpus},
+        {"amd_gpus", amd_gpus},
         {"toolkit", host.toolkit ? nlohmann::json{{"nvcc", host.toolkit->nvcc}, {"cuda", host.toolkit->cuda.str()}}
                                  : nlohmann::json(nullptr)},
         {"overrides", host.overrides},

@@ -34,6 +34,9 @@ std::string host_to_table(const HostInfo& host) {
     for (const GpuInfo& gpu : host.gpus) {
         row("gpu " + std::to_string(gpu.index), gpu.name + ", sm " + gpu.sm.str());
     }
+    for (const AmdGpuInfo& gpu : host.amd_gpus) {
+        row("amd gpu", "node " + std::to_string(gpu.node) + ", " + gpu.gfx + " (no ROCm build: not served)");
+    }
     row("toolkit", host.toolkit ? "CUDA " + host.toolkit->cuda.str() + " (" + host.toolkit->nvcc + ")" : "(none)");
     if (!host.overrides.empty()) row("overrides", joined(host.overrides));
     for (const std::string& error : host.errors) row("error", error);

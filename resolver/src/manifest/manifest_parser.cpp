@@ -41,7 +41,7 @@ namespace {
 
 const char* kSchemaHint = " (see resolver/src/manifest/SCHEMA.md)";
 const char* kNotAManifestHint =
-    ": this is not a release manifest; use the release-manifest.json of a culina release (or one written by "
+    ": this is not a release manifest; use a release's release-manifest.json (one written by "
     "`culina-resolver manifest`)";
 
 // A short rendering of a value for an error message. Containers are named, not dumped: a
@@ -291,7 +291,7 @@ Manifest parse_manifest(const std::string& json_text) {
     if (!schema_version.is_number_integer() || schema_version.get<std::int64_t>() != kManifestSchemaVersion) {
         throw ManifestError("schema_version", describe(schema_version) + " is not supported; this resolver reads schema version " +
                                                   std::to_string(kManifestSchemaVersion) +
-                                                  " (regenerate the manifest, or update culina's resolver)");
+                                                  " (regenerate the manifest, or update culina-resolver)");
     }
     reader.reject_unknown_keys({"schema_version", "name", "version", "wheels"});
     manifest.name = reader.string("name");

@@ -11,9 +11,6 @@
 namespace culina {
 namespace {
 
-// The first CUDA major whose nvcc NVIDIA publishes on PyPI.
-constexpr int kFirstMajorWithPypiNvcc = 13;
-
 // "a", "a or b", "a, b or c"
 std::string join_alternatives(const std::vector<std::string>& items) {
     if (items.size() < 2) return join(items, "");
@@ -48,7 +45,7 @@ std::vector<std::string> gpu_build_problems(const PolicyHost& host, const CudaVe
 // The driver's CUDA version, when a toolkit of it from PyPI can build for every GPU here.
 std::optional<CudaVersion> pypi_toolkit_for_gpus(const PolicyHost& host) {
     const std::optional<CudaVersion>& driver = host.input.host.driver.cuda;
-    if (!host.input.pypi_toolkit_allowed || !driver || driver->major < kFirstMajorWithPypiNvcc) return std::nullopt;
+    if (!host.input.pypi_toolkit_allowed || !driver || driver->major < cuda_facts().pypi_nvcc_first_major) return std::nullopt;
     return gpu_build_problems(host, *driver).empty() ? driver : std::nullopt;
 }
 
@@ -160,7 +157,7 @@ LocalBuildPlan plan_local_build(const PolicyHost& host, const std::vector<Candid
             plan.warnings.push_back("no CUDA toolkit was found, so the local build is CPU-only");
             return plan;
         }
-        case HostKind::cpu_only: return build_cpu(why + "; building the CPU-only variant locally");
+        case HostKind::cpu_only: return build_cpu(why + "; building the CPU-only variant locally" + host.no_rocm_note());
     }
     return fail(why);
 }

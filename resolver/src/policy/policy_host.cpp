@@ -49,6 +49,25 @@ std::string PolicyHost::driver_text() const {
     return input.host.driver.cuda ? "CUDA " + input.host.driver.cuda->str() : "no driver";
 }
 
+std::string PolicyHost::amd_gpu_list() const {
+    std::vector<std::pair<std::string, std::vector<std::string>>> by_gfx;
+    for (const AmdGpuInfo& gpu : input.host.amd_gpus) {
+        auto group = std::find_if(by_gfx.begin(), by_gfx.end(), [&](const auto& g) { return g.first == gpu.gfx; });
+        if (group == by_gfx.end()) group = by_gfx.insert(by_gfx.end(), {gpu.gfx, {}});
+        group->second.push_back(std::to_string(gpu.node));
+    }
+    std::vector<std::string> labels;
+    for (const auto& [gfx, nodes] : by_gfx) {
+        labels.push_back((nodes.size() == 1 ? "AMD GPU node " : "AMD GPU nodes ") + join(nodes, ",") + " (" + gfx + ")");
+    }
+    return join(labels, ", ");
+}
+
+std::string PolicyHost::no_rocm_note() const {
+    if (input.host.amd_gpus.empty()) return "";
+    return "; this host's " + amd_gpu_list() + " cannot be served: culina has no ROCm build, so the CPU build is installed";
+}
+
 std::string PolicyHost::release_text() const { return input.manifest.name + " " + input.manifest.version; }
 
 std::string PolicyHost::variable(const char* suffix) const { return input.names.of(suffix); }

@@ -36,8 +36,12 @@ struct PolicyHost {
 
     std::string gpu_list() const;     // "GPU 0 (9.0), GPUs 1,2 (8.6)"
     std::string driver_text() const;  // "CUDA 13.0" or "no driver"
+    // "AMD GPU node 1 (gfx942)", "AMD GPU nodes 1,2 (gfx942)"; "" when the probe found none.
+    std::string amd_gpu_list() const;
+    // What a CPU-only decision adds for a host with AMD GPUs: "" without them.
+    std::string no_rocm_note() const;
     std::string release_text() const;  // "culina 0.1.0"
-    // "CULINA_VARIANT" for "VARIANT": the variable the user sets.
+    // "<PREFIX>VARIANT" for "VARIANT": the variable the user sets.
     std::string variable(const char* suffix) const;
     // Why this host's driver cannot run SASS built with CUDA `build`, or nullopt.
     std::optional<std::string> driver_problem(const CudaVersion& build) const;

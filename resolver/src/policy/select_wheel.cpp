@@ -147,6 +147,9 @@ private:
 
     Decision choose_automatically() {
         set_no_gpu_assumption();
+        if (!host_.input.host.amd_gpus.empty()) {
+            decision_.warnings.push_back(host_.amd_gpu_list() + " not used: culina has no ROCm build");
+        }
         const std::vector<size_t> order = accepted_best_first();
         if (order.empty()) {
             const std::optional<std::string>& unavailable = host_.input.manifest_unavailable;
@@ -183,7 +186,7 @@ private:
                 }
                 break;
             case HostKind::cpu_only:
-                install(best, "the CPU-only wheel, for a host without GPU, driver or toolkit");
+                install(best, "the CPU-only wheel, for a host without NVIDIA GPU, driver or toolkit" + host_.no_rocm_note());
                 break;
         }
         return decision_;

@@ -1,4 +1,4 @@
-// The VARIANT setting (CULINA_VARIANT by default): which release variant the user asks for.
+// The VARIANT setting (<PREFIX>VARIANT): which release variant the user asks for.
 #pragma once
 
 #include <optional>

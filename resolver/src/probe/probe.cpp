@@ -1,5 +1,6 @@
 #include "probe/probe.h"
 
+#include "probe/amd_gpu_probe.h"
 #include "probe/cpu_probe.h"
 #include "probe/cuda_driver_probe.h"
 #include "probe/driver_version.h"
@@ -57,6 +58,7 @@ HostInfo probe_host(const ProbeSettings& settings) {
     host.os = probe_os();
     host.cpu = probe_cpu();
     probe_driver(settings, host);
+    host.amd_gpus = probe_amd_gpus();
     host.toolkit = probe_toolkit(settings.pypi_toolkit_root, host.errors);
     return host;
 }

@@ -136,53 +136,80 @@ bool parse_release_url(const std::string& value, HelperSettings& settings) {
     return true;
 }
 
+// Each setting's default as `version --json` shows it, read off the defaults themselves.
+std::string shown_switch(bool on) { return on ? "on" : "off"; }
+std::string shown_variant(const HelperSettings& settings) {
+    return settings.variant.kind == VariantRequest::Kind::automatic ? "auto" : settings.variant.label;
+}
+std::string shown_offline(const HelperSettings& settings) { return shown_switch(settings.fetch.offline); }
+std::string shown_probed(const HelperSettings&) { return "unset: what the probe finds"; }
+std::string shown_probe_timeout(const HelperSettings& settings) {
+    return std::to_string(settings.probe.cuda_timeout.count() / 1000);
+}
+std::string shown_timeout(const HelperSettings& settings) { return std::to_string(settings.fetch.timeout_seconds); }
+std::string shown_retries(const HelperSettings& settings) { return std::to_string(settings.fetch.retries); }
+std::string shown_min_rate(const HelperSettings& settings) { return std::to_string(settings.fetch.min_rate_kib); }
+std::string shown_ca_bundle(const HelperSettings&) { return "unset: SSL_CERT_FILE, CURL_CA_BUNDLE, else the system store"; }
+std::string shown_cache_dir(const HelperSettings& settings) {
+    return "$XDG_CACHE_HOME/" + settings.names.caller() + ", else ~/.cache/" + settings.names.caller();
+}
+std::string shown_release_url(const HelperSettings&) { return "unset: no release"; }
+std::string shown_only_binary(const HelperSettings& settings) { return shown_switch(settings.fallback.never); }
+std::string shown_build_on_mismatch(const HelperSettings& settings) { return shown_switch(settings.fallback.after_mismatch); }
+
 }  // namespace
 
 // How every switch may be written (parse_switch), as its accepted form says it.
 #define SWITCH_FORMS "1, true, yes or on; 0, false, no or off (any case; empty: off)"
 
 const SettingSpec kSettingSpecs[] = {
-    {"VARIANT",
+    {"VARIANT", "choice",
      "auto, source, null (alias cpu), or a release label such as cu129 or cu130 (1-16 characters of a-z, 0-9, "
      "'.', '_'); empty means auto",
-     parse_variant, false},
-    {"OFFLINE", "a switch: on means no network, the cache only; " SWITCH_FORMS, parse_offline, false},
-    {"OVERRIDE_CUDA", "the driver's CUDA version like '12.9' or '13.0' (empty: no driver)", parse_override_cuda, false},
-    {"OVERRIDE_SM", "compute capabilities separated by commas, like '8.6,9.0' or '86,90' (empty: no GPU)",
-     parse_override_sm, false},
-    {"PROBE_TIMEOUT", "seconds between 0 and 3600, like '15' or '0.5'", parse_probe_timeout, false},
-    {"TIMEOUT",
+     shown_variant, parse_variant, false},
+    {"OFFLINE", "switch", "a switch: on means no network, the cache only; " SWITCH_FORMS, shown_offline, parse_offline, false},
+    {"OVERRIDE_CUDA", "CUDA version", "the driver's CUDA version like '12.9' or '13.0' (empty: no driver)", shown_probed, parse_override_cuda, false},
+    {"OVERRIDE_SM", "compute capabilities", "compute capabilities separated by commas, like '8.6,9.0' or '86,90' (empty: no GPU)",
+     shown_probed, parse_override_sm, false},
+    {"PROBE_TIMEOUT", "seconds", "seconds between 0 and 3600, like '15' or '0.5'", shown_probe_timeout, parse_probe_timeout, false},
+    {"TIMEOUT", "seconds",
      "seconds without progress before an attempt is dropped, a whole number from 1 to 3600 (default 30; empty: "
      "the default)",
-     parse_timeout, false},
-    {"RETRIES", "attempts after the first one for transient failures, a whole number from 0 to 20 (default 3; "
+     shown_timeout, parse_timeout, false},
+    {"RETRIES", "whole number", "attempts after the first one for transient failures, a whole number from 0 to 20 (default 3; "
                 "empty: the default)",
-     parse_retries, false},
-    {"MIN_RATE",
+     shown_retries, parse_retries, false},
+    {"MIN_RATE", "KiB/s",
      "the slowest average download rate accepted, in KiB/s (a download may take the TIMEOUT setting's seconds plus "
      "its size at this rate, retries included): a whole number from 1 to 1048576 (default 32; empty: the default)",
-     parse_min_rate, false},
-    {"CA_BUNDLE",
+     shown_min_rate, parse_min_rate, false},
+    {"CA_BUNDLE", "path",
      "the path of a readable PEM file of trusted CA certificates; unset it to use the system CA store",
-     parse_ca_bundle, false},
-    {"CACHE_DIR",
-     "an absolute path like /var/cache/culina, or ~ or ~/... for your HOME (~user and relative paths are not "
+     shown_ca_bundle, parse_ca_bundle, false},
+    {"CACHE_DIR", "path",
+     "an absolute path like /var/cache/NAME, or ~ or ~/... for your HOME (~user and relative paths are not "
      "accepted)",
-     parse_cache_dir, false},
-    {"RELEASE_URL",
+     shown_cache_dir, parse_cache_dir, false},
+    {"RELEASE_URL", "URL or folder",
      "the base URL of the release assets (https://...), or a local release folder (an absolute path or file:///...)",
-     parse_release_url, true},
-    {"ONLY_BINARY",
+     shown_release_url, parse_release_url, true},
+    {"ONLY_BINARY", "switch",
      "a switch: on never builds locally (a prebuilt wheel is installed or the install stops, like pip's "
      "--only-binary); " SWITCH_FORMS,
-     parse_only_binary, false},
-    {"BUILD_ON_MISMATCH",
+     shown_only_binary, parse_only_binary, false},
+    {"BUILD_ON_MISMATCH", "switch",
      "a switch: on discards a downloaded wheel that fails its checksum and builds locally; off (the default) stops "
      "the install, since a corrupted or tampered mirror must be noticed; " SWITCH_FORMS,
-     parse_build_on_mismatch, false},
+     shown_build_on_mismatch, parse_build_on_mismatch, false},
 };
 #undef SWITCH_FORMS
 const std::size_t kSettingSpecCount = sizeof(kSettingSpecs) / sizeof(kSettingSpecs[0]);
+
+std::string setting_list(const SettingNames& names) {
+    std::string list;
+    for (const SettingSpec& spec : kSettingSpecs) list += (list.empty() ? "" : ", ") + names.of(spec.suffix);
+    return list;
+}
 
 HelperSettings default_helper_settings(const SettingNames& names) {
     HelperSettings settings;

@@ -28,7 +28,10 @@ struct HelperSettings {
 
 struct SettingSpec {
     const char* suffix;    // the variable is prefix + suffix
+    const char* type;      // what kind of value: "switch", "seconds", "path", ... (`version --json`)
     const char* accepted;  // the accepted form, as the error message and the docs say it
+    // The default as `version --json` shows it, read off default_helper_settings(names).
+    std::string (*shown_default)(const HelperSettings& defaults);
     // Stores the value (set, possibly empty); false when it is not of the accepted form.
     bool (*parse)(const std::string& value, HelperSettings& settings);
     bool may_hold_credentials;  // a URL: messages show it redacted
@@ -37,6 +40,9 @@ struct SettingSpec {
 // Every variable the helper reads, in the order they are parsed.
 extern const SettingSpec kSettingSpecs[];
 extern const std::size_t kSettingSpecCount;
+
+// Every variable of the table under `names`' prefix, comma-separated, for usage texts.
+std::string setting_list(const SettingNames& names);
 
 // The defaults, every part naming its variables with `names`.
 HelperSettings default_helper_settings(const SettingNames& names);

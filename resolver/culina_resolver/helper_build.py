@@ -1,9 +1,10 @@
 """Finds or builds the `culina-resolver` helper for this install.
 
 In order (<prefix>HELPER, CULINA_HELPER for culina, picks which may serve):
-1. the prebuilt helper a release sdist carries for this platform (resolver/prebuilt/), used only
+1. the prebuilt helper for this platform that the culina-resolver wheel or a release sdist carries
+   (resolver_files.PREBUILT_DIR), used only
    when its platform and C library fit, its sha256 is the one recorded beside it, the recorded
-   source hash is that of the sources this sdist carries, and it answers `version --json` with
+   source hash is that of the sources carried beside it, and it answers `version --json` with
    that same hash: then no compiler is needed at all;
 2. a helper this user compiled earlier, from <prefix>CACHE_DIR/helper/<key> (the key hashes the
    sources, the compiler's identity and the flags), used only from a cache that passes the cache
@@ -35,18 +36,18 @@ import sysconfig
 import tempfile
 import time
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Callable
 
-import prebuilt_wheel
-import project_config
-from adapter_error import AdapterError
-from adapter_settings import CACHE_DIR, HELPER, AdapterSettings
-from helper_client import Helper, handshake_problem
+from . import prebuilt_wheel
+from . import project_config
+from . import resolver_files
+from .adapter_error import AdapterError
+from .adapter_settings import CACHE_DIR, HELPER, AdapterSettings
+from .helper_client import Helper, handshake_problem
 
-RESOLVER_DIR = Path(__file__).resolve().parents[1]
-SOURCE_DIR = RESOLVER_DIR / "src"
-BUNDLED_INCLUDE = RESOLVER_DIR / "bundled"  # nlohmann/json.hpp, added to the sdist when it is built
-PREBUILT_DIR = RESOLVER_DIR / "prebuilt"    # helpers built by the release jobs, added to a release sdist
+SOURCE_DIR = resolver_files.SOURCE_DIR
+BUNDLED_INCLUDE = resolver_files.BUNDLED_DIR  # nlohmann/json.hpp, added to an sdist when it is built
+PREBUILT_DIR = resolver_files.PREBUILT_DIR    # helpers built by the release jobs
 PREBUILT_RECORD = "helpers.json"
 PREBUILT_SCHEMA_VERSION = 1
 HELPER_NAME = "culina-resolver"
@@ -294,11 +295,11 @@ def _handshaken(opened: BinaryIO, binary: Path, digest: str, source: str, source
     return helper
 
 
-def prebuilt_helper(sources: str) -> tuple[Helper | None, str]:
-    """(the sdist's prebuilt helper for this host, what was checked) or (None, why it cannot serve)."""
-    record_path = PREBUILT_DIR / PREBUILT_RECORD
+def prebuilt_helper(sources: str, folder: Path = PREBUILT_DIR) -> tuple[Helper | None, str]:
+    """(the prebuilt helper for this host in `folder`, what was checked) or (None, why it cannot serve)."""
+    record_path = folder / PREBUILT_RECORD
     if not record_path.is_file():
-        return None, "this sdist carries no prebuilt helper (a source checkout or a development sdist)"
+        return None, f"{resolver_files.origin()} carries no prebuilt helper (a source checkout or a development sdist)"
     try:
         record = json.loads(record_path.read_text())
         entries = {entry["platform"]: entry for entry in record["helpers"]}
@@ -309,9 +310,9 @@ def prebuilt_helper(sources: str) -> tuple[Helper | None, str]:
     entry = entries.get(platform_name())
     if entry is None:
         return None, f"it carries helpers for {', '.join(sorted(entries)) or 'no platform'}, not {platform_name()}"
-    binary = PREBUILT_DIR / entry["file"]
+    binary = folder / entry["file"]
     if entry["source_hash"] != sources:
-        return None, f"{binary.name} was built from other sources than this sdist carries (a modified sdist)"
+        return None, f"{binary.name} was built from other sources than {resolver_files.origin()} carries (modified sources)"
     needed = tuple(int(part) for part in entry["glibc"].split("."))
     have = glibc_version()
     if have is None or have < needed:
@@ -445,12 +446,12 @@ def cache_key(compiler: str, sources: str) -> str:
     return digest.hexdigest()[:20]
 
 
-def _uncached_folder() -> Path:
+def _uncached_folder(settings: AdapterSettings) -> Path:
     """A private folder for this install's helper in the temporary folder (TMPDIR, as tempfile
     chooses it), used only when it passes the cache trust rule: whoever may write a folder above it
     could rename it away during the compile and plant a binary that would then run as this user."""
     temporary = tempfile.gettempdir()
-    folder = tempfile.mkdtemp(prefix="culina-helper-", dir=temporary)
+    folder = tempfile.mkdtemp(prefix=f"{settings.project.cache_name}-helper-", dir=temporary)
     problem = cache_trust_problem(Path(folder), ())
     if problem:
         try:
@@ -509,7 +510,7 @@ def compiled_helper(sources: str, why_not_prebuilt: str, settings: AdapterSettin
     if problem:
         say(f"WARNING: not using the helper cache: {problem}. Building a private copy for this install "
             f"(set {settings.var(CACHE_DIR)} to a folder only you can write, in folders only you or root can write)")
-        folder = _uncached_folder()
+        folder = _uncached_folder(settings)
     else:
         folder = root / "helper" / key
         helper, why_not = _cached_helper(folder, sources)
@@ -536,16 +537,16 @@ def helper_binary(settings: AdapterSettings) -> Helper:
         return compiled_helper(sources, f"{variable}=source asks to compile it", settings)
     helper, checked = prebuilt_helper(sources)
     if helper is not None:
-        say(f"prebuilt helper from the sdist: {checked}")
+        say(f"prebuilt helper from {resolver_files.origin()}: {checked}")
         return helper
     if choice == "prebuilt":
-        raise HelperBuildError(f"{variable}=prebuilt, but the sdist's prebuilt helper cannot serve: {checked}. "
+        raise HelperBuildError(f"{variable}=prebuilt, but the prebuilt helper from {resolver_files.origin()} cannot serve: {checked}. "
                                f"Fix: unset {variable} (or set it to source) to compile the helper here")
     say(f"prebuilt helper not used: {checked}")
     return compiled_helper(sources, checked, settings)
 
 
-def build_prebuilt(folder: Path) -> Helper:
+def build_prebuilt(folder: Path, log: Callable[[str], None] = say) -> Helper:
     """The release's helper for this platform: compiled portable (static libstdc++) into
     folder/<platform>/, recorded in folder/helpers.json with its sha256, the source hash and the
     glibc it was linked against. Returns it once it answered its handshake."""
@@ -568,7 +569,7 @@ def build_prebuilt(folder: Path) -> Helper:
              "source_hash": sources, "glibc": f"{libc[0]}.{libc[1]}",
              "compiler": run_compiler(compiler, ["--version"]).stdout.splitlines()[0]}
     write_prebuilt_record(folder, [entry])
-    say(f"prebuilt helper for {platform} (glibc {entry['glibc']}+) built in {time.monotonic() - started:.1f} s: {binary}")
+    log(f"prebuilt helper for {platform} (glibc {entry['glibc']}+) built in {time.monotonic() - started:.1f} s: {binary}")
     return helper
 
 

@@ -29,7 +29,7 @@ import zipfile
 from pathlib import Path
 from typing import BinaryIO
 
-from adapter_error import AdapterError
+from .adapter_error import AdapterError
 
 COPY_PIECE = 1 << 20          # members and the wheel are read in pieces of this size
 RECORD_SIZE_LIMIT = 16 << 20  # RECORD and _build_info.json are text of some KiB
@@ -255,18 +255,19 @@ def extract_metadata(wheel_path: Path, expected_sha256: str, metadata_directory:
 
 
 def deliver(wheel_path: Path, asset_name: str, expected: str, decision: dict, dist_dir: Path,
-            build_record_member: str) -> Path:
+            build_record_member: str, *, cache_root: Path | None = None) -> Path:
     """The wheel at wheel_path, as pip gets it. `expected` is its sha256 as the decision gives it
     (from the manifest), checked through open_verified on the same descriptor every member is then
     copied from, so a file swapped after the helper verified it is caught here.
-    build_record_member: the wheel's build record, which gets `decision` (the helper's document).
+    build_record_member: the wheel's build record, which gets `decision` (the helper's document)
+    and `cache_root` (the cache this install used, for `culina cache`).
     Raises DeliveryError, never a raw zipfile or csv error."""
     dist_dir.mkdir(parents=True, exist_ok=True)
     target = dist_dir / standard_name(asset_name)
     source = str(wheel_path)
     try:
         with open_verified(wheel_path, expected, "the manifest") as opened:
-            _deliver_verified(opened, source, asset_name, decision, target, build_record_member)
+            _deliver_verified(opened, source, asset_name, decision, target, build_record_member, cache_root)
     except WHEEL_READ_ERRORS as error:
         target.unlink(missing_ok=True)
         raise DeliveryError(f"cannot read {source} as a wheel ({error}); refusing it") from None
@@ -277,7 +278,7 @@ def deliver(wheel_path: Path, asset_name: str, expected: str, decision: dict, di
 
 
 def _deliver_verified(opened: BinaryIO, source: str, asset_name: str, decision: dict, target: Path,
-                      record_member: str) -> None:
+                      record_member: str, cache_root: Path | None) -> None:
     with zipfile.ZipFile(opened) as wheel:
         members = _checked_members(wheel, source)
         _check_metadata(wheel, asset_name, source)
@@ -287,6 +288,7 @@ def _deliver_verified(opened: BinaryIO, source: str, asset_name: str, decision: 
         record_name = records[0].filename
         record = _build_record(wheel, record_member, source)
         record["resolver"] = decision
+        record["cache_root"] = str(cache_root) if cache_root else None
         new_record = (json.dumps(record, indent=2) + "\n").encode()
         rows = _record_rows(_read_small(wheel, records[0], source).decode("utf-8"), record_name, source)
         rows = [row for row in rows if row[0] != record_member]

@@ -16,14 +16,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-import helper_client
-import prebuilt_wheel
-import pypi_toolkit
-from adapter_error import AdapterError
-from adapter_settings import RELEASE_URL, AdapterSettings
-from helper_build import HelperBuildError, cache_root, helper_binary, say
-from helper_client import Decision, Helper
-from project_config import PROJECT_ROOT
+from . import helper_client
+from . import prebuilt_wheel
+from . import pypi_toolkit
+from .adapter_error import AdapterError
+from .adapter_settings import RELEASE_URL, AdapterSettings
+from .helper_build import HelperBuildError, cache_root, helper_binary, say
+from .helper_client import Decision, Helper
+from .project_config import project_root
 
 MANIFEST_NAME = "release-manifest.json"
 
@@ -65,7 +65,7 @@ def _manifest_arguments(settings: AdapterSettings) -> list[str]:
     the release URL's, which the helper fetches itself (its libcurl path: CA bundle, proxies,
     timeouts, size cap), skips offline and for source builds, and treats as empty on failure. The
     URL itself goes through the helper's environment (helper_environment), never its argv."""
-    embedded = PROJECT_ROOT / MANIFEST_NAME
+    embedded = project_root() / MANIFEST_NAME
     if embedded.is_file():
         say(f"release manifest: {embedded} (inside the sdist)")
         return ["--manifest", str(embedded), "--allow-http"]
@@ -131,7 +131,8 @@ def deliver(decision: Decision, directory: Path, settings: AdapterSettings) -> P
     afterwards."""
     try:
         wheel = prebuilt_wheel.deliver(decision.wheel_path, decision.wheel.file, decision.wheel.sha256,
-                                       dict(decision.document), directory, settings.project.build_record_member)
+                                       dict(decision.document), directory, settings.project.build_record_member,
+                                       cache_root=cache_root(settings))
     finally:
         for folder in decision.private_folders:
             shutil.rmtree(folder, ignore_errors=True)

@@ -28,17 +28,18 @@ from pathlib import Path
 from setuptools import Extension
 from setuptools.command.build_ext import build_ext
 
-import adapter_settings
-import compile_pool
-import cuda_facts
-import install_resolution
-import project_config
-import pypi_toolkit
-from adapter_error import AdapterError, exits_with_message
-from adapter_settings import ACCEPTED_ARCHS, ARCHS, CCACHE, Arch, ArchSyntaxError
-from compile_pool import say
-from helper_client import Decision, HelperAnswerError, InstalledToolkit, PypiToolkit
-from project_config import BUILD_RECORD, ProjectConfig
+from . import adapter_settings
+from . import compile_pool
+from . import cuda_facts
+from . import helper_build
+from . import install_resolution
+from . import project_config
+from . import pypi_toolkit
+from .adapter_error import AdapterError, exits_with_message
+from .adapter_settings import ACCEPTED_ARCHS, ARCHS, CCACHE, Arch, ArchSyntaxError
+from .compile_pool import say
+from .helper_client import Decision, HelperAnswerError, InstalledToolkit, PypiToolkit
+from .project_config import BUILD_RECORD, ProjectConfig
 
 NVCC_TIME_LIMIT_S = 60  # `nvcc --version` and `--list-gpu-arch` answer in well under a second
 
@@ -223,11 +224,12 @@ def parse_archs(value: str, toolkit: Toolkit, project: ProjectConfig | None = No
         raise fail(str(error)) from None
     sass: list[Arch] = []
     ptx: list[Arch] = []
+    oldest = cuda_facts.facts()["toolkit_oldest_arch"].get(str(toolkit.major))  # "7.5" for CUDA 13
     for target in targets:
         digits = target.arch.digits
-        if digits not in known and toolkit.major >= 13 and int(digits) < 75:
-            raise fail(f"{target.entry!r}: CUDA {toolkit.major} targets 7.5 and newer only; build older "
-                       "GPUs with a CUDA 12 toolkit")
+        if digits not in known and oldest and int(digits) < int(oldest.replace(".", "")):
+            raise fail(f"{target.entry!r}: CUDA {toolkit.major} targets {oldest} and newer only; build older "
+                       f"GPUs with a CUDA {toolkit.major - 1} toolkit")
         if digits not in known:
             raise fail(f"{target.entry!r} is not an architecture nvcc {toolkit.version} can target")
         if target.arch not in sass:
@@ -281,7 +283,8 @@ class CudaBuildExt(build_ext):
                   "variant": cuda_facts.variant_label(None), "cpu_only": True,
                   "cuda_version": None, "nvcc_version": None, "toolkit_source": None, "sass_archs": [], "ptx_archs": [],
                   "compiler": compiler_version(self.compiler.compiler_so[0]),
-                  "resolver": dict(decision.document) if decision else None}
+                  "resolver": dict(decision.document) if decision else None,
+                  "cache_root": str(helper_build.cache_root(settings)) if decision else None}
         nvcc_flags: list[str] = []
         if cpu_only:
             say("building the CPU-only module, as the resolver decided")

@@ -3,7 +3,8 @@
 A Helper is the binary opened once and checked on that open file (helper_build chooses and
 checks it); it is only ever started from that file. Three questions are asked of it: its
 handshake (`version --json`), the GPUs its probe sees (`probe --json`), and the decision for this
-install (`resolve --json`). The decision is a versioned JSON document (policy/decision_json.cpp,
+install (`resolve --json`); the release tools also have it write the release manifest
+(`manifest init|add`, write_manifest). The decision is a versioned JSON document (policy/decision_json.cpp,
 docs/ARCHITECTURE.md "The decision"), parsed here once into a frozen Decision; everything after
 reads its typed fields. The helper's log streams to stderr as it comes.
 """
@@ -18,7 +19,7 @@ import threading
 from pathlib import Path
 from typing import Any, BinaryIO, Mapping
 
-from adapter_error import AdapterError
+from .adapter_error import AdapterError
 
 HELPER_TIME_LIMIT_S = 3600  # a safety net: the helper bounds its own probe and each download attempt
 HANDSHAKE_TIME_LIMIT_S = 10
@@ -207,6 +208,19 @@ def probed_gpus(helper: Helper, env_prefix: str) -> list[str]:
     except (ValueError, KeyError, TypeError) as error:
         raise HelperAnswerError(f"culina-resolver probe answered what the adapter cannot read ({error!r}): "
                                 f"{done.stdout.strip()[:200]!r}") from None
+
+
+def write_manifest(helper: Helper, arguments: list[str]) -> None:
+    """Runs `helper manifest <arguments>` (`init ...` or `add ...`: the release manifest writer).
+    Raises HelperAnswerError with the helper's last line when it refuses."""
+    try:
+        done = subprocess.run(**helper.popen_arguments(["manifest", *arguments]), capture_output=True, text=True,
+                              timeout=HELPER_TIME_LIMIT_S)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise HelperAnswerError(f"culina-resolver manifest ({helper.path}) could not run: {error}") from None
+    if done.returncode != 0:
+        raise HelperAnswerError(f"culina-resolver manifest {' '.join(arguments[:1])} refused: "
+                                f"{_last_line(done.stderr, done.returncode)}")
 
 
 def resolve(helper: Helper, arguments: list[str], environment: Mapping[str, str], stop_hint: str) -> Decision:

@@ -1,10 +1,15 @@
-"""The PEP 517 build backend of a project that adopts the resolver (culina, or any project that
-configures it in pyproject.toml, docs/ADOPTING.md): setuptools' own, with the resolver in front.
+"""The PEP 517 build backend of a project that adopts the resolver (culina, which carries it in
+its tree, or any project that requires culina-resolver and configures it in pyproject.toml,
+docs/ADOPTING.md): setuptools' own, with the resolver in front. The project is the working
+directory the frontend runs the hooks in.
 
-A frontend installs the static build requirements before any hook runs. The project has none: most
+A frontend installs the static build requirements before any hook runs. culina has none: most
 installs only need the verified wheel the resolver fetches, and what the resolver imports is
-bundled into the sdist (bundled_python). Every hook parses the adapter's settings first
-(adapter_settings), so a bad value stops before anything is decided, and runs under
+bundled into its sdist (bundled_python); another project has culina-resolver, whose dependencies
+are those packages. Without build isolation nothing is installed for the build, so each hook
+checks first that what it needs imports (require): a missing package ends in one line naming the
+pip command, before the helper or the extension is compiled. Every hook parses the adapter's
+settings first (adapter_settings), so a bad value stops before anything is decided, and runs under
 adapter_error.exits_with_message: a failure ends in one message, never a traceback.
 get_requires_for_build_wheel asks the resolver and names the compile toolchain
 (LOCAL_BUILD_REQUIRES) only when this host builds locally, with NVIDIA's PyPI toolkit when the
@@ -21,50 +26,87 @@ and read only when it and build/ can have been written by nobody but this user o
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
 
-import bundled_python
+from . import bundled_python
 
 RESOLVER_IMPORTS_OK = bundled_python.make_importable()  # before the modules that need them
 
-import adapter_settings  # noqa: E402
-import install_resolution  # noqa: E402
-import prebuilt_wheel  # noqa: E402
-import pypi_toolkit  # noqa: E402
-from adapter_error import AdapterError, exits_with_message  # noqa: E402
-from adapter_settings import AdapterSettings  # noqa: E402
-from helper_build import folder_problem, say  # noqa: E402
-from helper_client import Decision, HelperAnswerError, PypiToolkit  # noqa: E402
-from project_config import PROJECT_ROOT  # noqa: E402
+from . import adapter_settings  # noqa: E402
+from . import install_resolution  # noqa: E402
+from . import prebuilt_wheel  # noqa: E402
+from . import pypi_toolkit  # noqa: E402
+from .adapter_error import AdapterError, exits_with_message  # noqa: E402
+from .adapter_settings import AdapterSettings  # noqa: E402
+from .helper_build import folder_problem, say  # noqa: E402
+from .helper_client import Decision, HelperAnswerError, PypiToolkit  # noqa: E402
+from .project_config import project_root  # noqa: E402
 
 # What compiling the extension needs (local wheel builds, sdists, editable installs).
 LOCAL_BUILD_REQUIRES = ["setuptools>=68", "wheel", "pybind11>=2.13"]
 STATE_MAX_AGE_S = 3600
 
 
-class SetuptoolsMissing(AdapterError):
-    """A local build in an environment without setuptools."""
+class BuildRequirementMissing(AdapterError):
+    """A package the build needs is not importable in the build environment (--no-build-isolation)."""
 
-    context = "cannot build locally"
+    context = "cannot build"
+
+
+def _requirement_name(requirement: str) -> str:
+    """'pybind11>=2.13' -> 'pybind11'."""
+    return re.match(r"[A-Za-z0-9_.-]+", requirement.strip()).group(0)
+
+
+def missing_requirements(requirements: list[str]) -> list[str]:
+    """The requirements this interpreter cannot import: a requirement's module is its name; one
+    whose environment marker excludes this interpreter is not needed. Markers are evaluated with
+    packaging; without it a requirement with a marker is left out (the only one, tomli on Python
+    3.10, is named before this runs: reading pyproject.toml needs it)."""
+    missing = []
+    for requirement in requirements:
+        name, _, marker = requirement.partition(";")
+        if marker.strip():
+            if importlib.util.find_spec("packaging") is None:
+                continue
+            from packaging.markers import Marker
+            if not Marker(marker).evaluate():
+                continue
+        if importlib.util.find_spec(_requirement_name(name).replace("-", "_")) is None:
+            missing.append(requirement.strip())
+    return missing
+
+
+def require(requirements: list[str], needed_for: str) -> None:
+    """Raises BuildRequirementMissing naming every requirement missing here and the pip command
+    that installs them, before anything is compiled."""
+    missing = missing_requirements(requirements)
+    if missing:
+        names = ", ".join(map(_requirement_name, missing))
+        one = len(missing) == 1
+        raise BuildRequirementMissing(
+            f"{names} {'is' if one else 'are'} not installed in this build environment ({sys.executable}), and "
+            f"{needed_for} needs {'it' if one else 'them'}",
+            f"Fix: install {'it' if one else 'them'} there first ({sys.executable} -m pip install "
+            + " ".join(f'"{r}"' for r in missing) + "), as pip's --no-build-isolation builds with what is installed; "
+            "in an isolated build, run the install again (its first step chose a prebuilt wheel that has since left "
+            "the cache)")
 
 
 def _state_file(settings: AdapterSettings) -> Path:
-    return PROJECT_ROOT / "build" / f"{settings.project.cache_name}-resolution.json"
+    return project_root() / "build" / f"{settings.project.cache_name}-resolution.json"
 
 
-def _setuptools_backend():
-    try:
-        from setuptools import build_meta
-    except ImportError:
-        needs = " ".join(f"'{r}'" for r in LOCAL_BUILD_REQUIRES)
-        raise SetuptoolsMissing(
-            "setuptools is not installed in this build environment",
-            f"With --no-build-isolation install the toolchain first (pip install {needs}); if pip's first step "
-            "chose a prebuilt wheel that has since left the cache, run the install again") from None
+def _setuptools_backend(needed_for: str = "compiling the extension"):
+    """setuptools' backend, once every local build requirement is importable."""
+    require(LOCAL_BUILD_REQUIRES, needed_for)
+    from setuptools import build_meta
     return build_meta
 
 
@@ -79,6 +121,7 @@ def _state_key(settings: AdapterSettings) -> str:
 def _resolve(settings: AdapterSettings, fresh: bool) -> Decision:
     """fresh: resolve now; otherwise reuse what an earlier hook of this build kept. A decision
     made here is kept for the later hooks."""
+    require(bundled_python.REQUIRES, "choosing the install (the resolver reads the interpreter's wheel tags)")
     state = _state_file(settings)
     earlier = None if fresh else _earlier_decision(settings)
     if earlier is not None:
@@ -185,7 +228,8 @@ def get_requires_for_build_sdist(config_settings=None):
 @exits_with_message
 def build_sdist(sdist_directory, config_settings=None):
     adapter_settings.current()
-    return _setuptools_backend().build_sdist(sdist_directory, config_settings)
+    require(bundled_python.REQUIRES, "the sdist (which bundles them)")
+    return _setuptools_backend("building the sdist").build_sdist(sdist_directory, config_settings)
 
 
 @exits_with_message

@@ -16,13 +16,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from adapter_error import AdapterError
+from . import cuda_facts
+from .adapter_error import AdapterError
 
 # The packages of one toolkit; CCCL is versioned on its own and lags behind, so any 13.x of it up
 # to the toolkit's minor serves.
 VERSIONED_PACKAGES = ("nvidia-cuda-nvcc", "nvidia-nvvm", "nvidia-cuda-crt", "nvidia-cuda-runtime")
 CCCL_PACKAGE = "nvidia-cuda-cccl"
-FIRST_MAJOR_WITH_NVCC = 13
 # What compiling a .cu into a linkable object runs or reads, relative to the root.
 NEEDED = {"bin/nvcc": "the compiler driver", "nvvm/bin/cicc": "the device front end",
           "bin/cudafe++": "the host/device source splitter", "bin/ptxas": "the PTX assembler",
@@ -47,7 +47,7 @@ def _major_minor(cuda: str) -> tuple[int, int]:
 def requirements(cuda: str) -> list[str]:
     """pip requirements for the toolkit of CUDA `cuda` (major.minor, its newest patch release)."""
     major, minor = _major_minor(cuda)
-    if major < FIRST_MAJOR_WITH_NVCC:
+    if major < int(cuda_facts.facts()["pypi_nvcc"]["first_major"]):
         raise ToolkitError(f"NVIDIA's PyPI packages carry no nvcc for CUDA {major}: install the CUDA {cuda} "
                            "toolkit from NVIDIA (https://developer.nvidia.com/cuda-downloads) and set CUDA_HOME")
     return [*(f"{name}=={major}.{minor}.*" for name in VERSIONED_PACKAGES),

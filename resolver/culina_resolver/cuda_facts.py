@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import functools
 import json
-from pathlib import Path
 
-FACTS_FILE = Path(__file__).resolve().parents[1] / "src" / "facts" / "cuda_facts.json"
+from .resolver_files import FACTS_FILE
 
 
 @functools.lru_cache(maxsize=None)

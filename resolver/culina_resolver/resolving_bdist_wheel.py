@@ -1,5 +1,5 @@
 """setuptools `bdist_wheel` that asks the resolver first (docs/ARCHITECTURE.md, the flow of one install). Under
-pip it runs only for local builds (resolving_backend serves prebuilt wheels itself) and reuses
+pip it runs only for local builds (culina_resolver.backend serves prebuilt wheels itself) and reuses
 the backend's resolution; `python setup.py bdist_wheel` resolves here.
 
 install_wheel: the verified release wheel goes into dist_dir and nothing is compiled.
@@ -18,12 +18,12 @@ try:
 except ImportError:  # setuptools < 70.1 keeps it in the wheel package
     from wheel.bdist_wheel import bdist_wheel
 
-import adapter_settings
-from adapter_error import exits_with_message
-from adapter_settings import ARCHS, RELEASE_BUILD
-from cuda_build_ext import BuildPlan
-from helper_build import say
-from install_resolution import current_resolution, deliver
+from . import adapter_settings
+from .adapter_error import exits_with_message
+from .adapter_settings import ARCHS, RELEASE_BUILD
+from .cuda_build_ext import BuildPlan
+from .helper_build import say
+from .install_resolution import current_resolution, deliver
 
 
 class ResolvingBdistWheel(bdist_wheel):

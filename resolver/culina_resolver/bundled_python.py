@@ -12,9 +12,10 @@ import shutil
 import sys
 from pathlib import Path
 
-from adapter_error import AdapterError
+from .adapter_error import AdapterError
+from .resolver_files import BUNDLED_DIR
 
-PYTHON_BUNDLE = Path(__file__).resolve().parents[1] / "bundled" / "python"
+PYTHON_BUNDLE = BUNDLED_DIR / "python"
 PACKAGES = ("packaging", "tomli")
 REQUIRES = ["packaging", "tomli>=1.1; python_version < '3.11'"]
 

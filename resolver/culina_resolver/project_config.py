@@ -11,15 +11,15 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
+import sys
 from pathlib import Path
 
-from adapter_error import AdapterError
-from prebuilt_wheel import normalized_name
+from .adapter_error import AdapterError
+from .prebuilt_wheel import normalized_name
 
 # The build record the build writes beside the extension (cuda_build_ext) and delivery amends.
 BUILD_RECORD = "_build_info.json"
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the adapter lives in <project>/resolver/adapter
 TABLES = ("culina-resolver", "culina")
 ACCEPTED_PREFIX = "upper-case letters, digits and underscores ending in '_', such as 'CULINA_'"
 
@@ -30,13 +30,28 @@ class ConfigError(AdapterError, ValueError):
     context = "cannot build"
 
 
-def load_pyproject(root: Path = PROJECT_ROOT) -> dict:
+def project_root() -> Path:
+    """The project being built: the PEP 517 working directory, where a frontend runs every hook and
+    setuptools every command, whether the backend is installed (culina-resolver) or in the tree."""
+    return Path.cwd()
+
+
+def load_pyproject(root: Path) -> dict:
     try:
         import tomllib
     except ModuleNotFoundError:  # Python 3.10: tomli (bundled into the sdist, see bundled_python)
-        import tomli as tomllib
-    with open(root / "pyproject.toml", "rb") as fh:
-        return tomllib.load(fh)
+        try:
+            import tomli as tomllib
+        except ModuleNotFoundError:
+            raise ConfigError(f"reading {root / 'pyproject.toml'} on Python 3.10 needs tomli, which is not installed "
+                              f"in this build environment ({sys.executable})",
+                              f'Fix: {sys.executable} -m pip install "tomli>=1.1"') from None
+    try:
+        with open(root / "pyproject.toml", "rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"{root} has no pyproject.toml, and the project the build adapter builds is the folder it "
+                          "runs in", "Fix: run the build in the project's root (where pyproject.toml is)") from None
 
 
 def redacted(value: str) -> str:
@@ -78,7 +93,7 @@ class ProjectConfig:
     table: str = "[tool.culina-resolver]"  # where these came from, for messages
 
     @classmethod
-    def load(cls, root: Path = PROJECT_ROOT) -> "ProjectConfig":
+    def load(cls, root: Path) -> "ProjectConfig":
         path = root / "pyproject.toml"
         pyproject = load_pyproject(root)
         project, tools = pyproject.get("project", {}), pyproject.get("tool", {})
@@ -140,6 +155,6 @@ class ProjectConfig:
 
 
 @functools.lru_cache(maxsize=None)
-def current(root: Path = PROJECT_ROOT) -> ProjectConfig:
+def current() -> ProjectConfig:
     """The configuration of the project this adapter builds, read once per process."""
-    return ProjectConfig.load(root)
+    return ProjectConfig.load(project_root())

@@ -16,8 +16,8 @@ import sys
 import time
 from typing import Callable
 
-import adapter_settings
-import project_config
+from . import adapter_settings
+from . import project_config
 
 JOB_MEMORY_BYTES = 3 << 29  # 1.5 GiB: the largest nvcc job here peaks near 1 GiB
 

@@ -20,10 +20,10 @@ import re
 from pathlib import Path
 from typing import Callable, Mapping
 
-import cuda_facts
-import project_config
-from adapter_error import AdapterError
-from project_config import ProjectConfig, redacted
+from . import cuda_facts
+from . import project_config
+from .adapter_error import AdapterError
+from .project_config import ProjectConfig, redacted
 
 # Suffixes after the project's prefix.
 ARCHS = "CUDA_ARCHS"

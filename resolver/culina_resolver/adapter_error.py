@@ -33,7 +33,7 @@ class AdapterError(Exception):
 def exit_message(error: AdapterError) -> str:
     """The one line an AdapterError ends the process with: the project's name (when its
     configuration can be read), the error's context, the message and the hint."""
-    import project_config  # here: project_config's own errors derive from AdapterError
+    from . import project_config  # here: project_config's own errors derive from AdapterError
 
     try:
         name = project_config.current().name
