@@ -84,7 +84,9 @@ def _cuda_int(version: str) -> int:
 
 def _arch_runs_on(label: str, capability: tuple[int, int], ptx: bool) -> bool:
     """Whether code for a build-record target ("8.0", "9.0a", "10.0f") may run on a GPU of
-    `capability`, driver aside: the selection policy's rule (docs/ARCHITECTURE.md), which the resolver applies at install time."""
+    `capability`, driver aside: the selection policy's rule (policy/arch_coverage.cpp arch_runs_on),
+    which the resolver applies at install time; the import-time check needs it without the helper,
+    so tests/data/cuda_facts_cases.json ("arch_runs_on") holds both sides to the same cases."""
     match = re.fullmatch(r"(\d+)\.(\d+)([af]?)", label)
     if not match:  # not a target this build writes; the warning then shows it among the archs
         return False

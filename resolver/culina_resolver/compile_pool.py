@@ -75,6 +75,7 @@ def run_all(jobs: list[CompileJob]) -> None:
         job.run()
         return time.monotonic() - start
 
+    started = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(workers) as pool:
         futures = {pool.submit(timed, job): job for job in jobs}
         for done, future in enumerate(concurrent.futures.as_completed(futures), 1):
@@ -85,4 +86,4 @@ def run_all(jobs: list[CompileJob]) -> None:
                 for pending in futures:
                     pending.cancel()
                 raise
-            say(f"[{done}/{len(jobs)}] {job.source} ({seconds:.1f} s)")
+            say(f"[{done}/{len(jobs)}] {job.source} ({seconds:.1f} s; {time.monotonic() - started:.0f} s elapsed)")

@@ -54,6 +54,12 @@ def test_which_majors_have_nvcc_on_pypi(case):
             pypi_toolkit.requirements(cuda)
 
 
+@pytest.mark.parametrize("case", section("arch_runs_on"), ids=lambda c: f"{c['arch']}{'+PTX' if c['ptx'] else ''} on {c['gpu']}")
+def test_arch_coverage_rule_shared_with_the_helper(case):
+    gpu = tuple(int(part) for part in case["gpu"].split("."))
+    assert load_build_module()._arch_runs_on(case["arch"], gpu, ptx=case["ptx"]) is case["runs"]
+
+
 @pytest.mark.parametrize("case", section("variant_label_valid"), ids=lambda case: repr(case["label"]))
 def test_variant_label_validity(case):
     assert cuda_facts.is_variant_label(case["label"]) == case["valid"]

@@ -12,6 +12,7 @@
 #include "facts/cuda_facts.h"
 #include "manifest/cuda_arch.h"
 #include "manifest/wheel_filename.h"
+#include "policy/arch_coverage.h"
 #include "policy/build_archs.h"
 #include "policy/driver_compat.h"
 #include "policy/input_error.h"
@@ -57,6 +58,18 @@ TEST(CudaFacts, DriverMinimums) {
         } else {
             EXPECT_EQ(minimum, row.at("minimum").get<std::string>()) << row;
         }
+    }
+}
+
+// The coverage rule culina's import-time check applies too (tests/resolve/test_cuda_facts.py).
+TEST(CudaFacts, ArchCoverageRuleSharedWithThePayload) {
+    for (const nlohmann::json& row : section("arch_runs_on")) {
+        std::string name = row.at("arch").get<std::string>();
+        name.erase(std::remove(name.begin(), name.end(), '.'), name.end());
+        const std::optional<CudaArch> arch = parse_cuda_arch((row.at("ptx").get<bool>() ? "compute_" : "sm_") + name);
+        const std::optional<ComputeCapability> gpu = parse_compute_capability(row.at("gpu").get<std::string>());
+        ASSERT_TRUE(arch && gpu) << row;
+        EXPECT_EQ(arch_runs_on(*arch, *gpu), row.at("runs").get<bool>()) << row;
     }
 }
 
