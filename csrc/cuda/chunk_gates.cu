@@ -23,6 +23,7 @@ constexpr int kWarps = 4;  // chunks per block
 // Grid (chunk groups, heads, sequences) padded, (chunk groups, heads, 1) packed, where chunk
 // slots between sequences belong to none and are left alone.
 __global__ void __launch_bounds__(32 * kWarps) chunk_gates_kernel(KernelParams p) {
+  allow_next_grid();  // the state pass or the walk after it waits for all of it
   const int lane = threadIdx.x % 32, head = blockIdx.y;
   const int64_t slot = int64_t(blockIdx.x) * kWarps + threadIdx.x / 32;
   if (slot >= p.chunk_slots) return;

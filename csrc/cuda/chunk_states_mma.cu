@@ -63,23 +63,29 @@ constexpr int kGateWords = kPerStep * kGateSlot / 4;  // 16-byte words of one st
 static_assert(kGateWords <= kThreads, "one word per thread");
 static_assert(kBlockD == kBlockV, "k and v slots share one row layout");
 
+// PUBLISH (the two-pass path): every chunk's state goes to the workspace through per-warp
+// staging rows. Before the fused pass only end states leave, so the staging rows are left out:
+// 75 KB rather than 86 KB lets three blocks share a multiprocessor instead of two (at B2 T16384
+// H16 D128, 384 blocks then run in one wave rather than one and a half).
+template <bool PUBLISH>
 struct Layout {
   static constexpr size_t k = 0;                                      // kStages x [kRows][kLd] 16-bit
   static constexpr size_t v = k + kStages * size_t(kRows) * kLd * 2;  // kStages x [kRows][kLd] 16-bit
-  static constexpr size_t stage = v + kStages * size_t(kRows) * kLd * 2;  // kWarps x [16][kLdStage] 16-bit
-  static constexpr size_t gates = stage + size_t(kWarps) * kTile * kLdStage * 2;  // kGateStages x kPerStep x kGateSlot
-  static constexpr size_t bytes = gates + size_t(kGateStages) * kPerStep * kGateSlot * 4;
+  static constexpr size_t gates = v + kStages * size_t(kRows) * kLd * 2;  // kGateStages x kPerStep x kGateSlot
+  static constexpr size_t stage = gates + size_t(kGateStages) * kPerStep * kGateSlot * 4;  // kWarps x [16][kLdStage] 16-bit
+  static constexpr size_t bytes = stage + (PUBLISH ? size_t(kWarps) * kTile * kLdStage * 2 : 0);
 };
 
 // GATED: p.chunk_gates holds the gates (else one constant per head). A template parameter, not a
-// branch: the branches alone took the kernel from 77 to 124 registers.
-template <typename T, bool GATED>
+// branch: the branches alone took the kernel from 77 to 124 registers. PUBLISH: !p.fused.
+template <typename T, bool GATED, bool PUBLISH>
 __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) {
 #if __CUDA_ARCH__ >= 800
+  using L = Layout<PUBLISH>;
   extern __shared__ __align__(128) unsigned char smem[];
-  T* s_k = reinterpret_cast<T*>(smem + Layout::k);
-  T* s_v = reinterpret_cast<T*>(smem + Layout::v);
-  float* s_gates = reinterpret_cast<float*>(smem + Layout::gates);
+  T* s_k = reinterpret_cast<T*>(smem + L::k);
+  T* s_v = reinterpret_cast<T*>(smem + L::v);
+  float* s_gates = reinterpret_cast<float*>(smem + L::gates);
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int warp_row = (warp % (kBlockD / kTile)) * kTile, warp_col = (warp / (kBlockD / kTile)) * kWarpV;
@@ -89,7 +95,7 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
   const int v0 = blockIdx.x * kBlockV, d0 = blockIdx.y * kBlockD;
   const int segment = blockIdx.z % p.segments, item = blockIdx.z / p.segments;
   // Before the fused pass, only the end states of all but the last segment are needed.
-  if (p.fused && segment == p.segments - 1) return;
+  if (!PUBLISH && segment == p.segments - 1) return;
   const int head = item % p.heads;
   const SequenceRows rows = sequence_rows(p, item / p.heads, head);
   // This block's run of chunks: segment 0 starts from the initial state, the others from zero.
@@ -106,7 +112,7 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
   const int state_row = d0 + warp_row + group, state_col = v0 + warp_col + pair;
   T* h = static_cast<T*>(p.states) + (rows.chunk_base + first_chunk) * state_size +
          (int64_t(d0 + warp_row) * p.dv_padded + v0 + warp_col);
-  T* stage = reinterpret_cast<T*>(smem + Layout::stage) + warp * kTile * kLdStage;
+  T* stage = reinterpret_cast<T*>(smem + L::stage) + warp * kTile * kLdStage;
 
   const float log2g = p.log2_decay[head];
   const float w_update = update_weight(p);
@@ -162,6 +168,8 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
     issue_gates(step + 1);
     commit_async_copies();  // an empty group past the end keeps the group count in step
   };
+  wait_for_previous_grid();  // the chunk gates
+  allow_next_grid();         // the walk's blocks may launch as these end
   issue_gates(0);
   commit_async_copies();
 #pragma unroll
@@ -217,7 +225,7 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
         *word = scale8<T>(*word, w_update * exp2f(power));
       }
     }
-    if (!p.fused) publish(step * kPerStep);
+    if constexpr (PUBLISH) publish(step * kPerStep);
     __syncthreads();
     // Every warp is past the previous step's products: its slot can be refilled.
     issue(step + kStages - 1);
@@ -226,7 +234,7 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
     for (int sub = 0; sub < kPerStep; ++sub) {
       const int chunk = step * kPerStep + sub;
       if (chunk >= chunks) break;
-      if (sub > 0 && !p.fused) publish(chunk);
+      if (PUBLISH && sub > 0) publish(chunk);
       const float total = GATED ? step_gates[sub * kGateSlot + kChunk]
                                         : float(min(kChunk, t_end - (first_chunk + chunk) * kChunk)) * log2g;  // L
       segment_gate += total;
@@ -279,34 +287,35 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
 
 }  // namespace
 
-size_t states_shared_bytes() { return Layout::bytes; }
+size_t states_shared_bytes(bool fused) { return fused ? Layout<false>::bytes : Layout<true>::bytes; }
 
 template <typename T>
-cudaError_t launch_chunk_states(const KernelParams& params, int sequences, cudaStream_t stream) {
+cudaError_t launch_chunk_states(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own) {
   const dim3 grid(params.dv_padded / kBlockV, params.dk_padded / kBlockD, sequences * params.heads * params.segments);
-  return params.chunk_gates
-             ? launch_with_shared(chunk_states_kernel<T, true>, grid, kThreads, Layout::bytes, stream, params)
-             : launch_with_shared(chunk_states_kernel<T, false>, grid, kThreads, Layout::bytes, stream, params);
+  const size_t shared = states_shared_bytes(params.fused);
+  // The largest shared-memory carveout: the driver's own choice may hold two of the fused
+  // pass's blocks where three fit.
+  const auto kernel = params.chunk_gates ? (params.fused ? chunk_states_kernel<T, true, false> : chunk_states_kernel<T, true, true>)
+                                         : (params.fused ? chunk_states_kernel<T, false, false> : chunk_states_kernel<T, false, true>);
+  const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                               cudaSharedmemCarveoutMaxShared);
+  return err == cudaSuccess ? launch_with_shared(kernel, grid, kThreads, shared, stream, params, after_own) : err;
 }
 
-// One thread per state element of one (sequence, head) ([dk_padded][dv_padded]): walks the
-// segments in order, leaving in each segment's slot the state entering it, and writes the final
-// state's real elements (before the fused pass, which writes it, the last segment's slot holds
-// no end state). A segment decays the state by 2^(its total log2 gate): segment_gates with
-// gates, its length times the constant's otherwise; the block computes each once.
+// Two passes with several segments (the fused pass joins them itself): one thread per state
+// element of one (sequence, head) ([dk_padded][dv_padded]) walks the segments in order, leaving
+// in each segment's slot the state entering it, and writes the final state's real elements. A
+// segment decays the state by 2^(its total log2 gate): segment_gates with gates, its length
+// times the constant's otherwise; the block computes each once.
 __global__ void segment_scan_kernel(KernelParams p) {
   const int64_t size = int64_t(p.dk_padded) * p.dv_padded, e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const int item = blockIdx.y, head = item % p.heads;
   const SequenceRows rows = sequence_rows(p, item / p.heads, head);
-  // Before the fused pass, pass 1 leaves the last segment out (its end state goes unused).
-  const int computed = p.fused ? p.segments - 1 : p.segments;
   __shared__ float s_decay[kMaxSegments];
-  if (int(threadIdx.x) < computed) {
+  if (int(threadIdx.x) < p.segments) {
     const int s = threadIdx.x, first = s * p.segment_chunks * kChunk;
     const int length = min(rows.length, first + p.segment_chunks * kChunk) - first;
     s_decay[s] = exp2f(p.chunk_gates ? p.segment_gates[item * p.segments + s] : float(length) * p.log2_decay[head]);
-  } else if (int(threadIdx.x) < p.segments) {
-    s_decay[threadIdx.x] = 0.0f;
   }
   __syncthreads();
   if (e >= size) return;
@@ -314,7 +323,7 @@ __global__ void segment_scan_kernel(KernelParams p) {
   // All loads first, side by side: one after another, each waited for, they were most of its time.
   float local[kMaxSegments];
 #pragma unroll
-  for (int s = 0; s < kMaxSegments; ++s) local[s] = s < computed ? slot[s * size] : 0.0f;
+  for (int s = 0; s < kMaxSegments; ++s) local[s] = s < p.segments ? slot[s * size] : 0.0f;
   float carry = local[0];
 #pragma unroll
   for (int s = 1; s < kMaxSegments; ++s) {
@@ -323,7 +332,7 @@ __global__ void segment_scan_kernel(KernelParams p) {
     carry = s_decay[s] * carry + local[s];
   }
   const int64_t d = e / p.dv_padded, col = e % p.dv_padded;
-  if (p.final_state && !p.fused && d < p.dk && col < p.dv)  // else the fused pass's
+  if (p.final_state && d < p.dk && col < p.dv)
     p.final_state[(rows.state_index * p.dk + d) * p.dv + col] = carry;
 }
 
@@ -335,7 +344,7 @@ cudaError_t launch_segment_scan(const KernelParams& params, int sequences, cudaS
   return cudaGetLastError();
 }
 
-template cudaError_t launch_chunk_states<__half>(const KernelParams&, int, cudaStream_t);
-template cudaError_t launch_chunk_states<__nv_bfloat16>(const KernelParams&, int, cudaStream_t);
+template cudaError_t launch_chunk_states<__half>(const KernelParams&, int, cudaStream_t, bool);
+template cudaError_t launch_chunk_states<__nv_bfloat16>(const KernelParams&, int, cudaStream_t, bool);
 
 }  // namespace culina::gpu

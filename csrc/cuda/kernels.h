@@ -42,7 +42,7 @@ struct KernelParams {
   // cumulative values the kernels compute from log2_decay.
   float* chunk_gates;
   // Tensor-core path, gated, several segments: each segment's total log2 gate, [rows][segments],
-  // written by pass 1 for the scan.
+  // written by pass 1 for whatever joins the segments (the scan, or the fused pass).
   float* segment_gates;
   // Tensor-core path: the state entering each chunk, [rows][chunk_slots][dk_padded][dv_padded]
   // 16-bit, one row per (batch, head) when padded, per head when packed (chunk_slots says how).
@@ -52,14 +52,15 @@ struct KernelParams {
   // zero (the kernels read zeros for the features past dk and dv).
   int dk_padded, dv_padded;
   // Tensor-core path, padded batches: each (sequence, head)'s chunks split into `segments`
-  // runs of segment_chunks, whose states pass 1 computes side by side from zero; a scan then
-  // turns each run's end state into the state entering the next (segment_states, fp32
-  // [rows][segments][dk_padded][dv_padded]), which pass 2 adds to the chunk states it reads.
+  // runs of segment_chunks, whose end states pass 1 computes side by side from zero (segment 0
+  // from the initial state) into segment_states (fp32 [rows][segments][dk_padded][dv_padded]).
+  // Two passes: a scan turns them into the states entering each segment, which pass 2 adds to
+  // the chunk states it reads; the fused pass's blocks join the end states before them.
   int segments;
   int segment_chunks;
   float* segment_states;
   // The fused pass (chunk_walk_mma.cu) runs instead of pass 2: pass 1 then only computes the
-  // segments' end states, and no chunk state goes through `states`.
+  // end states of all segments but the last, and no chunk state goes through `states`.
   bool fused;
   // The gates' gradient terms (common/passes.h: Pass::gate_dots), null where not wanted: the
   // output kernels add dot_sign times each output row's fp32 values dotted with the same
@@ -70,6 +71,9 @@ struct KernelParams {
   const void* partner;
   Strides partner_at;
   float dot_sign;
+  // The device runs this binary's sm_90+ code: a kernel of launch_mma's that follows another of
+  // them may be launched early (launch_with_shared's `early`), to wait in the kernel instead.
+  bool early_launch;
   float log2_decay[kMaxHeads];
 };
 
@@ -89,8 +93,8 @@ cudaError_t launch_generic(const KernelParams& params, int sequences, DType dtyp
 // 16-byte aligned rows (pointers, and strides in multiples of 8 elements). Code exists only for sm_80 and newer (__CUDA_ARCH__), so the caller
 // must check the binary version the device runs. Either fused (padded batches, where the
 // walk's shared memory fits): the chunk walk carries the state in registers and writes the
-// outputs, after a state pass and a scan for the segments' entering states when there are
-// several segments; or in two passes: chunk states into the workspace (in segments joined by a
+// outputs, after a state pass for the segments' end states when there are several segments;
+// or in two passes: chunk states into the workspace (in segments joined by a
 // scan when the state blocks alone would leave the device idle), then all outputs in parallel.
 bool mma_handles(DType dtype, const Pass& pass);
 // How the tensor-core path runs one pass on one device.
@@ -111,30 +115,62 @@ std::optional<MmaPlan> plan_mma(const Problem& problem, const Pass& pass, int mu
 constexpr int kMaxSegments = 32;
 cudaError_t launch_mma(const KernelParams& params, int sequences, DType dtype, cudaStream_t stream);
 // The kernels, for mma_path.cu (T is __half or __nv_bfloat16).
-size_t states_shared_bytes();
+size_t states_shared_bytes(bool fused);  // the state pass before the fused pass, or of two passes
 size_t output_shared_bytes(int dk, int dv);
 size_t walk_shared_bytes(int dk, int dv);
 int output_slice(int dv);  // value columns per output block: 128 where dv allows, else 64
 int walk_slice(int dk, int dv);  // value columns per chunk-walk block: 128 or 64
+// `after_own`: the kernel before it in the stream is one of launch_mma's (launch_with_shared).
 template <typename T>
-cudaError_t launch_chunk_states(const KernelParams& params, int sequences, cudaStream_t stream);
+cudaError_t launch_chunk_states(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own);
 template <typename T>
 cudaError_t launch_chunk_output(const KernelParams& params, int sequences, cudaStream_t stream);
 template <typename T>
-cudaError_t launch_chunk_walk(const KernelParams& params, int sequences, cudaStream_t stream);
+cudaError_t launch_chunk_walk(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own);
 // Gated problems, before a pass's tensor-core kernels: fills chunk_gates for every chunk slot.
 cudaError_t launch_chunk_gates(const KernelParams& params, int sequences, cudaStream_t stream);
-// After pass 1 when segments > 1: the state entering each segment, and the final state.
+// Two passes, after pass 1 when segments > 1: the state entering each segment, and the final state.
 cudaError_t launch_segment_scan(const KernelParams& params, int sequences, cudaStream_t stream);
 // Raises `kernel`'s dynamic shared-memory limit to `shared` bytes (above 48 KiB a kernel must
-// opt in), then queues it.
+// opt in), then queues it. `early` (with params.early_launch): a programmatic dependent launch,
+// whose blocks may start before the kernel ahead of it ends, so that its launch and its reads
+// of the caller's tensors overlap that kernel's tail; the kernel calls wait_for_previous_grid()
+// before it reads what the kernel ahead wrote. Only where that kernel is culina's own: the
+// caller's tensors must be complete before any block reads them.
 template <typename Kernel>
 cudaError_t launch_with_shared(Kernel kernel, dim3 grid, int threads, size_t shared, cudaStream_t stream,
-                               const KernelParams& params) {
+                               const KernelParams& params, bool early = false) {
   const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
   if (err != cudaSuccess) return err;
-  kernel<<<grid, threads, shared, stream>>>(params);
-  return cudaGetLastError();
+  if (!(early && params.early_launch)) {
+    kernel<<<grid, threads, shared, stream>>>(params);
+    return cudaGetLastError();
+  }
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = dim3(threads);
+  config.dynamicSmemBytes = shared;
+  config.stream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  return cudaLaunchKernelEx(&config, kernel, params);
+}
+
+// Programmatic dependent launch (sm_90+; no-ops in code for older targets and in kernels
+// launched the usual way): wait until the kernel ahead has ended and its writes show; let the
+// next kernel launch once every block of this one has passed here.
+__device__ __forceinline__ void wait_for_previous_grid() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void allow_next_grid() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
 }
 
 // Attributes of the generic kernel for the current device: binaryVersion says which of the

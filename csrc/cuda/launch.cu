@@ -168,6 +168,7 @@ void run_pass(const Problem& problem, const Pass& pass, const DeviceFacts& facts
   params.partner = pass.partner.data;
   params.partner_at = pass.partner.strides;
   params.dot_sign = pass.dot_sign;
+  params.early_launch = facts.info.binary_version >= 90;
   for (int64_t h = 0; h < problem.heads; ++h) params.log2_decay[h] = std::log2(problem.decay_of(h));
 
   std::optional<MmaPlan> plan = mma_plan(problem, pass, facts);

@@ -36,12 +36,13 @@ constexpr int kMinSegmentChunks = 8;
 
 template <typename T>
 cudaError_t launch_passes(const KernelParams& params, int sequences, cudaStream_t stream) {
-  cudaError_t err = params.chunk_gates ? launch_chunk_gates(params, sequences, stream) : cudaSuccess;
-  if (err == cudaSuccess && (!params.fused || params.segments > 1))
-    err = launch_chunk_states<T>(params, sequences, stream);
-  if (err == cudaSuccess && params.segments > 1) err = launch_segment_scan(params, sequences, stream);
+  const bool gates = params.chunk_gates != nullptr, states = !params.fused || params.segments > 1;
+  cudaError_t err = gates ? launch_chunk_gates(params, sequences, stream) : cudaSuccess;
+  if (err == cudaSuccess && states) err = launch_chunk_states<T>(params, sequences, stream, gates);
+  // The fused pass joins the segments' end states itself (chunk_walk_mma.cu).
+  if (err == cudaSuccess && params.segments > 1 && !params.fused) err = launch_segment_scan(params, sequences, stream);
   if (err != cudaSuccess) return err;
-  return params.fused ? launch_chunk_walk<T>(params, sequences, stream)
+  return params.fused ? launch_chunk_walk<T>(params, sequences, stream, gates || states)
                       : launch_chunk_output<T>(params, sequences, stream);
 }
 
@@ -90,8 +91,8 @@ std::optional<MmaPlan> plan_mma(const Problem& problem, const Pass& pass, int mu
   const int64_t chunks = chunk_slots(problem);
   MmaPlan plan;
   const size_t walk_shared = walk_shared_bytes(dk, dv);
-  plan.fused = CULINA_CHUNK_WALK && !problem.packed() && std::max(walk_shared, states_shared_bytes()) <= shared_per_block;
-  if (!plan.fused && std::max(states_shared_bytes(), output_shared_bytes(dk, dv)) > shared_per_block)
+  plan.fused = CULINA_CHUNK_WALK && !problem.packed() && std::max(walk_shared, states_shared_bytes(true)) <= shared_per_block;
+  if (!plan.fused && std::max(states_shared_bytes(false), output_shared_bytes(dk, dv)) > shared_per_block)
     return std::nullopt;
   // Packed sequences stay in one segment (their state pass walks whole sequences). Two passes:
   // the state pass's 64 x 64 blocks, about three per multiprocessor.
