@@ -43,7 +43,7 @@ extension: deps
 	@CULINA_CUDA_ARCHS=9.0 $(VENV)/bin/python setup.py -q build_ext --inplace
 
 # The PyTorch tests (autograd, cu_seqlens, torch.compile) in PyTorch's venv; in .venv they skip.
-TORCH_TESTS := tests/payload/test_torch.py tests/payload/test_torch_gates.py tests/payload/test_gpu_autograd.py tests/payload/test_gpu_gates.py tests/payload/test_distributed.py
+TORCH_TESTS := tests/payload/test_torch.py tests/payload/test_torch_gates.py tests/payload/test_gpu_autograd.py tests/payload/test_gpu_gates.py tests/payload/test_gpu_float32.py tests/payload/test_distributed.py
 test-torch: build extension
 	@echo "[test] PyTorch (pytest in $(TORCH_VENV))"
 	@CULINA_BUILD_DIR=$(abspath $(BUILD)) $(TORCH_VENV)/bin/python -m pytest $(TORCH_TESTS) -q

@@ -1,7 +1,9 @@
 """`python -m culina` (the `culina` console script): `info [--json]` (also `culina-info`) says what
 this copy is, how the install decided it and which GPUs here it can serve; unlike `import
 culina`, it asks CUDA itself, which puts a context on every visible GPU while it runs.
-`cache list` and `cache purge` show and empty the install's wheel and helper caches."""
+`cache list` and `cache purge` show and empty the install's wheel and helper caches. A
+CulinaError ends the command with its message and hint on stderr and exit status 1, no traceback;
+anything else is a defect and keeps its traceback."""
 from __future__ import annotations
 
 import argparse
@@ -10,7 +12,8 @@ import os
 import sys
 from pathlib import Path
 
-from . import __version__, _C, _build, _cache, _frameworks
+from . import __version__, _C, _api, _build, _cache, _frameworks
+from .errors import CacheError, CulinaError
 
 # The head sizes `info` asks each GPU's kernel path for (Dk = Dv), every dtype: all the kernels take.
 KERNEL_PATH_HEAD_SIZES = range(1, _C.MAX_HEAD_DIM + 1)
@@ -55,6 +58,33 @@ def consecutive_runs(sizes: list[int]) -> str:
     return ",".join(str(first) if first == last else f"{first}-{last}" for first, last in runs)
 
 
+# The devices `info` states the float32 rule for (_api.compute_dtype), as torch names them.
+FLOAT32_RULE_DEVICES = ("cpu", "cuda")
+
+
+def float32_compute() -> dict:
+    """{"cpu": {"highest": "float32", ...}, "cuda": {..., "medium": "bfloat16"}}: the dtype the
+    kernels run float32 PyTorch tensors in, per device and torch.get_float32_matmul_precision(),
+    as _api.compute_dtype decides it."""
+    return {device: {precision: _api.compute_dtype("float32", device, precision)
+                     for precision in _api.FLOAT32_MATMUL_PRECISIONS} for device in FLOAT32_RULE_DEVICES}
+
+
+def float32_rule_text(rule: dict) -> str:
+    """float32_compute's answer in words, one clause per device."""
+    clauses = []
+    for device, by_precision in rule.items():
+        dtypes = list(dict.fromkeys(by_precision.values()))
+        if len(dtypes) == 1:
+            clauses.append(f"on {device} in {dtypes[0]}")
+            continue
+        parts = [f"in {dtype} under " + " or ".join(repr(p) for p, d in by_precision.items() if d == dtype)
+                 for dtype in dtypes]
+        clauses.append(f"on {device} " + ", ".join(parts))
+    return ("PyTorch float32 tensors compute " + "; ".join(clauses) + " (by torch.get_float32_matmul_precision(); "
+            "rounded: q, k, v only, the gates, states and o stay float32; culina has no TF32 kernels)")
+
+
 def gather() -> dict:
     record = _build.build_record()
     driver = _C.driver_version()
@@ -77,6 +107,7 @@ def gather() -> dict:
         "binary_arch_list": _C.compiled_arch_list() or None,
         "driver_cuda_version": f"{driver // 1000}.{driver % 1000 // 10}" if driver else None,
         "gpus": devices,
+        "float32_compute": float32_compute(),
     }
 
 
@@ -99,6 +130,7 @@ def render(facts: dict) -> str:
         lines.append(f"  binary:  __CUDA_ARCH_LIST__ = {facts['binary_arch_list']}")
     lines.append(f"  driver:  " + (f"supports CUDA {facts['driver_cuda_version']}"
                                    if facts["driver_cuda_version"] else "none found"))
+    lines.append(f"  float32: {float32_rule_text(float32_compute())}")  # this copy's rule, not the host's
     if not facts["gpus"]:
         lines.append("  GPUs:    none visible (NumPy arrays still run on the CPU)")
     for gpu in facts["gpus"]:
@@ -147,13 +179,8 @@ def cache_command(action: str, cache_dir: str | None) -> int:
             write_stdout(render_cache(root, _cache.entries(root)))
             return 0
         freed, kept = _cache.purge(root)
-    except _cache.CacheError as error:
-        print(f"culina cache {action}: {error}. {error.hint}", file=sys.stderr)
-        return 1
-    except OSError as error:
-        print(f"culina cache {action}: {error.filename}: {error.strerror}. Check that folder's owner and mode",
-              file=sys.stderr)
-        return 1
+    except OSError as error:  # a folder or file of the cache that could not be read or removed
+        raise CacheError(f"{error.filename}: {error.strerror}", "check that folder's owner and mode") from None
     write_stdout(f"culina cache purge: {root}: freed {_cache.size_text(freed)}"
                  + "".join(f"\n  left alone: {problem}" for problem in kept))
     return 0
@@ -170,6 +197,11 @@ def write_stdout(text: str) -> None:
     except BrokenPipeError:
         # Python flushes stdout again at exit; pointing it at /dev/null keeps that flush quiet.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def error_text(command: str, error: CulinaError) -> str:
+    """What a command that failed prints: `<command>: <message>`, then the hint on a line of its own."""
+    return f"{command}: {error.message}" + (f"\n  hint: {error.hint}" if error.hint else "")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -189,11 +221,16 @@ def main(argv: list[str] | None = None) -> int:
     cache.add_argument("action", choices=("list", "purge"))
     cache.add_argument("--cache-dir", help="the cache root (default: the one the install used, from the build record)")
     args = parser.parse_args(argv)
-    if args.command == "cache":
-        return cache_command(args.action, args.cache_dir)
-    facts = gather()
-    write_stdout(json.dumps(facts, indent=2) if args.json else render(facts))
-    return 0
+    try:
+        if args.command == "cache":
+            return cache_command(args.action, args.cache_dir)
+        facts = gather()
+        write_stdout(json.dumps(facts, indent=2) if args.json else render(facts))
+        return 0
+    except CulinaError as error:
+        command = f"culina cache {args.action}" if args.command == "cache" else f"culina {args.command}"
+        print(error_text(command, error), file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

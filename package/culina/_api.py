@@ -13,7 +13,7 @@ import typing
 import numpy as np
 
 from . import _C, _build, _frameworks
-from .errors import UnsupportedDeviceError
+from .errors import ArgumentError, ArgumentTypeError, UnsupportedDeviceError
 
 MAX_HEAD_DIM = _C.MAX_HEAD_DIM
 MAX_HEADS = _C.MAX_HEADS
@@ -22,6 +22,10 @@ MAX_GRID = 65535  # B*H rides on a CUDA grid dimension of this size
 CACHE_LIMIT = 256
 # cu_seqlens element type -> the `seqlen_bits` the extension takes
 SEQLEN_BITS = {"int32": 32, "int64": 64}
+# PyTorch's float32 matmul precisions (torch.get_float32_matmul_precision()), most exact first,
+# and the one under which PyTorch lets float32 matmuls round their operands to bfloat16.
+FLOAT32_MATMUL_PRECISIONS = ("highest", "high", "medium")
+ROUNDS_TO_BFLOAT16 = "medium"
 # The layouts q, k, v (and o) may have, and where their B, H and T axes are (the feature axis is
 # last): culina's own [B, H, T, D], and flash-linear-attention's [B, T, H, D]. The gates g have
 # the first three axes of the same layout.
@@ -83,6 +87,19 @@ def describe(problem: Problem):
                           dq=key_rows, dk=key_rows, dv=value_rows, gate_dots=(heads * seq_len, seq_len, 1))
 
 
+def compute_dtype(dtype: str, device: str, precision: str) -> str:
+    """The dtype the kernels run q, k and v in, for inputs of `dtype` on `device` ("cpu",
+    "cuda", ...) under PyTorch's float32 matmul precision `precision`: "bfloat16" for float32
+    CUDA inputs under "medium", where PyTorch itself rounds float32 matmul operands to bfloat16
+    (the bf16 tensor-core kernels, 20-25x faster by BENCHMARKS.md; the gates, the states and o
+    stay float32), else `dtype`. "highest" and "high" keep the exact float32 kernels: "high" lets PyTorch use
+    TF32, but culina has no TF32 kernels. CPU tensors are always exact. The one owner of this
+    rule: the torch route (_torch.compute_dtype) and `culina info` ask it."""
+    if dtype == "float32" and device == "cuda" and precision == ROUNDS_TO_BFLOAT16:
+        return "bfloat16"
+    return dtype
+
+
 def launch(entry, problem: Problem, call: dict) -> None:
     """Runs an entry point of the extension (_C.forward or _C.backward) on the problem's
     description and `call`, the call's values by name (csrc/bindings.cpp lists them; no device,
@@ -120,8 +137,9 @@ def resolve_layout(layout, q_shape: tuple, pins: dict, tokens=None) -> str:
     deciding, q.shape[1] < q.shape[2] means [B, H, T, D]; anything else is refused."""
     if layout is not None:
         if layout not in AXES:
-            raise ValueError(f"layout: expected \"BHTD\" ([B, H, T, D], culina's own) or \"BTHD\" ([B, T, H, D], "
-                             f"flash-linear-attention's), got {layout!r}")
+            raise ArgumentError(f"layout: expected \"BHTD\" ([B, H, T, D], culina's own) or \"BTHD\" ([B, T, H, D], "
+                                f"flash-linear-attention's), got {layout!r}",
+                                "pass layout=\"BHTD\", layout=\"BTHD\" or None (decided from the shapes)")
         return layout
     if len(q_shape) != 4:
         return "BHTD"  # the shape checks report the rank
@@ -133,9 +151,9 @@ def resolve_layout(layout, q_shape: tuple, pins: dict, tokens=None) -> str:
             continue
         facts.append(f"{fact} gives H={heads}")
         if pinned not in (None, says):
-            raise ValueError(f"layout: the facts disagree on q's layout ({'; '.join(facts)}, q has shape "
-                             f"{tuple(q_shape)}); pass layout=\"BHTD\" or layout=\"BTHD\" and fix the one that is "
-                             "wrong")
+            raise ArgumentError(f"layout: the facts disagree on q's layout ({'; '.join(facts)}, q has shape "
+                                f"{tuple(q_shape)})",
+                                "pass layout=\"BHTD\" or layout=\"BTHD\" and fix the one that is wrong")
         pinned = says
     if pinned is None and tokens is not None:
         total = tokens()
@@ -144,109 +162,128 @@ def resolve_layout(layout, q_shape: tuple, pins: dict, tokens=None) -> str:
         return pinned
     if second < third:
         return "BHTD"
-    raise ValueError(f"q: shape {tuple(q_shape)} is ambiguous: [B, H, T, D] with H={second}, T={third}, or "
-                     f"flash-linear-attention's [B, T, H, D] with T={second}, H={third}, and no decay, "
-                     f"initial_state or host cu_seqlens tells which; pass layout=\"BHTD\" or layout=\"BTHD\" "
-                     f"(culina.chunk_simple_gla takes fla's layout as fla does)")
+    raise ArgumentError(f"q: shape {tuple(q_shape)} is ambiguous: [B, H, T, D] with H={second}, T={third}, or "
+                        f"flash-linear-attention's [B, T, H, D] with T={second}, H={third}, and no decay, "
+                        f"initial_state or host cu_seqlens tells which",
+                        "pass layout=\"BHTD\" or layout=\"BTHD\" (culina.chunk_simple_gla takes fla's layout as fla "
+                        "does)")
 
 
 def check_problem(operands: dict, layout: str) -> Problem:
     """The one owner of the argument checks every framework shares, on the Operands of q, k, v
-    and, where given, g, gamma, initial_state and cu_seqlens. Raises ValueError/TypeError naming
-    the argument, the value and the fix. cu_seqlens: the Python side's one owner of its checks
-    (shape, dtype, packing, the (sequence, head) limit) but for its values, which need the
-    offsets themselves (check_seqlens_values); the extension's Description only guards the
-    counts it indexes with (csrc/bindings.cpp)."""
+    and, where given, g, gamma, initial_state and cu_seqlens. Raises ArgumentError (a ValueError)
+    or ArgumentTypeError (a TypeError) naming the argument and the value, the fix in the hint.
+    cu_seqlens: the Python side's one owner of its checks (shape, dtype, packing, the
+    (sequence, head) limit) but for its values, which need the offsets themselves
+    (check_seqlens_values); the extension's Description only guards the counts it indexes with
+    (csrc/bindings.cpp)."""
     qkv_shape = {name: layout_shape(layout, "Dv" if name == "v" else "Dk") for name in ("q", "k", "v")}
     for name in ("q", "k", "v"):
         if len(operands[name].shape) != 4:
-            raise ValueError(f"{name}: expected 4 dimensions {qkv_shape[name]}, got shape {tuple(operands[name].shape)}")
+            raise ArgumentError(f"{name}: expected 4 dimensions {qkv_shape[name]}, got shape "
+                                f"{tuple(operands[name].shape)}",
+                                "add the missing axes (a batch of one: x[None]) or pass the other layout")
     q_shape = tuple(operands["q"].shape)
     batch, heads, seq_len = (q_shape[axis] for axis in AXES[layout])
     dk = q_shape[3]
     if tuple(operands["k"].shape) != q_shape:
-        raise ValueError(f"k: shape {tuple(operands['k'].shape)} must equal q's shape {q_shape}")
+        raise ArgumentError(f"k: shape {tuple(operands['k'].shape)} must equal q's shape {q_shape}",
+                            "q and k share every axis: check the projection that makes them")
     if tuple(operands["v"].shape[:3]) != q_shape[:3]:
-        raise ValueError(f"v: shape {tuple(operands['v'].shape)} must be {qkv_shape['v']} with "
-                         f"{', '.join(AXIS_NAMES[layout])} = {q_shape[:3]} from q")
+        raise ArgumentError(f"v: shape {tuple(operands['v'].shape)} must be {qkv_shape['v']} with "
+                            f"{', '.join(AXIS_NAMES[layout])} = {q_shape[:3]} from q",
+                            "v shares q's first three axes; only its feature axis may differ")
     dv = operands["v"].shape[3]
     if min(batch, heads, seq_len) < 1:
-        raise ValueError(f"q: B, H and T must be at least 1, got shape {q_shape} ({qkv_shape['q']})")
+        raise ArgumentError(f"q: B, H and T must be at least 1, got shape {q_shape} ({qkv_shape['q']})",
+                            "skip the call for an empty batch")
     for name, size in (("q", dk), ("v", dv)):
         if not 1 <= size <= MAX_HEAD_DIM:
             axis = "Dv" if name == "v" else "Dk"
-            raise ValueError(f"{name}: head size {axis}={size} is not supported; culina handles 1 to {MAX_HEAD_DIM} "
-                             "(multiples of 8 from 16 up run on the tensor cores)")
+            raise ArgumentError(f"{name}: head size {axis}={size} is not supported",
+                                f"culina handles 1 to {MAX_HEAD_DIM} (multiples of 8 from 16 up run on the tensor "
+                                "cores)")
     if heads > MAX_HEADS:
-        raise ValueError(f"q: H={heads} heads is more than culina's limit of {MAX_HEADS}; split the heads across calls")
+        raise ArgumentError(f"q: H={heads} heads is more than culina's limit of {MAX_HEADS}",
+                            "split the heads across calls")
     for name in ("q", "k", "v"):
         if operands[name].dtype not in _frameworks.NUMPY_DTYPES:
-            raise TypeError(f"{name}: dtype {operands[name].dtype} is not supported; use float32, float16 or bfloat16")
+            raise ArgumentTypeError(f"{name}: dtype {operands[name].dtype} is not supported",
+                                    "use float32, float16 or bfloat16")
     for name in ("k", "v"):
         if operands[name].dtype != operands["q"].dtype:
-            raise TypeError(f"{name}: dtype {operands[name].dtype} differs from q's {operands['q'].dtype}; cast all "
-                            "three to one dtype")
+            raise ArgumentTypeError(f"{name}: dtype {operands[name].dtype} differs from q's {operands['q'].dtype}",
+                                    "cast all three to one dtype")
     strides = []
     for name in ("q", "k", "v"):
         element_strides = operands[name].strides or compact_strides(operands[name].shape)
         if operands[name].shape[3] > 1 and element_strides[3] != 1:
-            raise ValueError(f"{name}: the feature axis (the last) has stride {element_strides[3]}; culina reads any "
-                             f"view whose last axis has stride 1 without a copy, others need one: pass "
-                             f"{name}.contiguous() in PyTorch, np.ascontiguousarray({name})")
+            raise ArgumentError(f"{name}: the feature axis (the last) has stride {element_strides[3]}",
+                                f"culina reads any view whose last axis has stride 1 without a copy, others need "
+                                f"one: pass {name}.contiguous() in PyTorch, np.ascontiguousarray({name})")
         strides.append(rows_strides(element_strides, layout))
     gated = "g" in operands or "gamma" in operands
     if "g" in operands:
         gates = operands["g"]
         if tuple(gates.shape) != q_shape[:3]:
-            raise ValueError(f"g: shape {tuple(gates.shape)} must be [{', '.join(AXIS_NAMES[layout])}] = {q_shape[:3]}, "
-                             f"q's first three axes (one natural-log forget gate per token and head)")
+            raise ArgumentError(f"g: shape {tuple(gates.shape)} must be [{', '.join(AXIS_NAMES[layout])}] = "
+                                f"{q_shape[:3]}, q's first three axes (one natural-log forget gate per token and head)",
+                                "a per-head decay goes in decay= (chunk_simple_gla: g_gamma=)")
         if gates.dtype != "float32":
-            raise TypeError(f"g: dtype {gates.dtype} is not supported; the gates are float32 (g.float())")
+            raise ArgumentTypeError(f"g: dtype {gates.dtype} is not supported",
+                                    "the gates are float32 (g.float())")
         strides.append(rows_strides(gates.strides or compact_strides(gates.shape), layout))
     else:
         strides.append((0, 0, 0))
     if "gamma" in operands:
         gamma = operands["gamma"]
         if tuple(gamma.shape) != (heads,):
-            raise ValueError(f"gamma: shape {tuple(gamma.shape)} must be [H] = ({heads},), one log decay per head")
+            raise ArgumentError(f"gamma: shape {tuple(gamma.shape)} must be [H] = ({heads},), one log decay per head",
+                                "per-token gates go in g")
         if gamma.dtype != "float32":
-            raise TypeError(f"gamma: dtype {gamma.dtype} is not supported; the log decays are float32 (gamma.float())")
+            raise ArgumentTypeError(f"gamma: dtype {gamma.dtype} is not supported",
+                                    "the log decays are float32 (gamma.float())")
         if not _frameworks.is_compact(gamma.shape, gamma.strides):
-            raise ValueError("gamma: a strided [H] tensor is not supported; pass gamma.contiguous()")
+            raise ArgumentError(f"gamma: a strided [H] tensor (strides {gamma.strides}) is not supported",
+                                "pass gamma.contiguous()")
     num_seqs, seqlen_bits = 0, 0
     if "cu_seqlens" in operands:
         offsets = operands["cu_seqlens"]
         if len(offsets.shape) != 1 or offsets.shape[0] < 2:
-            raise ValueError(f"cu_seqlens: expected a 1-D array of N + 1 >= 2 offsets [0, ..., total_T], "
-                             f"got shape {tuple(offsets.shape)}")
+            raise ArgumentError(f"cu_seqlens: expected a 1-D array of N + 1 >= 2 offsets [0, ..., total_T], "
+                                f"got shape {tuple(offsets.shape)}",
+                                "pass the cumulative sequence lengths with a leading 0")
         if offsets.dtype not in SEQLEN_BITS:
-            raise TypeError(f"cu_seqlens: dtype {offsets.dtype} is not supported; pass int32 or int64 offsets "
-                            "(.to(torch.int32) / .astype(np.int32))")
+            raise ArgumentTypeError(f"cu_seqlens: dtype {offsets.dtype} is not supported",
+                                    "pass int32 or int64 offsets (.to(torch.int32) / .astype(np.int32))")
         if not _frameworks.is_compact(offsets.shape, offsets.strides):
-            raise ValueError("cu_seqlens: non-contiguous offsets are not supported; pass cu_seqlens.contiguous()")
+            raise ArgumentError(f"cu_seqlens: non-contiguous offsets (strides {offsets.strides}) are not supported",
+                                "pass cu_seqlens.contiguous()")
         if batch != 1:
             packed = layout_shape(layout, "D").replace("B", "1").replace("T", "total_T")
-            raise ValueError(f"cu_seqlens: packed sequences need q, k and v as {packed}, got B={batch} (shape "
-                             f"{q_shape}); concatenate the batch along T (flash-linear-attention's packing)")
+            raise ArgumentError(f"cu_seqlens: packed sequences need q, k and v as {packed}, got B={batch} (shape "
+                                f"{q_shape})", "concatenate the batch along T (flash-linear-attention's packing)")
         num_seqs, seqlen_bits = offsets.shape[0] - 1, SEQLEN_BITS[offsets.dtype]
     problem = Problem((batch, heads, seq_len, dk, dv), operands["q"].dtype, num_seqs, seqlen_bits, layout,
                       tuple(strides), gated)
     sequences = problem.states[0]
     if sequences * heads > MAX_GRID:
         what = f"cu_seqlens: N*H={sequences}*{heads}" if num_seqs else f"q: B*H={sequences}*{heads}"
-        raise ValueError(f"{what}={sequences * heads} is more than culina's limit of {MAX_GRID} (sequence, head) "
-                         "pairs; split the batch across calls")
+        raise ArgumentError(f"{what}={sequences * heads} is more than culina's limit of {MAX_GRID} (sequence, head) "
+                            "pairs", "split the batch across calls")
     if "initial_state" in operands:
         state = operands["initial_state"]
         if tuple(state.shape) != problem.states:
             what = "[N, H, Dk, Dv] (N sequences in cu_seqlens)" if num_seqs else "[B, H, Dk, Dv]"
-            raise ValueError(f"initial_state: shape {tuple(state.shape)} must be {what} = {problem.states}")
+            raise ArgumentError(f"initial_state: shape {tuple(state.shape)} must be {what} = {problem.states}",
+                                "one [Dk, Dv] state per sequence and head")
         if state.dtype != "float32":
-            raise TypeError(f"initial_state: dtype {state.dtype} is not supported; the state is float32 (cast it "
-                            "with .astype / .to(float32))")
+            raise ArgumentTypeError(f"initial_state: dtype {state.dtype} is not supported",
+                                    "the state is float32 (cast it with .astype / .to(float32))")
         if not _frameworks.is_compact(state.shape, state.strides):
-            raise ValueError("initial_state: non-contiguous states are not supported; pass a C-contiguous array "
-                             "(initial_state.contiguous() in PyTorch, np.ascontiguousarray(initial_state))")
+            raise ArgumentError(f"initial_state: non-contiguous states (strides {state.strides}) are not supported",
+                                "pass a C-contiguous array (initial_state.contiguous() in PyTorch, "
+                                "np.ascontiguousarray(initial_state))")
     return problem
 
 
@@ -258,9 +295,9 @@ def check_seqlens_values(offsets, total: int) -> None:
     offsets = np.asarray(offsets)
     steps = np.diff(offsets)
     if offsets[0] != 0 or offsets[-1] != total or (steps < 0).any():
-        raise ValueError(f"cu_seqlens: expected offsets rising from 0 to total_T={total} (q's T), got "
-                         f"{offsets.tolist()[:8]}{' ...' if offsets.size > 8 else ''}; pass the cumulative "
-                         "sequence lengths with a leading 0")
+        raise ArgumentError(f"cu_seqlens: expected offsets rising from 0 to total_T={total} (q's T), got "
+                            f"{offsets.tolist()[:8]}{' ...' if offsets.size > 8 else ''}",
+                            "pass the cumulative sequence lengths with a leading 0")
 
 
 def check_decay(decay, heads: int):
@@ -270,21 +307,23 @@ def check_decay(decay, heads: int):
         return None
     if isinstance(decay, np.ndarray):
         if decay.ndim != 1:
-            raise ValueError(f"decay: expected shape [H] = ({heads},), got {decay.shape}; per-token forget gates "
-                             "go in g= (natural logarithms)")
+            raise ArgumentError(f"decay: expected shape [H] = ({heads},), got {decay.shape}",
+                                "per-token forget gates go in g= (natural logarithms)")
         decay = decay.tolist()
     try:
         values = [float(x) for x in decay]
     except (TypeError, ValueError, RuntimeError) as exc:
-        raise TypeError(f"decay: expected H={heads} host values (a list, tuple or NumPy array), got "
-                        f"{type(decay).__name__} ({exc}); pass decay.tolist(), or with PyTorch tensors q, k "
-                        "and v a torch tensor [H] on q's device") from exc
+        raise ArgumentTypeError(f"decay: expected H={heads} host values (a list, tuple or NumPy array), got "
+                                f"{type(decay).__name__} ({exc})",
+                                "pass decay.tolist(), or with PyTorch tensors q, k and v a torch tensor [H] on q's "
+                                "device") from exc
     if len(values) != heads:
-        raise ValueError(f"decay: expected shape [H] = ({heads},), got ({len(values)},)")
+        raise ArgumentError(f"decay: expected shape [H] = ({heads},), got ({len(values)},)",
+                            "pass one decay factor per head")
     for head, value in enumerate(values):
         if not 0 < value <= 1:
-            raise ValueError(f"decay: every value must be in (0, 1], head {head} has {value!r}; pass "
-                             "per-head decay factors such as 1 - 2**-5 (None means 1)")
+            raise ArgumentError(f"decay: every value must be in (0, 1], head {head} has {value!r}",
+                                "pass per-head decay factors such as 1 - 2**-5 (None means 1)")
     return values
 
 
@@ -294,7 +333,8 @@ def check_scale(scale, dk: int) -> float:
     if type(scale) is float and math.isfinite(scale):  # the common case, first: this runs on every call
         return scale
     if isinstance(scale, bool) or not isinstance(scale, numbers.Real) or not math.isfinite(scale):
-        raise ValueError(f"scale: expected a finite real number, got {scale!r} (None means Dk**-0.5)")
+        raise ArgumentError(f"scale: expected a finite real number, got {scale!r}",
+                            "pass a float, or None for Dk**-0.5")
     return float(scale)
 
 
@@ -321,8 +361,8 @@ def run_arrays(q, k, v, decay, g, scale, initial_state, output_final_state, cu_s
     first = places["q"]
     for name, place in places.items():
         if place != first:
-            raise ValueError(f"arrays on different devices: {name} is on {_place_name(place)} but q is "
-                             f"on {_place_name(first)}; move them to one device")
+            raise ArgumentError(f"arrays on different devices: {name} is on {_place_name(place)} but q is "
+                                f"on {_place_name(first)}", "move them to one device")
     if first == "cpu":
         return _run_cpu(arrays, decay, scale, output_final_state, layout)
     return _run_gpu(arrays, decay, scale, output_final_state, layout, device=first[1])
@@ -347,9 +387,9 @@ def _place(name, value):
     if device is not None and device[0] == _frameworks.DLPACK_CUDA:
         return ("cuda", device[1])
     where = f" on DLPack device type {device[0]}" if device else ""
-    raise TypeError(f"{name}: expected a NumPy array or a CUDA array that supports DLPack (PyTorch, "
-                    f"CuPy, JAX), got {type(value).__module__}.{type(value).__name__}{where}; pass "
-                    f"np.asarray({name}) for the CPU, or move it to a GPU")
+    raise ArgumentTypeError(f"{name}: expected a NumPy array or a CUDA array that supports DLPack (PyTorch, "
+                            f"CuPy, JAX), got {type(value).__module__}.{type(value).__name__}{where}",
+                            f"pass np.asarray({name}) for the CPU, or move it to a GPU")
 
 
 def _place_name(place) -> str:
@@ -359,8 +399,8 @@ def _place_name(place) -> str:
 def _numpy_operand(name: str, array: np.ndarray) -> Operand:
     item = array.itemsize
     if any(stride % item for stride in array.strides):
-        raise ValueError(f"{name}: strides {array.strides} (bytes) are not whole {item}-byte elements; pass "
-                         f"np.ascontiguousarray({name})")
+        raise ArgumentError(f"{name}: strides {array.strides} (bytes) are not whole {item}-byte elements",
+                            f"pass np.ascontiguousarray({name})")
     return Operand(array.shape, tuple(stride // item for stride in array.strides), array.dtype.name)
 
 
@@ -398,7 +438,7 @@ def ready_device(device: int) -> None:
         raise _unsupported(device, "this culina was built without CUDA (no nvcc at build time)")
     driver_problem = _build.driver_problem(_C.driver_version())
     if driver_problem:
-        raise UnsupportedDeviceError(driver_problem)
+        raise UnsupportedDeviceError(*driver_problem)
     support = _device_support(device)
     if not support["supported"]:
         raise _unsupported(device, support["error"])
@@ -408,22 +448,23 @@ def ready_device(device: int) -> None:
 def _device_support(device: int) -> dict:
     count = _C.device_count()
     if not 0 <= device < count:
-        raise UnsupportedDeviceError(f"CUDA device {device} is not visible to culina (CUDA sees "
-                                     f"{count} device(s)); check CUDA_VISIBLE_DEVICES")
+        raise UnsupportedDeviceError(f"CUDA device {device} is not visible to culina (CUDA sees {count} device(s))",
+                                     "check CUDA_VISIBLE_DEVICES")
     return _C.device(device)
 
 
 def _unsupported(device: int, detail: str) -> UnsupportedDeviceError:
     record = _build.build_record()
     if not _C.built_with_cuda():
-        return UnsupportedDeviceError(detail)
+        return UnsupportedDeviceError(detail, f"reinstall a CUDA build on this host: `{_build.REINSTALL}`, with "
+                                              "CULINA_VARIANT unset or naming a CUDA variant")
     info = _device_support(device)
     cap = info["capability"]
     return UnsupportedDeviceError(
         f"culina has no code for GPU {device} '{info['name']}' (compute capability {cap[0]}.{cap[1]}): "
         f"this binary holds {_build.describe_archs(record)} (build: {record.get('kind')}, "
-        f"{record.get('variant')}, compiled list {_C.compiled_arch_list()}); CUDA says: {detail}. "
-        f"To fix, {_build.how_to_fit(cap)}")
+        f"{record.get('variant')}, compiled list {_C.compiled_arch_list()}); CUDA says: {detail}",
+        _build.how_to_fit(cap))
 
 
 def _run_gpu(arrays: dict, decay, scale, output_final_state, layout, device: int):
@@ -438,8 +479,8 @@ def _launch_dlpack(arrays: dict, decay, scale, output_final_state, layout, devic
     borrowed = {name: _frameworks.borrow(value, stream) for name, value in arrays.items()}
     frameworks = {b.framework for b in borrowed.values()}
     if len(frameworks) > 1:
-        raise TypeError(f"q, k, v, g, initial_state and cu_seqlens must come from one framework (outputs are made "
-                        f"in it), got {sorted(frameworks)}; convert with from_dlpack first")
+        raise ArgumentTypeError(f"q, k, v, g, initial_state and cu_seqlens must come from one framework (outputs "
+                                f"are made in it), got {sorted(frameworks)}", "convert with from_dlpack first")
     state = borrowed.get("initial_state")
     layout = resolve_layout(layout, borrowed["q"].shape, layout_pins(decay, None if state is None else state.shape))
     problem = check_problem({n: Operand(b.shape, b.strides, b.dtype) for n, b in borrowed.items()}, layout)

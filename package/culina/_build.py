@@ -57,8 +57,9 @@ def how_to_fit(capability: tuple[int, int]) -> str:
             f"`CULINA_VARIANT=source CULINA_CUDA_ARCHS={cc} {REINSTALL}`")
 
 
-def driver_problem(driver_version: int) -> str | None:
-    """Why the NVIDIA driver (cudaDriverGetVersion's number, 0 for none) cannot run this build, or None.
+def driver_problem(driver_version: int) -> tuple[str, str] | None:
+    """(why the NVIDIA driver, cudaDriverGetVersion's number, 0 for none, cannot run this build;
+    the fix), or None.
 
     CUDA's minor-version compatibility: a build with CUDA X.Y runs on a driver supporting X.0 or newer.
     """
@@ -71,9 +72,9 @@ def driver_problem(driver_version: int) -> str | None:
     driver = f"{driver_version // 1000}.{driver_version % 1000 // 10}"
     minimum = minimum_linux_driver(major) or f"one supporting CUDA {major}.0"
     return (f"this culina is a CUDA {record['cuda_version']} build ({record.get('kind')}, {record.get('variant')}), "
-            f"but the NVIDIA driver here supports CUDA {driver} only, so no GPU call can run. Fix: update the "
-            f"driver to {minimum} or newer, or reinstall so that culina's resolver picks the variant this "
-            f"driver runs: `{REINSTALL}`")
+            f"but the NVIDIA driver here supports CUDA {driver} only, so no GPU call can run",
+            f"update the driver to {minimum} or newer, or reinstall so that culina's resolver picks the variant "
+            f"this driver runs: `{REINSTALL}`")
 
 
 def _cuda_int(version: str) -> int:

@@ -13,16 +13,10 @@ import os
 import stat
 from pathlib import Path
 
+from .errors import CacheError
+
 # What the install keeps under the cache root (fetch/wheel_cache and helper_build name them).
 CACHE_FOLDERS = ("wheels", "helper")
-
-
-class CacheError(Exception):
-    """The cache cannot be listed or purged; `hint` says what to do."""
-
-    def __init__(self, message: str, hint: str):
-        super().__init__(message)
-        self.hint = hint
 
 
 @dataclasses.dataclass(frozen=True)

@@ -33,7 +33,8 @@ def problems() -> list[str]:
     driver = report["driver_cuda_version"]
     driver_problem = _build.driver_problem(driver)
     if driver_problem:
-        return [driver_problem]
+        problem, fix = driver_problem
+        return [f"{problem}. Fix: {fix}"]
     gpus, caveat = visible_gpus(report["gpus"], os.environ.get("CUDA_VISIBLE_DEVICES"),
                                 os.environ.get("CUDA_DEVICE_ORDER"))
     found = []
@@ -57,10 +58,12 @@ class InstallSetting:
 
 
 def _variant_request(value: str) -> str | None:
-    """CULINA_VARIANT as the helper reads it (policy/variant_request.cpp): None for auto,
-    "source", or a release label, the CPU alias turned into the CPU label."""
+    """CULINA_VARIANT as the helper reads it (policy/variant_request.cpp, held together by
+    tests/data/variant_request_cases.json): None for auto, "source", or a release label, the CPU
+    alias turned into the CPU label. Like the helper, which reads bytes, it trims only ASCII blanks
+    and lowers only A-Z: str.strip() and str.lower() would take U+00A0 or the Kelvin sign K."""
     labels = json.loads(_build.CUDA_FACTS.read_text())["variant_label"]
-    text = value.strip().lower()
+    text = "".join(c.lower() if c.isascii() else c for c in value.strip(" \t\r\n\f\v"))
     if text in ("", "auto"):
         return None
     if text == "source":

@@ -9,6 +9,7 @@ import importlib
 import numpy as np
 
 from . import _C
+from .errors import ArgumentTypeError
 
 DLPACK_CPU, DLPACK_CUDA = 1, 2
 # DLPack (code, bits) -> dtype name (the float types of q, k, v and the state; cu_seqlens' integers)
@@ -119,9 +120,9 @@ def empty_like_framework(like: CudaArray, shape: tuple, dtype: str):
         device = next(d for d in jax.devices("gpu") if d.id == like.device)
         return jnp.empty(shape, dtype=getattr(jnp, dtype), device=device)
     module = importlib.import_module(like.framework)
-    raise TypeError(f"culina returns outputs in the caller's framework and cannot make arrays "
-                    f"of {module.__name__!r}: pass torch, CuPy or JAX arrays, or convert with "
-                    f"torch.from_dlpack(x)")
+    raise ArgumentTypeError(f"culina returns outputs in the caller's framework and cannot make arrays of "
+                            f"{module.__name__!r}",
+                            "pass torch, CuPy or JAX arrays, or convert with torch.from_dlpack(x)")
 
 
 def numpy_dtype_code(array: np.ndarray) -> int | None:

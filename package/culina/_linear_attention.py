@@ -45,6 +45,18 @@ def linear_attention(q, k, v, decay=None, *, g=None, scale=None, initial_state=N
     traceable by torch.compile(fullgraph=True). CUDA arrays from CuPy or JAX run forward only.
     GPU calls run on the caller's current stream and return arrays of the same framework. S_T is
     float32 [B or N, H, Dk, Dv].
+
+    float32 runs the exact float32 kernels, unless the inputs are float32 CUDA tensors and
+    torch.get_float32_matmul_precision() is "medium" (the setting under which PyTorch rounds
+    float32 matmul operands to bfloat16): q, k and v are then rounded to bfloat16 for the
+    tensor-core kernels (20-25x faster), o and dq, dk, dv come back float32, the gates and
+    states stay float32. "highest" (the default) and "high" stay exact: "high" lets PyTorch use
+    TF32, and culina has no TF32 kernels. CPU tensors and other frameworks are always exact.
+    `culina info` prints the rule; the "culina" logger says (debug) when it rounds.
+
+    Errors are culina.CulinaError (its message and its hint, the fix, apart), also ValueError
+    for a bad value or shape, TypeError for a bad type or dtype, RuntimeError for a GPU culina
+    cannot run on (culina.UnsupportedDeviceError).
     """
     if _frameworks.framework_of(q) == "torch":
         from . import _torch  # here, not at the top: culina without PyTorch never imports it

@@ -3,6 +3,7 @@ kernels, for porting with one import line."""
 from __future__ import annotations
 
 from . import _api, _frameworks
+from .errors import ArgumentError, ArgumentTypeError, RemovedArgumentError
 
 # fla's default chunk length, which culina's kernels are built around.
 CHUNK_SIZE = 64
@@ -33,12 +34,18 @@ def chunk_simple_gla(q, k, v, g=None, g_gamma=None, scale=None, initial_state=No
     PyTorch tensors only, CPU (the C++ reference, backward included) or CUDA; differentiable in
     q, k, v, g, g_gamma and initial_state, and traceable by torch.compile(fullgraph=True) (fla's
     is excluded from compilation).
+
+    float32 CUDA inputs run the bfloat16 tensor-core kernels under
+    torch.set_float32_matmul_precision("medium"), and the exact float32 kernels otherwise
+    (culina has no TF32 kernels): culina.linear_attention's docstring has the rule. Errors are
+    culina.CulinaError, as there.
     """
     _check_options(kwargs)
     if _frameworks.framework_of(q) != "torch":
-        raise TypeError(f"q: culina.chunk_simple_gla takes PyTorch tensors, as flash-linear-attention's does; got "
-                        f"{type(q).__module__}.{type(q).__name__}; for NumPy, CuPy or JAX arrays use "
-                        "culina.linear_attention(q, k, v, g=g, layout=\"BTHD\")")
+        raise ArgumentTypeError(f"q: culina.chunk_simple_gla takes PyTorch tensors, as flash-linear-attention's "
+                                f"does; got {type(q).__module__}.{type(q).__name__}",
+                                "for NumPy, CuPy or JAX arrays use culina.linear_attention(q, k, v, g=g, "
+                                "layout=\"BTHD\")")
     import torch
 
     from . import _torch  # here, not at the top: culina without PyTorch never imports it
@@ -49,16 +56,18 @@ def chunk_simple_gla(q, k, v, g=None, g_gamma=None, scale=None, initial_state=No
     gamma = None
     if g_gamma is not None:
         if not isinstance(g_gamma, torch.Tensor):
-            raise TypeError(f"g_gamma: expected a torch.Tensor [H], got {type(g_gamma).__name__}; pass "
-                            "torch.as_tensor(g_gamma, device=q.device)")
+            raise ArgumentTypeError(f"g_gamma: expected a torch.Tensor [H], got {type(g_gamma).__name__}",
+                                    "pass torch.as_tensor(g_gamma, device=q.device)")
         heads = _torch.heads_of(q, layout)
         if g_gamma.dim() != 1 or g_gamma.shape[0] != heads:
-            raise ValueError(f"g_gamma: expected shape [H] = ({heads},), got {tuple(g_gamma.shape)}; per-token "
-                             "gates go in g ([B, T, H])")
+            raise ArgumentError(f"g_gamma: expected shape [H] = ({heads},), got {tuple(g_gamma.shape)}",
+                                "per-token gates go in g ([B, T, H])")
         gamma = g_gamma.to(torch.float32).contiguous()
     if initial_state is not None:
         if not isinstance(initial_state, torch.Tensor):
-            raise TypeError(f"initial_state: expected a torch.Tensor like q, got {type(initial_state).__name__}")
+            raise ArgumentTypeError(f"initial_state: expected a torch.Tensor like q, got "
+                                    f"{type(initial_state).__name__}",
+                                    "pass torch.as_tensor(initial_state, device=q.device)")
         _check_state_shape(q, v, initial_state, state_v_first, cu_seqlens)
         initial_state = initial_state.to(torch.float32)
         if state_v_first:
@@ -76,15 +85,17 @@ def _check_options(kwargs: dict) -> None:
     """fla 0.6's keyword options: head_first is gone (it raises there too); chunk_size only as
     the kernels' own; anything else is a misspelling."""
     if "head_first" in kwargs:
-        raise DeprecationWarning("head_first: flash-linear-attention 0.6 removed it and culina takes none: pass q, k, "
-                                 "v as [B, T, H, D] (or [B, H, T, D] tensors to culina.linear_attention(..., "
-                                 "layout=\"BHTD\"), which reads them in place)")
+        raise RemovedArgumentError(f"head_first: flash-linear-attention 0.6 removed it and culina takes none, got "
+                                   f"head_first={kwargs['head_first']!r}",
+                                   "pass q, k, v as [B, T, H, D] (or [B, H, T, D] tensors to "
+                                   "culina.linear_attention(..., layout=\"BHTD\"), which reads them in place)")
     chunk_size = kwargs.pop("chunk_size", None)
     if chunk_size is not None and chunk_size != CHUNK_SIZE:
-        raise ValueError(f"chunk_size: culina's kernels work in chunks of {CHUNK_SIZE} tokens, got {chunk_size!r}; "
-                         "leave chunk_size out")
+        raise ArgumentError(f"chunk_size: culina's kernels work in chunks of {CHUNK_SIZE} tokens, got {chunk_size!r}",
+                            "leave chunk_size out")
     if kwargs:
-        raise TypeError(f"chunk_simple_gla() got unexpected keyword arguments {sorted(kwargs)}")
+        raise ArgumentTypeError(f"chunk_simple_gla() got unexpected keyword arguments {sorted(kwargs)}",
+                                "check their spelling against fla 0.6's chunk_simple_gla")
 
 
 def _check_state_shape(q, v, initial_state, state_v_first: bool, cu_seqlens) -> None:
@@ -98,10 +109,13 @@ def _check_state_shape(q, v, initial_state, state_v_first: bool, cu_seqlens) -> 
     expected = (sequences, heads, *features)
     if tuple(initial_state.shape) != expected:
         what = "[N, H, V, K] (state_v_first)" if state_v_first else "[N, H, K, V]"
-        raise ValueError(f"initial_state: shape {tuple(initial_state.shape)} must be {what} = {expected}, N being "
-                         f"{'the number of sequences in cu_seqlens' if cu_seqlens is not None else 'the batch'}")
+        sequences = "the number of sequences in cu_seqlens" if cu_seqlens is not None else "the batch"
+        raise ArgumentError(f"initial_state: shape {tuple(initial_state.shape)} must be {what} = {expected}, N "
+                            f"being {sequences}",
+                            "one state per sequence and head, [K, V] (or [V, K] with state_v_first=True)")
     if not initial_state.is_floating_point():
-        raise TypeError(f"initial_state: dtype {initial_state.dtype} is not supported; pass a floating-point state")
+        raise ArgumentTypeError(f"initial_state: dtype {initial_state.dtype} is not supported",
+                                "pass a floating-point state")
 
 
 def _check_host_offsets(q, cu_seqlens, cu_seqlens_cpu) -> None:
@@ -112,13 +126,13 @@ def _check_host_offsets(q, cu_seqlens, cu_seqlens_cpu) -> None:
     from . import _torch
 
     if cu_seqlens is None:
-        raise ValueError("cu_seqlens_cpu: given without cu_seqlens; pass both (cu_seqlens_cpu is a host copy of "
-                         "cu_seqlens)")
+        raise ArgumentError("cu_seqlens_cpu: given without cu_seqlens",
+                            "pass both (cu_seqlens_cpu is a host copy of cu_seqlens)")
     if not isinstance(cu_seqlens_cpu, torch.Tensor) or cu_seqlens_cpu.device.type != "cpu":
-        raise TypeError(f"cu_seqlens_cpu: expected a CPU torch.Tensor, got {getattr(cu_seqlens_cpu, 'device', type(cu_seqlens_cpu))}; "
-                        "pass cu_seqlens.cpu()")
+        raise ArgumentTypeError(f"cu_seqlens_cpu: expected a CPU torch.Tensor, got "
+                                f"{getattr(cu_seqlens_cpu, 'device', type(cu_seqlens_cpu))}", "pass cu_seqlens.cpu()")
     if tuple(cu_seqlens_cpu.shape) != tuple(cu_seqlens.shape):
-        raise ValueError(f"cu_seqlens_cpu: shape {tuple(cu_seqlens_cpu.shape)} differs from cu_seqlens' "
-                         f"{tuple(cu_seqlens.shape)}; pass cu_seqlens.cpu()")
+        raise ArgumentError(f"cu_seqlens_cpu: shape {tuple(cu_seqlens_cpu.shape)} differs from cu_seqlens' "
+                            f"{tuple(cu_seqlens.shape)}", "pass cu_seqlens.cpu()")
     if q.dim() == 4 and cu_seqlens_cpu.dim() == 1 and cu_seqlens_cpu.numel() and _torch.eager():
         _api.check_seqlens_values(cu_seqlens_cpu.numpy(), q.shape[1])

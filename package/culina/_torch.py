@@ -15,12 +15,14 @@ autograd.Function of the op's forward and formula where it is; so does an eager 
 """
 from __future__ import annotations
 
+import logging
 from typing import List, Optional, Tuple
 
 import numpy as np
 import torch
 
 from . import _api, _C
+from .errors import ArgumentError, ArgumentTypeError
 
 # torch dtype -> the dtype names _api.check_problem speaks (float types, cu_seqlens' integers)
 DTYPE_NAMES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16",
@@ -30,6 +32,10 @@ CACHE_LIMIT = _api.CACHE_LIMIT
 _problems: dict = {}
 _decays: dict = {}
 _workspaces: dict = {}
+TORCH_DTYPES = {name: dtype for dtype, name in DTYPE_NAMES.items()}
+logger = logging.getLogger("culina")
+# (input dtype, compute dtype, precision) roundings already logged: each is logged once.
+_logged_roundings: set = set()
 
 
 def linear_attention(q, k, v, decay, g, scale, initial_state, output_final_state, cu_seqlens, layout):
@@ -62,13 +68,13 @@ def log_decay(name: str, decay: torch.Tensor, heads: int, q) -> torch.Tensor:
     carries the gradient back through the logarithm. The values are not checked: reading them
     would synchronise (and guard on data under torch.compile)."""
     if decay.dim() != 1 or decay.shape[0] != heads:
-        raise ValueError(f"{name}: expected a tensor [H] = ({heads},), got shape {tuple(decay.shape)}; per-token "
-                         "forget gates go in g= (natural logarithms)")
+        raise ArgumentError(f"{name}: expected a tensor [H] = ({heads},), got shape {tuple(decay.shape)}",
+                            "per-token forget gates go in g= (natural logarithms)")
     if not decay.is_floating_point():
-        raise TypeError(f"{name}: dtype {decay.dtype} is not supported; pass a floating-point tensor")
+        raise ArgumentTypeError(f"{name}: dtype {decay.dtype} is not supported", "pass a floating-point tensor")
     if decay.device != q.device:
-        raise ValueError(f"arrays on different devices: {name} is on {decay.device} but q is on {q.device}; pass "
-                         f"{name}.to(q.device) (or {name}.tolist() for fixed values)")
+        raise ArgumentError(f"arrays on different devices: {name} is on {decay.device} but q is on {q.device}",
+                            f"pass {name}.to(q.device) (or {name}.tolist() for fixed values)")
     return decay.log().to(torch.float32)
 
 
@@ -131,10 +137,11 @@ def eager() -> bool:
 
 def _not_a_tensor(name: str, value, q) -> Exception:
     if isinstance(value, np.ndarray) and q.device.type != "cpu":
-        return ValueError(f"arrays on different devices: {name} is on cpu (NumPy) but q is on {q.device}; move "
-                          f"them to one device ({name} = torch.from_numpy({name}).to(q.device))")
-    return TypeError(f"{name}: expected a torch.Tensor like q, got {type(value).__module__}.{type(value).__name__}; "
-                     f"convert it with torch.as_tensor({name}, device=q.device)")
+        return ArgumentError(f"arrays on different devices: {name} is on cpu (NumPy) but q is on {q.device}",
+                             f"move them to one device ({name} = torch.from_numpy({name}).to(q.device))")
+    return ArgumentTypeError(f"{name}: expected a torch.Tensor like q, got "
+                             f"{type(value).__module__}.{type(value).__name__}",
+                             f"convert it with torch.as_tensor({name}, device=q.device)")
 
 
 def _cached_decay(decay, heads: int):
@@ -161,11 +168,11 @@ def problem_of(q, k, v, gamma, g, initial_state, cu_seqlens, layout: str) -> _ap
         if not isinstance(tensor, torch.Tensor):
             raise _not_a_tensor(name, tensor, q)
         if tensor.device != q.device:
-            raise ValueError(f"arrays on different devices: {name} is on {tensor.device} but q is on "
-                             f"{q.device}; move them to one device")
+            raise ArgumentError(f"arrays on different devices: {name} is on {tensor.device} but q is on {q.device}",
+                                "move them to one device")
     if q.device.type not in ("cpu", "cuda", "meta"):
-        raise TypeError(f"q: PyTorch tensors on {q.device} are not supported; culina runs CPU and CUDA "
-                        "tensors (q.cpu() or q.cuda())")
+        raise ArgumentTypeError(f"q: PyTorch tensors on {q.device} are not supported",
+                                "culina runs CPU and CUDA tensors (q.cpu() or q.cuda())")
     return _api.check_problem(
         {n: _api.Operand(tuple(t.shape), tuple(t.stride()), DTYPE_NAMES.get(t.dtype, str(t.dtype).removeprefix("torch.")))
          for n, t in named.items()}, layout)
@@ -219,11 +226,40 @@ def _launch(entry, workspace_size_of, problem: _api.Problem, q, cu_seqlens, call
     _api.launch(entry, problem, call)
 
 
+def compute_dtype(q, k, v) -> torch.dtype:
+    """The dtype the kernels run q, k and v in, as _api.compute_dtype decides it from their
+    dtype, q's device and torch.get_float32_matmul_precision() now. Asked by forward and by
+    backward when they run, never while torch.compile traces (it could not read the setting
+    there, and a compiled graph would keep a stale answer), so each pass follows the setting in
+    force when it runs, as PyTorch's own matmuls do. Mixed or unsupported dtypes are left as
+    they are for check_problem to name. A rounding is logged (debug, once per setting). Only
+    CPU and CUDA tensors reach here (fake and meta ones take the fake kernels), and is_cuda
+    costs a sixth of device.type: this runs on every pass."""
+    dtype = q.dtype
+    name = DTYPE_NAMES.get(dtype)
+    if name is None or k.dtype is not dtype or v.dtype is not dtype:
+        return dtype
+    precision = torch.get_float32_matmul_precision()
+    decided = _api.compute_dtype(name, "cuda" if q.is_cuda else "cpu", precision)
+    if decided != name and (name, decided, precision) not in _logged_roundings:
+        _logged_roundings.add((name, decided, precision))
+        logger.debug("culina: %s %s inputs run on the %s kernels (q, k and v rounded; gates, states and o stay "
+                     "%s), as torch.get_float32_matmul_precision() is %r", name, q.device.type, decided, name,
+                     precision)
+    return TORCH_DTYPES[decided]
+
+
 def forward(q, k, v, decay: Optional[List[float]], gamma: Optional[torch.Tensor], g: Optional[torch.Tensor],
             scale: float, initial_state: Optional[torch.Tensor], cu_seqlens: Optional[torch.Tensor],
             output_final_state: bool, layout: str) -> Tuple[torch.Tensor, torch.Tensor]:
-    """The forward on real tensors: o (C-contiguous in the layout), and S_T (None unless
-    output_final_state)."""
+    """The forward on real tensors: o (C-contiguous in the layout, in v's dtype), and S_T (None
+    unless output_final_state). q, k and v are rounded to compute_dtype's answer first (it
+    rounds only where all three share one dtype), o brought back to that dtype."""
+    input_dtype = q.dtype
+    compute = compute_dtype(q, k, v)
+    rounded = compute is not input_dtype
+    if rounded:
+        q, k, v = q.to(compute), k.to(compute), v.to(compute)
     problem = _cached_problem(q, k, v, gamma, g, initial_state, cu_seqlens, layout)
     out = torch.empty(problem.shape(problem.dims[4]), dtype=v.dtype, device=q.device)
     final = torch.empty(problem.states, dtype=torch.float32, device=q.device) if output_final_state else None
@@ -231,7 +267,7 @@ def forward(q, k, v, decay: Optional[List[float]], gamma: Optional[torch.Tensor]
             {"q": q.data_ptr(), "k": k.data_ptr(), "v": v.data_ptr(), "out": out.data_ptr(),
              "initial_state": _address(initial_state), "final_state": _address(final), "gamma": _address(gamma),
              "g": _address(g), "scale": scale, "decay": decay})
-    return out, final
+    return (out.to(input_dtype) if rounded else out), final
 
 
 def backward(q, k, v, d_out, decay: Optional[List[float]], gamma: Optional[torch.Tensor], g: Optional[torch.Tensor],
@@ -241,13 +277,21 @@ def backward(q, k, v, d_out, decay: Optional[List[float]], gamma: Optional[torch
     """dq, dk, dv (C-contiguous in the layout), dS0 and the gate dots on real tensors. The gate
     dots, float32 [B, H, T] in either layout, are q_t.dq_t - k_t.dk_t per token from
     the kernels' fp32 dq and dk, the gates' gradient before its reverse sum (gate_gradient). As
-    the op returns tensors only, dS0 and the gate dots not asked for are empty tensors."""
+    the op returns tensors only, dS0 and the gate dots not asked for are empty tensors. q, k, v
+    and do are rounded to compute_dtype's answer first (it rounds only where all three share one
+    dtype), dq, dk and dv brought back to that dtype."""
+    input_dtype = q.dtype
+    compute = compute_dtype(q, k, v)
+    rounded = compute is not input_dtype
+    if rounded:
+        q, k, v, d_out = q.to(compute), k.to(compute), v.to(compute), d_out.to(compute)
     problem = _cached_problem(q, k, v, gamma, g, initial_state, cu_seqlens, layout)
     d_out = _gradient_rows(d_out, problem)
     if d_final_state is not None and (tuple(d_final_state.shape) != problem.states
                                       or d_final_state.dtype != torch.float32 or not d_final_state.is_contiguous()):
-        raise ValueError(f"d_final_state: expected a contiguous float32 tensor of shape {problem.states}, got "
-                         f"{d_final_state.dtype} {tuple(d_final_state.shape)}")
+        raise ArgumentError(f"d_final_state: expected a contiguous float32 tensor of shape {problem.states}, got "
+                            f"{d_final_state.dtype} {tuple(d_final_state.shape)}",
+                            "pass the final state's gradient as float32 .contiguous()")
     dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     dk = torch.empty(k.shape, dtype=k.dtype, device=q.device)
     dv = torch.empty(v.shape, dtype=v.dtype, device=q.device)
@@ -262,6 +306,8 @@ def backward(q, k, v, d_out, decay: Optional[List[float]], gamma: Optional[torch
              "d_initial_state": d_initial.data_ptr() if need_d_initial_state else 0,
              "gate_dots": gate_dots.data_ptr() if need_gate_dots else 0, "gamma": _address(gamma), "g": _address(g),
              "scale": scale, "decay": decay})
+    if rounded:
+        dq, dk, dv = dq.to(input_dtype), dk.to(input_dtype), dv.to(input_dtype)
     return dq, dk, dv, d_initial, gate_dots
 
 
@@ -270,7 +316,8 @@ def _gradient_rows(d_out, problem: _api.Problem):
     gradient, such as sum()'s, is made contiguous)."""
     shape = problem.shape(problem.dims[4])
     if tuple(d_out.shape) != shape:
-        raise ValueError(f"do: shape {tuple(d_out.shape)} must be o's shape {shape}")
+        raise ArgumentError(f"do: shape {tuple(d_out.shape)} must be o's shape {shape}",
+                            "pass the gradient of o as the forward returned it")
     return d_out if d_out.stride(-1) == 1 or shape[-1] == 1 else d_out.contiguous()
 
 

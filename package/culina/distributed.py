@@ -44,6 +44,7 @@ import torch
 import torch.distributed as dist
 
 import culina
+from culina.errors import ArgumentError
 
 
 def chunk_simple_gla(q, k, v, g=None, g_gamma=None, scale=None, initial_state=None, output_final_state=False,
@@ -68,7 +69,8 @@ def chunk_simple_gla(q, k, v, g=None, g_gamma=None, scale=None, initial_state=No
     inputs are this rank's part (the module docstring says why).
     """
     if q.dim() != 4:
-        raise ValueError(f"q: expected [B, T_r, H, K] (this rank's shard), got shape {tuple(q.shape)}")
+        raise ArgumentError(f"q: expected [B, T_r, H, K] (this rank's shard), got shape {tuple(q.shape)}",
+                            "pass this rank's tokens of every sequence in fla's layout")
     if state_v_first and initial_state is not None:
         initial_state = initial_state.transpose(-1, -2)
     return _context_parallel(q, k, v, g, g_gamma, scale, initial_state, output_final_state, cu_seqlens, group,
@@ -84,7 +86,8 @@ def linear_attention(q, k, v, decay=None, *, g=None, scale=None, initial_state=N
     (fixed), or a tensor [H] on q's device (trainable). Returns o in the layout (for "BHTD" a
     transposed view), or (o, final_state) with output_final_state."""
     if layout not in ("BHTD", "BTHD"):
-        raise ValueError(f"layout: expected \"BHTD\" or \"BTHD\", got {layout!r}")
+        raise ArgumentError(f"layout: expected \"BHTD\" or \"BTHD\", got {layout!r}",
+                            "name the layout: a shard's T_r may be any size, so it is never guessed")
     to_tokens_first = (lambda x: x.transpose(1, 2)) if layout == "BHTD" else (lambda x: x)
     heads = q.shape[1 if layout == "BHTD" else 2] if q.dim() == 4 else 0
     gamma = None if decay is None else _log_decay(decay, heads, q)
@@ -103,12 +106,13 @@ _host_log_decays: dict = {}
 def _log_decay(decay, heads: int, q) -> torch.Tensor:
     if isinstance(decay, torch.Tensor):
         if decay.shape != (heads,):
-            raise ValueError(f"decay: expected a tensor [H] = ({heads},), got shape {tuple(decay.shape)}")
+            raise ArgumentError(f"decay: expected a tensor [H] = ({heads},), got shape {tuple(decay.shape)}",
+                                "per-token forget gates go in g= (natural logarithms)")
         return decay.log().float()
     values = tuple(float(x) for x in decay)
     if len(values) != heads or not all(0 < x <= 1 for x in values):
-        raise ValueError(f"decay: expected H={heads} values in (0, 1], got {len(values)}: {list(values)[:8]}; pass "
-                         "one decay factor per head (None means 1)")
+        raise ArgumentError(f"decay: expected H={heads} values in (0, 1], got {len(values)}: {list(values)[:8]}",
+                            "pass one decay factor per head (None means 1)")
     key = (values, q.device)
     if key not in _host_log_decays:
         _host_log_decays[key] = torch.tensor(values, dtype=torch.float64).log().float().to(q.device)
@@ -159,8 +163,9 @@ def _context_parallel(q, k, v, g, g_gamma, scale, initial_state, output_final_st
     tokens = q.shape[1]
     if shard_offset is not None and (not isinstance(shard_offset, int) or shard_offset < 0
                                      or (rank == 0 and shard_offset != 0)):
-        raise ValueError(f"shard_offset: rank {rank} got {shard_offset!r}; pass the position of this rank's first "
-                         "token in the gathered sequence (0 on rank 0), or None for even shards")
+        raise ArgumentError(f"shard_offset: rank {rank} got {shard_offset!r}",
+                            "pass the position of this rank's first token in the gathered sequence (0 on rank 0), or "
+                            "None for even shards")
     scale = q.shape[-1] ** -0.5 if scale is None else scale
     if cu_seqlens is None:
         shard = _batch_shard(rank, world, tokens)

@@ -1,12 +1,17 @@
 """The environment variables the adapter owns, parsed in one place before anything is decided.
 
 Every name is the project's prefix (pyproject.toml, project_config: CULINA_ for culina) and a
-suffix. Each variable has one row in variables(): its name, the form it accepts, and the parser
-that turns it into a typed field of AdapterSettings, which also carries the project's
-configuration. The backend's hooks and the setuptools commands call current() first, under
-adapter_error.exits_with_message, so a value that cannot be understood stops the install with one
-line naming the variable, the value and the accepted form, before the helper runs or a decision
-is printed. The readers (compile_pool,
+suffix. Each variable has one row in variables(): its name, type, default, the form it accepts,
+and the parser that turns it into a typed field of AdapterSettings, which also carries the
+project's configuration. This table and the helper's (kSettingSpecs, listed by `culina-resolver
+version --json`) are the two declarations: the adapter's variables are parsed before any helper
+exists (which helper to take depends on them), so they cannot be read from the helper. The two
+both sides read (SHARED_WITH_HELPER) are declared on each, since each refuses a bad value before
+it runs the other. HOST_VARIABLES declares the host's variables the adapter reads where they are
+used; tests/adapter/test_settings_declared.py fails on a read of any other. The backend's hooks
+and the setuptools commands call current() first, under adapter_error.exits_with_message, so a
+value that cannot be understood stops the install with one line naming the variable, the value and
+the accepted form, before the helper runs or a decision is printed. The readers (compile_pool,
 helper_build, cuda_build_ext, install_resolution) take their values from here. The helper's own
 variables (<prefix>VARIANT, <prefix>OFFLINE, ...) are the helper's to parse; it gets the prefix as
 an argument.
@@ -43,6 +48,9 @@ CACHE_DIR = "CACHE_DIR"
 RELEASE_URL = "RELEASE_URL"
 MAX_JOBS = "MAX_JOBS"  # <prefix>MAX_JOBS, then the unprefixed MAX_JOBS: the first one set bounds the compile pool
 JSON_INCLUDE_DIR = "JSON_INCLUDE_DIR"  # building an sdist: where nlohmann/json.hpp is, before the system folders
+# Read by the helper too (its own table): the adapter's helper cache and the helper's wheel cache,
+# and the release the helper fetches from, which the adapter fills with the project's when unset.
+SHARED_WITH_HELPER = (CACHE_DIR, RELEASE_URL)
 
 
 class SettingError(AdapterError, ValueError):
@@ -123,9 +131,29 @@ class AdapterSettings:
 @dataclasses.dataclass(frozen=True)
 class Variable:
     name: str
+    type: str      # what kind of value, in the words of the helper's table ("switch", "path", ...)
+    default: str   # what unset means, as `culina-resolver version --json` shows a default
     accepted: str
     # (value, "" when unset; the environment) -> the field's value; ValueError("is ...": what is wrong)
     parse: Callable[[str, Mapping[str, str]], object]
+
+
+@dataclasses.dataclass(frozen=True)
+class HostVariable:
+    """A variable of the host, not the project's: read where it is used, as the helper reads its
+    host facts (settings/helper_settings.h)."""
+    name: str
+    type: str
+    meaning: str
+
+
+HOST_VARIABLES = (
+    HostVariable("CUDA_HOME", "path", "a CUDA toolkit root, searched first for nvcc"),
+    HostVariable("CUDA_PATH", "path", "a CUDA toolkit root, searched after CUDA_HOME"),
+    HostVariable("HOME", "path", "the cache root's ~, and its default ~/.cache/<name>"),
+    HostVariable("XDG_CACHE_HOME", "path", "the cache root's default when absolute: $XDG_CACHE_HOME/<name>"),
+    HostVariable("CXX", "program", "the C++ compiler for the helper, tried before c++, g++ and clang++"),
+)
 
 
 def _cuda_archs(value: str, environ: Mapping[str, str]) -> str | None:
@@ -200,24 +228,29 @@ def variables(project: ProjectConfig) -> dict[str, tuple[Variable, ...]]:
     several takes the first one set."""
     prefix, cache = project.env_prefix, project.cache_name
     return {
-        "cuda_archs": (Variable(prefix + ARCHS, ACCEPTED_ARCHS, _cuda_archs),
-                       Variable(TORCH_ARCHS, f"{ACCEPTED_ARCHS}; or set {prefix + ARCHS}, which is read first",
-                                _cuda_archs)),
-        "max_jobs": tuple(Variable(name, f"a positive whole number of parallel compile jobs, e.g. {name}=4",
+        "cuda_archs": (Variable(prefix + ARCHS, "architectures",
+                                "unset: the resolver's decided list (the project's release list for the host)",
+                                ACCEPTED_ARCHS, _cuda_archs),
+                       Variable(TORCH_ARCHS, "architectures", f"unset: {prefix + ARCHS}'s default",
+                                f"{ACCEPTED_ARCHS}; or set {prefix + ARCHS}, which is read first", _cuda_archs)),
+        "max_jobs": tuple(Variable(name, "whole number", "unset: from the cores and the memory",
+                                   f"a positive whole number of parallel compile jobs, e.g. {name}=4",
                                    _job_limit(name)) for name in (prefix + MAX_JOBS, MAX_JOBS)),
-        "ccache": (Variable(prefix + CCACHE, f"a switch: off never uses ccache, on (the default) uses it when "
-                            f"installed; {ACCEPTED_SWITCH}", _ccache),),
-        "helper": (Variable(prefix + HELPER, "auto (default: the sdist's prebuilt helper when it runs here, else "
-                            "compile), source (always compile) or prebuilt (never compile)", _helper),),
-        "release_build": (Variable(prefix + RELEASE_BUILD, "a switch: on is the release scripts' fat-wheel build, "
-                                   f"no resolution; {ACCEPTED_SWITCH}", _release_build),),
-        "cache_dir": (Variable(prefix + CACHE_DIR, f"an absolute path such as /var/cache/{cache}, or ~/.cache/{cache} "
-                               "(~ is your HOME; ~user and relative paths are refused)", _cache_dir),),
-        "release_url": (Variable(prefix + RELEASE_URL, "the base URL of the release assets (https://...), or a "
-                                 "release folder filled by `culina-resolver mirror` (a path or file:// URL)",
-                                 _release_url),),
-        "json_include_dir": (Variable(prefix + JSON_INCLUDE_DIR, "the absolute path of the folder holding "
-                                      "nlohmann/json.hpp, e.g. /opt/json/include", _json_include_dir),),
+        "ccache": (Variable(prefix + CCACHE, "switch", "on", "a switch: off never uses ccache, on (the default) uses "
+                            f"it when installed; {ACCEPTED_SWITCH}", _ccache),),
+        "helper": (Variable(prefix + HELPER, "choice", "auto", "auto (default: the sdist's prebuilt helper when it "
+                            "runs here, else compile), source (always compile) or prebuilt (never compile)", _helper),),
+        "release_build": (Variable(prefix + RELEASE_BUILD, "switch", "off", "a switch: on is the release scripts' "
+                                   f"fat-wheel build, no resolution; {ACCEPTED_SWITCH}", _release_build),),
+        "cache_dir": (Variable(prefix + CACHE_DIR, "path", f"$XDG_CACHE_HOME/{cache}, else ~/.cache/{cache}",
+                               f"an absolute path such as /var/cache/{cache}, or ~/.cache/{cache} (~ is your HOME; "
+                               "~user and relative paths are refused)", _cache_dir),),
+        "release_url": (Variable(prefix + RELEASE_URL, "URL or folder", f"the project's: {project.release_url}",
+                                 "the base URL of the release assets (https://...), or a release folder filled by "
+                                 "`culina-resolver mirror` (a path or file:// URL)", _release_url),),
+        "json_include_dir": (Variable(prefix + JSON_INCLUDE_DIR, "path", "unset: the system's include folders",
+                                      "the absolute path of the folder holding nlohmann/json.hpp, e.g. "
+                                      "/opt/json/include", _json_include_dir),),
     }
 
 

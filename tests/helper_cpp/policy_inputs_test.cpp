@@ -2,6 +2,13 @@
 // coverage rules for single targets.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
 #include "policy/arch_coverage.h"
 #include "policy/build_archs.h"
 #include "policy/input_error.h"
@@ -11,21 +18,23 @@
 namespace culina {
 namespace {
 
-TEST(VariantRequest, ReadsGoodValues) {
-    EXPECT_EQ(parse_variant_request("")->kind, VariantRequest::Kind::automatic);
-    EXPECT_EQ(parse_variant_request("auto")->str(), "auto");
-    EXPECT_EQ(parse_variant_request("source")->kind, VariantRequest::Kind::source);
-    EXPECT_EQ(parse_variant_request("cu130")->str(), "cu130");
-    EXPECT_EQ(parse_variant_request(" CU129\n")->str(), "cu129");
-    EXPECT_TRUE(parse_variant_request("cpu")->is_cpu());
-    EXPECT_EQ(parse_variant_request("cpu")->str(), "null");
-    EXPECT_TRUE(parse_variant_request("null")->is_cpu());
-    EXPECT_FALSE(parse_variant_request("cu130")->is_cpu());
-}
-
-TEST(VariantRequest, RefusesWhatCannotBeALabel) {
-    for (const char* bad : {"cu 130", "cu130!", "cuda-13", "a-very-long-label-name", "\xc3\xbc"}) {
-        EXPECT_FALSE(parse_variant_request(bad).has_value()) << bad;
+// The cases culina's import-time check runs too (tests/data/variant_request_cases.json).
+TEST(VariantRequest, ReadsTheCasesSharedWithTheImportCheck) {
+    std::ifstream in(std::string(CULINA_TEST_DATA_DIR) + "/variant_request_cases.json");
+    ASSERT_TRUE(in.good());
+    std::stringstream text;
+    text << in.rdbuf();
+    const nlohmann::json cases = nlohmann::json::parse(text.str()).at("cases");
+    ASSERT_FALSE(cases.empty());
+    for (const nlohmann::json& row : cases) {
+        const std::optional<VariantRequest> request = parse_variant_request(row.at("text").get<std::string>());
+        if (row.value("error", false)) {
+            EXPECT_FALSE(request.has_value()) << row;
+        } else {
+            ASSERT_TRUE(request.has_value()) << row;
+            EXPECT_EQ(request->str(), row.at("request").get<std::string>()) << row;
+            EXPECT_EQ(request->is_cpu(), request->str() == "null") << row;
+        }
     }
 }
 

@@ -6,9 +6,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from culina_errors import assert_culina_error
 
 import culina
-from culina import _cache
+from culina import _cache, errors
 
 PACKAGE_DIR = Path(culina.__file__).resolve().parent.parent
 
@@ -72,14 +73,24 @@ def test_a_cache_root_that_is_a_link_is_not_entered(cache, tmp_path):
     done = run_cache("purge", "--cache-dir", str(link))
     assert done.returncode == 1
     assert done.stderr.startswith(f"culina cache purge: cannot open the cache root {link}")
+    assert done.stderr.splitlines()[1:] == ["  hint: check that it is a folder of yours, not a link"]
     assert (cache / "helper" / "k1" / "culina-resolver").exists()
 
 
 def test_the_root_comes_from_the_build_record_or_the_error_says_how_to_name_it(tmp_path):
     assert _cache.cache_root({"cache_root": str(tmp_path)}, None) == tmp_path
     assert _cache.cache_root({"cache_root": "/elsewhere"}, str(tmp_path)) == tmp_path
-    with pytest.raises(_cache.CacheError) as error:
+    with pytest.raises(errors.CacheError) as error:
         _cache.cache_root({"kind": "local"}, None)
-    assert "does not name the cache its install used" in str(error.value) and "--cache-dir" in error.value.hint
-    with pytest.raises(_cache.CacheError):
+    assert_culina_error(error.value)
+    assert "does not name the cache its install used" in error.value.message and "--cache-dir" in error.value.hint
+    with pytest.raises(errors.CacheError) as error:
         _cache.cache_root({}, "relative/path")
+    assert_culina_error(error.value)
+
+
+def test_a_culina_error_ends_the_command_with_its_message_and_hint_and_no_traceback():
+    done = run_cache("list", "--cache-dir", "relative/path")
+    assert done.returncode == 1 and not done.stdout
+    assert done.stderr.splitlines() == ["culina cache list: --cache-dir 'relative/path' is not an absolute path",
+                                        "  hint: name the folder from / (or ~/...), as CULINA_CACHE_DIR takes it"]

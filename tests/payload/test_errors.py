@@ -1,8 +1,13 @@
-"""Every bad input is a Python exception that names the argument."""
+"""Every bad input is a CulinaError that names the argument and the value, with the fix in its
+hint, and still the built-in exception (ValueError, TypeError) culina raised before."""
+import pickle
+
 import numpy as np
 import pytest
+from culina_errors import assert_culina_error
 
 import culina
+from culina import _api, _build, errors
 
 
 def arrays(b=1, h=2, t=5, dk=8, dv=8, dtype=np.float32):
@@ -13,8 +18,9 @@ def arrays(b=1, h=2, t=5, dk=8, dv=8, dtype=np.float32):
 
 def raises(exc, match, *args, **kwargs):
     kwargs.setdefault("layout", "BHTD")  # some shapes here (H >= T) would be refused as ambiguous first
-    with pytest.raises(exc, match=match):
+    with pytest.raises(exc, match=match) as caught:
         culina.linear_attention(*args, **kwargs)
+    assert_culina_error(caught.value)
 
 
 def test_wrong_rank():
@@ -124,3 +130,46 @@ class FakeCudaArray:
 def test_arrays_on_different_devices():
     q, k, v = arrays()
     raises(ValueError, r"^arrays on different devices: v is on cuda:0 but q is on cpu", q, k, FakeCudaArray())
+
+
+def test_an_unknown_layout_is_refused():
+    q, k, v = arrays()
+    raises(ValueError, r"^layout: expected \"BHTD\"", q, k, v, layout="bhtd")
+
+
+@pytest.mark.parametrize("kind,builtin", [(errors.ArgumentError, ValueError), (errors.ArgumentTypeError, TypeError),
+                                          (errors.RemovedArgumentError, DeprecationWarning),
+                                          (errors.UnsupportedDeviceError, RuntimeError)])
+def test_each_kind_is_also_the_builtin_error_callers_catch(kind, builtin):
+    error = kind("q: dtype float64 is not supported", "use float32, float16 or bfloat16")
+    assert isinstance(error, errors.CulinaError) and isinstance(error, builtin)
+    assert str(error) == "q: dtype float64 is not supported; use float32, float16 or bfloat16"
+    copy = pickle.loads(pickle.dumps(error))  # another process (a DataLoader worker, a rank) gets it whole
+    assert type(copy) is kind and (copy.message, copy.hint) == (error.message, error.hint)
+
+
+def test_an_error_without_a_fix_is_its_message():
+    assert str(errors.CulinaError("the thing failed")) == "the thing failed"
+
+
+def test_a_gpu_culina_cannot_see_names_the_device_and_the_fix():
+    with pytest.raises(RuntimeError) as caught:
+        _api.ready_device(4096)  # no host has so many
+    assert isinstance(caught.value, errors.UnsupportedDeviceError)
+    assert_culina_error(caught.value)
+    if _api._C.built_with_cuda():
+        assert caught.value.message.startswith("CUDA device 4096 is not visible to culina")
+        assert caught.value.hint == "check CUDA_VISIBLE_DEVICES"
+    else:
+        assert caught.value.message == "this culina was built without CUDA (no nvcc at build time)"
+
+
+def test_a_driver_too_old_is_refused_with_the_driver_to_install(monkeypatch):
+    if not _api._C.built_with_cuda():
+        pytest.skip("a CPU-only build asks no driver")
+    monkeypatch.setattr(_build, "build_record", lambda: {"kind": "local", "variant": "cu130", "cuda_version": "13.0"})
+    monkeypatch.setattr(_api._C, "driver_version", lambda: 12080)
+    with pytest.raises(culina.UnsupportedDeviceError) as caught:
+        _api.ready_device(4096)
+    assert_culina_error(caught.value)
+    assert "supports CUDA 12.8 only" in caught.value.message and caught.value.hint.startswith("update the driver")

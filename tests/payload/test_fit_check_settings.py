@@ -1,6 +1,7 @@
 """The import-time check against the install settings in force: a build other than the one
 CULINA_VARIANT asks for (pip's wheel cache served an earlier decision) is named in one line with
 the reinstall command; uv's cache keys list the variable, so uv rebuilds when it changes."""
+import json
 import tomllib
 import warnings
 from pathlib import Path
@@ -60,3 +61,16 @@ def test_uv_rebuilds_when_a_setting_the_check_reads_changes():
     keys = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["uv"]["cache-keys"]
     names = {key["env"] for key in keys if "env" in key}
     assert {setting.name for setting in _fit_check.INSTALL_SETTINGS.values()} <= names
+
+
+VARIANT_CASES = json.loads((REPO / "tests" / "data" / "variant_request_cases.json").read_text())["cases"]
+
+
+@pytest.mark.parametrize("case", VARIANT_CASES, ids=[repr(case["text"]) for case in VARIANT_CASES])
+def test_the_variable_is_read_as_the_helper_reads_it(case):
+    """The cases tests/helper_cpp/policy_inputs_test.cpp runs on parse_variant_request."""
+    if case.get("error"):
+        with pytest.raises(ValueError):
+            _fit_check._variant_request(case["text"])
+    else:
+        assert (_fit_check._variant_request(case["text"]) or "auto") == case["request"]

@@ -7,7 +7,11 @@ import pytest
 import culina
 
 torch = pytest.importorskip("torch", reason="the PyTorch tests need torch (make deps puts it in build/venv-torch)")
+from culina_errors import assert_culina_error  # noqa: E402
+from float32_case import CALL_IDS, CALLS, RESULTS, fla_call, float32_inputs, matmul_precision, run_call  # noqa: E402
 from torch_reference import reference  # noqa: E402  (imports torch)
+
+from culina import _api, _torch  # noqa: E402
 
 TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 # ||grad - ref|| / ||ref||: 16-bit gradients are rounded to their dtype; accumulation is fp32.
@@ -241,8 +245,9 @@ def test_fake_tensors_give_shapes_without_running():
 
 
 def raises(exc, pattern, *args, **kwargs):
-    with pytest.raises(exc, match=pattern):
+    with pytest.raises(exc, match=pattern) as caught:
         culina.linear_attention(*args, **kwargs)
+    assert_culina_error(caught.value)
 
 
 def test_packed_argument_errors():
@@ -274,3 +279,70 @@ def test_torch_argument_errors():
     raises(ValueError, r"^decay: expected shape \[H\] = \(2,\), got \(3,\)", q, q, q, (0.5, 0.5, 0.5))
     raises(TypeError, r"^initial_state: dtype float16 is not supported; the state is float32", q, q, q,
            initial_state=torch.zeros(1, 2, 4, 4, dtype=torch.float16))
+
+
+# float32 on the tensor cores, opt in through torch.set_float32_matmul_precision("medium"): the
+# rule (_api.compute_dtype) and the rounding's plumbing here; on a GPU in test_gpu_float32.py.
+@pytest.mark.parametrize("dtype,device,precision,expected", [
+    ("float32", "cuda", "medium", "bfloat16"),
+    ("float32", "cuda", "high", "float32"),  # TF32 in PyTorch; culina has no TF32 kernels
+    ("float32", "cuda", "highest", "float32"),
+    ("float32", "cpu", "medium", "float32"),
+    ("float32", "meta", "medium", "float32"),
+    ("bfloat16", "cuda", "medium", "bfloat16"),
+    ("float16", "cuda", "medium", "float16"),
+    ("float16", "cuda", "highest", "float16"),
+])
+def test_compute_dtype(dtype, device, precision, expected):
+    assert _api.compute_dtype(dtype, device, precision) == expected
+
+
+@pytest.mark.parametrize("call", CALLS, ids=CALL_IDS)
+def test_cpu_float32_under_medium_stays_exact(call):
+    """CPU tensors never round: "medium" gives the "highest" result bit for bit."""
+    inputs = float32_inputs()
+    with matmul_precision("highest"):
+        exact = run_call(call, inputs)
+    with matmul_precision("medium"):
+        rounded = run_call(call, inputs)
+    for name, got, want in zip(RESULTS, rounded, exact):
+        assert got.dtype == want.dtype == torch.float32, name
+        torch.testing.assert_close(got, want, rtol=0, atol=0, msg=name)
+
+
+def rounding_on_cpu(dtype: str, device: str, precision: str, rule=_api.compute_dtype) -> str:
+    """The rule with the CPU taken for CUDA: the rounding's plumbing, checked where no GPU is."""
+    return rule(dtype, "cuda" if device == "cpu" else device, precision)
+
+
+@pytest.mark.parametrize("call", CALLS, ids=CALL_IDS)
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_rounded_float32_is_the_bfloat16_run_with_float32_results(call, compiled, monkeypatch):
+    """Rounded, a float32 call is the bfloat16 call on q, k, v rounded to bfloat16: o and dq, dk,
+    dv come back float32 (autograd through the cast), the gates, states and their gradients were
+    float32 all along. Eager (the autograd.Function) and compiled (the op, its fake kernel)."""
+    inputs = float32_inputs()
+    want = run_call(call, inputs, torch.bfloat16)
+    monkeypatch.setattr(_api, "compute_dtype", rounding_on_cpu)
+    with matmul_precision("medium"):
+        got = run_call(torch.compile(call, backend="aot_eager", fullgraph=True) if compiled else call, inputs)
+    for name, x, y in zip(RESULTS, got, want):
+        assert x.dtype == torch.float32, name
+        torch.testing.assert_close(x, y.float(), rtol=0, atol=0, msg=name)
+    with matmul_precision("high"):  # the setting in force when a pass runs decides: exact again
+        exact = run_call(call, inputs)[0]
+    torch.testing.assert_close(exact, run_call(call, inputs)[0], rtol=0, atol=0)
+    assert not torch.equal(exact, got[0])
+
+
+def test_a_rounding_is_logged_once_with_the_setting_that_decided_it(monkeypatch, caplog):
+    monkeypatch.setattr(_api, "compute_dtype", rounding_on_cpu)
+    monkeypatch.setattr(_torch, "_logged_roundings", set())
+    caplog.set_level("DEBUG", logger="culina")
+    inputs = float32_inputs()
+    with matmul_precision("medium"):
+        for _ in range(2):
+            fla_call(*(inputs[name] for name in ("q", "k", "v", "g", "g_gamma", "initial_state")))
+    lines = [record.getMessage() for record in caplog.records if record.name == "culina"]
+    assert lines == ["culina: float32 cpu inputs run on the bfloat16 kernels (q, k and v rounded; gates, states and "
+                     "o stay float32), as torch.get_float32_matmul_precision() is 'medium'"]

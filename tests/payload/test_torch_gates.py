@@ -10,6 +10,7 @@ import culina
 torch = pytest.importorskip("torch", reason="the PyTorch tests need torch (make deps puts it in build/venv-torch)")
 import gated_case  # noqa: E402  (imports torch)
 from gated_case import TORCH_DTYPES, rel_err, to_layout  # noqa: E402
+from culina_errors import assert_culina_error  # noqa: E402
 from torch_reference import reference  # noqa: E402
 
 # ||got - ref|| / ||ref||, the reference on the unrounded inputs: 16-bit values are rounded to
@@ -259,8 +260,9 @@ def test_layout_from_facts():
 
 
 def raises(exc, pattern, *args, **kwargs):
-    with pytest.raises(exc, match=pattern):
+    with pytest.raises(exc, match=pattern) as caught:
         culina.linear_attention(*args, **kwargs)
+    assert_culina_error(caught.value)
 
 
 def test_fla_layout_without_facts_is_refused():
@@ -301,8 +303,9 @@ def test_chunk_simple_gla_errors():
     q = torch.zeros(1, 12, 2, 8)
 
     def refused(exc, pattern, *args, **kwargs):
-        with pytest.raises(exc, match=pattern):
+        with pytest.raises(exc, match=pattern) as caught:
             culina.chunk_simple_gla(*args, **kwargs)
+        assert_culina_error(caught.value)
 
     refused(DeprecationWarning, r"^head_first: flash-linear-attention 0.6 removed it", q, q, q, head_first=False)
     refused(ValueError, r"^chunk_size: culina's kernels work in chunks of 64 tokens, got 32", q, q, q, chunk_size=32)

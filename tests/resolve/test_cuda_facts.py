@@ -1,5 +1,5 @@
 """The Python readers of the CUDA facts file against the cases GoogleTest runs on the helper
-(tests/resolver/cuda_facts_test.cpp): driver minimums (culina._build), variant labels
+(tests/helper_cpp/cuda_facts_test.cpp): driver minimums (culina._build), variant labels
 (resolver/culina_resolver/cuda_facts.py), the majors whose nvcc is on PyPI (pypi_toolkit) and the
 architecture-list syntax (adapter_settings.arch_list)."""
 

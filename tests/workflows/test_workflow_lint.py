@@ -90,10 +90,11 @@ def test_release_runs_the_make_release_script_over_the_whole_matrix():
     assert "tools/release/build_release.py --out dist/release --merge" in flat_text(release["jobs"]["release"]["steps"])
 
 
-def test_only_the_sdist_reaches_pypi_and_only_through_trusted_publishing():
+def test_of_culina_only_the_sdist_reaches_pypi_and_only_through_trusted_publishing():
     jobs = load(ROOT / ".github" / "workflows" / "release.yml")["jobs"]
     staged = [s["run"] for s in jobs["release"]["steps"] if "pypi/" in s.get("run", "")]
-    assert staged == ["mkdir pypi && cp dist/release/*.tar.gz pypi/"]
+    assert staged == ["mkdir pypi && cp dist/release/*.tar.gz pypi/",
+                      "cp resolver/resolver-*/culina_resolver-*.whl resolver/resolver-x86_64/culina_resolver-*.tar.gz pypi/"]
     publish = jobs["pypi"]
     assert publish["permissions"] == {"id-token": "write"}
     step, = [s for s in publish["steps"] if s.get("uses", "").startswith("pypa/gh-action-pypi-publish")]
@@ -134,3 +135,41 @@ def test_the_release_uploads_the_variants_index():
                 if "gh release create" in s.get("run", ""))
     assert step["run"].split()[-3:] == ["dist/release/*.whl", "dist/release/release-manifest.json",
                                         "dist/release/culina-*-variants.json"]
+
+
+def _runs_for(step: dict, cuda: str, python: str) -> bool:
+    """A step's `if` over one matrix entry, for the two conditions this workflow writes."""
+    condition = step.get("if")
+    if condition is None:
+        return True
+    assert condition == "matrix.cuda == '13.0' && matrix.python == '3.12'", condition
+    return (cuda, python) == ("13.0", "3.12")
+
+
+def test_culina_resolver_is_built_once_per_platform_with_that_jobs_helper_and_reaches_pypi():
+    """What `make release` runs after build_release.py, on each platform the helper is built for:
+    culina-resolver's wheel for x86_64 and aarch64 (each job's manylinux container and runner, as
+    the helper), one sdist, all staged for PyPI."""
+    jobs = load(ROOT / ".github" / "workflows" / "release.yml")["jobs"]
+    wheel = jobs["wheel"]
+    steps = wheel["steps"]
+    runs = [s.get("run", "") for s in steps]
+    build = next(i for i, r in enumerate(runs) if "tools/release/build_release.py --out out" in r)
+    resolver = next(i for i, r in enumerate(runs) if "tools/release/build_resolver.py" in r)
+    assert build < resolver
+    assert runs[resolver].split()[-4:] == ["--out", "out/culina-resolver", "--prebuilt", "out/helper"]
+    upload = next(i for i, s in enumerate(steps) if s.get("uses", "").startswith("actions/upload-artifact")
+                  and s["with"]["path"] == "out/culina-resolver/")
+    assert resolver < upload and steps[upload]["with"]["name"] == "resolver-${{ matrix.arch }}"
+    matrix = wheel["strategy"]["matrix"]
+    for arch in matrix["arch"]:
+        entries = [(cuda, python) for cuda in matrix["cuda"] for python in matrix["python"]
+                   if _runs_for(steps[resolver], cuda, python) and _runs_for(steps[upload], cuda, python)]
+        assert len(entries) == 1, (arch, entries)
+    release_steps = jobs["release"]["steps"]
+    download = next(s for s in release_steps if s.get("uses", "").startswith("actions/download-artifact")
+                    and s["with"].get("pattern") == "resolver-*")
+    staged = next(s["run"] for s in release_steps if "culina_resolver-" in s.get("run", ""))
+    assert download["with"]["path"] + "/resolver-*/culina_resolver-*.whl" in staged.split()
+    assert "resolver/resolver-x86_64/culina_resolver-*.tar.gz" in staged.split()  # the sdist once
+    assert set(matrix["arch"]) >= {"x86_64", "aarch64"}

@@ -1,6 +1,6 @@
 // The helper's one error root and its one map of exit statuses (docs/ARCHITECTURE.md "Exit
 // statuses"; the adapter's install_resolution.py reads the same numbers, checked by
-// tests/resolve/test_exit_statuses.py through `culina-resolver version --json`). Every error a
+// tests/resolve/test_settings_refused.py through `culina-resolver version --json`). Every error a
 // command reports derives from Error, whose status is the process's exit status; what() is the
 // message for people: the thing, the value and the fix.
 #pragma once

@@ -1,0 +1,50 @@
+"""float32 CUDA tensors under torch.set_float32_matmul_precision("medium") run culina's bfloat16
+tensor-core kernels: against the float64 recurrence within the bfloat16 tolerances, forward and
+every gradient, for both public functions and every gate kind; bit for bit the bfloat16 run on
+the rounded q, k, v; and "highest" and "high" stay exact. Each test gives the precision setting
+back. Runs only where PyTorch sees a CUDA GPU and culina was built with CUDA."""
+import pytest
+
+import culina
+
+torch = pytest.importorskip("torch", reason="the GPU float32 tests drive culina through PyTorch (not installed)")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA GPU visible to PyTorch", allow_module_level=True)
+if culina.build_record().get("cpu_only") is not False:
+    pytest.skip("culina was built without CUDA (CPU-only build)", allow_module_level=True)
+import gated_case  # noqa: E402  (imports torch)
+from float32_case import CALL_IDS, CALLS, RESULTS, float32_inputs, matmul_precision, run_call  # noqa: E402
+from test_gpu_gates import GATES, check  # noqa: E402  (the gate kinds and tolerances of the 16-bit types)
+
+SHAPE = (2, 3, 150, 64, 64)  # (B, H, T, Dk, Dv): several chunks, the tensor-core head size
+# The gate gradients sum per-token products the kernels add with atomics: their order may differ.
+GATE_RESULTS = ("dg", "dg_gamma")
+
+
+@pytest.mark.parametrize("api", CALL_IDS)
+@pytest.mark.parametrize("gates", list(GATES))
+def test_medium_float32_matches_float64_within_bfloat16_tolerance(api, gates):
+    per_token, per_head = GATES[gates]
+    with matmul_precision("medium"):
+        pairs = gated_case.run(SHAPE, "float32", per_token=per_token, per_head=per_head, device="cuda", api=api,
+                               seed=abs(hash((api, gates))) % 2**31)
+    check(pairs, "bfloat16")  # gated_case.run has checked that o and every gradient came back float32
+
+
+@pytest.mark.parametrize("call", CALLS, ids=CALL_IDS)
+def test_medium_float32_is_the_bfloat16_run_with_float32_results(call):
+    inputs = float32_inputs(b=2, t=150, h=3, dk=64, dv=64, device="cuda")
+    want = run_call(call, inputs, torch.bfloat16)
+    with matmul_precision("medium"):
+        got = run_call(call, inputs)
+    for name, x, y in zip(RESULTS, got, want):
+        assert x.dtype == torch.float32, name
+        tolerance = {} if name in GATE_RESULTS else {"rtol": 0, "atol": 0}
+        torch.testing.assert_close(x, y.float(), msg=name, **tolerance)
+
+
+@pytest.mark.parametrize("setting", ["highest", "high"])
+def test_highest_and_high_stay_exact(setting):
+    with matmul_precision(setting):
+        pairs = gated_case.run(SHAPE, "float32", device="cuda", seed=7)
+    check(pairs, "float32")
