@@ -24,8 +24,10 @@ import sys
 import time
 from pathlib import Path
 
-# (name, B, T, H, D, gates, packed sequence count[, dtype]). gates: "g", "gamma" (one at a time,
-# as above); dtype: bf16 unless named (float32: culina's exact default against fla's TF32 dots).
+# (name, B, T, H, D, gates, packed sequence count[, dtype[, float32 matmul precision]]). gates:
+# "g", "gamma" (one at a time, as above); dtype: bf16 unless named (float32: culina's exact
+# default, or with torch.set_float32_matmul_precision("medium") its opt-in bfloat16 tensor-core
+# path, against fla's TF32 dots, which do not read that setting).
 SHAPES = [
     ("fla: B1 T8192 H96 D128", 1, 8192, 96, 128, "g", 0),
     ("fla: B1 T8192 H96 D128, g_gamma", 1, 8192, 96, 128, "gamma", 0),
@@ -44,6 +46,8 @@ SHAPES = [
     ("packed 8 seqs T16384 H16 D128, g_gamma", 1, 16384, 16, 128, "gamma", 8),
     ("B4 T4096 H16 D128, g_gamma, float32", 4, 4096, 16, 128, "gamma", 0, "float32"),
     ("B4 T4096 H16 D64, g, float32", 4, 4096, 16, 64, "g", 0, "float32"),
+    ("B4 T4096 H16 D128, g_gamma, float32 medium", 4, 4096, 16, 128, "gamma", 0, "float32", "medium"),
+    ("B4 T4096 H16 D64, g, float32 medium", 4, 4096, 16, 64, "g", 0, "float32", "medium"),
 ]
 SMALL = ("small: B1 T256 H4 D64, g_gamma", 1, 256, 4, 64, "gamma", 0)
 HBM_PEAK = {"H100": 3.35e12, "H200": 4.8e12}  # bytes/s, SXM parts
@@ -74,7 +78,17 @@ def rel_err(a, b):
 
 def measure(torch, impls, shape, rep_ms, peak):
     name, b, t, h, d, gates, packed, *rest = shape
-    dtype = rest[0] if rest else "bfloat16"
+    dtype, precision = (list(rest) + ["bfloat16", "highest"][len(rest):])[:2]
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision(precision)
+    try:
+        return measure_row(torch, impls, shape, rep_ms, peak, dtype)
+    finally:
+        torch.set_float32_matmul_precision(before)
+
+
+def measure_row(torch, impls, shape, rep_ms, peak, dtype):
+    name, b, t, h, d, gates, packed, *_ = shape
     q, k, v, g, g_gamma, cu_seqlens = make_inputs(torch, b, t, h, d, gates, packed, seed=t + d + h, dtype=dtype)
     do = torch.randn_like(v)
     row = {"shape": name, "B": b, "T": t, "H": h, "D": d, "gates": gates, "packed": packed, "dtype": dtype}
@@ -167,7 +181,7 @@ def plot(result, folder: Path):
     nan = math.nan
     folder.mkdir(parents=True, exist_ok=True)
     names = [r["shape"] for r in rows]
-    fig, ax = plt.subplots(figsize=(9, 0.45 * len(rows) + 1.5))
+    fig, ax = plt.subplots(figsize=(11, 0.45 * len(rows) + 1.8))
     y = range(len(rows))
     ax.barh([i - 0.2 for i in y], [r["fla_fwd_ms"] / r["culina_fwd_ms"] for r in rows], height=0.4, label="forward")
     ax.barh([i + 0.2 for i in y], [r.get("fla_fwdbwd_ms", nan) / r.get("culina_fwdbwd_ms", nan) for r in rows], height=0.4,
@@ -177,20 +191,20 @@ def plot(result, folder: Path):
     ax.set_yticks(list(y), names)
     ax.invert_yaxis()
     ax.set_xlabel("speed-up over fla's chunk_simple_gla (higher is better)")
-    ax.set_title(f"culina.chunk_simple_gla vs fla, bf16 unless named, {result['gpu']}")
-    ax.legend(loc="lower right")
+    ax.set_title(f"culina.chunk_simple_gla vs fla, bf16 unless named,\n{result['gpu']}", fontsize=10)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     fig.savefig(folder / "simple_gla_speedup.png", dpi=110)
     rows = [r for r in result["rows"] if "culina_fwdbwd_hbm" in r]
-    fig, ax = plt.subplots(figsize=(9, 0.45 * len(rows) + 1.5))
+    fig, ax = plt.subplots(figsize=(11, 0.45 * len(rows) + 1.8))
     y = range(len(rows))
     for offset, key, label in ((-0.2, "fwd", "forward"), (0.2, "fwdbwd", "forward+backward")):
         ax.barh([i + offset for i in y], [100 * r[f"culina_{key}_hbm"] for r in rows], height=0.4, label=f"culina {label}")
     ax.set_yticks(list(y), [r["shape"] for r in rows])
     ax.invert_yaxis()
     ax.set_xlabel("% of peak HBM bandwidth (forward 8ND, forward+backward 22ND bytes)")
-    ax.set_title(f"culina.chunk_simple_gla, bf16 unless named, {result['gpu']}")
-    ax.legend(loc="lower right")
+    ax.set_title(f"culina.chunk_simple_gla, bf16 unless named,\n{result['gpu']}", fontsize=10)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     fig.savefig(folder / "simple_gla_hbm.png", dpi=110)
 
@@ -226,15 +240,15 @@ def main():
     small = host_time(torch, impls)  # first: a device call that runs out of time keeps it
     print(json.dumps(small), flush=True)
     rows = []
+    result = {"gpu": gpu, "torch": torch.__version__, "fla_error": fla_error, "rows": rows, "host": small}
     for shape in SHAPES:
         if args.only and shape[0] not in args.only:
             continue
         rows.append(measure(torch, impls, shape, args.rep_ms, peak))
         print(json.dumps(rows[-1]), flush=True)
-    result = {"gpu": gpu, "torch": torch.__version__, "fla_error": fla_error, "rows": rows, "host": small}
+        if args.json:  # after every row: a call that runs out of time keeps what it measured
+            args.json.write_text(json.dumps(result, indent=2))
     print(table(rows, small))
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=2))
     if args.plots:
         plot(result, args.plots)
     diffs = [v for r in rows for key, v in r.items() if key.startswith("rel_diff")]

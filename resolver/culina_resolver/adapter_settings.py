@@ -1,25 +1,30 @@
-"""The environment variables the adapter owns, parsed in one place before anything is decided.
+"""The environment variables the adapter reads, parsed in one place before anything is decided.
 
 Every name is the project's prefix (pyproject.toml, project_config: CULINA_ for culina) and a
-suffix. Each variable has one row in variables(): its name, type, default, the form it accepts,
+suffix. Each variable is declared once. The helper's are declared in its settings table,
+resolver/src/settings/settings_table.json (name suffix, type, default, accepted form), which the
+helper embeds at compile time and lists by `culina-resolver version --json`; two of them,
+<prefix>CACHE_DIR and <prefix>RELEASE_URL, the adapter must parse before any helper exists (where
+which helper runs depends on the helper cache; the release URL is filled with the project's when
+unset), so it reads their rows from that file at import (HELPER_TABLE) and gives each its parser
+here, which accepts and refuses what the helper's does (tests/data/shared_setting_cases.json, run
+by both languages' tests). The adapter's own variables, which the helper never reads, are declared
+here only. Each variable has one row in variables(): its name, type, default, the form it accepts,
 and the parser that turns it into a typed field of AdapterSettings, which also carries the
-project's configuration. This table and the helper's (kSettingSpecs, listed by `culina-resolver
-version --json`) are the two declarations: the adapter's variables are parsed before any helper
-exists (which helper to take depends on them), so they cannot be read from the helper. The two
-both sides read (SHARED_WITH_HELPER) are declared on each, since each refuses a bad value before
-it runs the other. HOST_VARIABLES declares the host's variables the adapter reads where they are
-used; tests/adapter/test_settings_declared.py fails on a read of any other. The backend's hooks
+project's configuration. HOST_VARIABLES declares the host's variables the adapter reads where they
+are used; tests/adapter/test_settings_declared.py fails on a read of any other. The backend's hooks
 and the setuptools commands call current() first, under adapter_error.exits_with_message, so a
 value that cannot be understood stops the install with one line naming the variable, the value and
 the accepted form, before the helper runs or a decision is printed. The readers (compile_pool,
-helper_build, cuda_build_ext, install_resolution) take their values from here. The helper's own
-variables (<prefix>VARIANT, <prefix>OFFLINE, ...) are the helper's to parse; it gets the prefix as
-an argument.
+helper_build, cuda_build_ext, install_resolution) take their values from here. The helper's other
+variables (<prefix>VARIANT, <prefix>OFFLINE, ...) are the helper's alone to parse; it gets the
+prefix as an argument.
 """
 from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import os
 import re
 from pathlib import Path
@@ -29,6 +34,11 @@ from . import cuda_facts
 from . import project_config
 from .adapter_error import AdapterError
 from .project_config import ProjectConfig, redacted
+from .resolver_files import SETTINGS_TABLE_FILE
+
+# The helper's settings table: the rows of the helper's variables the adapter parses too, and the
+# spellings of a switch, which the adapter's switches take as well.
+HELPER_TABLE = json.loads(SETTINGS_TABLE_FILE.read_text())
 
 # Suffixes after the project's prefix.
 ARCHS = "CUDA_ARCHS"
@@ -39,18 +49,16 @@ ACCEPTED_ARCHS = ("'native', 'all', or a list such as '8.0;9.0;10.0+PTX', '80,90
 TORCH_ARCHS = "TORCH_CUDA_ARCH_LIST"
 # The spellings of a switch, as pip, uv and systemd take them; empty means the default.
 SWITCH_WORDS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
-ACCEPTED_SWITCH = "1, true, yes or on; 0, false, no or off (any case; empty: the default)"
+ACCEPTED_SWITCH = HELPER_TABLE["switch_forms"]
 HELPER = "HELPER"
 HELPER_CHOICES = ("auto", "source", "prebuilt")
 RELEASE_BUILD = "RELEASE_BUILD"  # set by the release scripts: a fat wheel, no resolution
 CCACHE = "CCACHE"
+# Two of the helper's variables (HELPER_TABLE's rows), parsed here too.
 CACHE_DIR = "CACHE_DIR"
 RELEASE_URL = "RELEASE_URL"
 MAX_JOBS = "MAX_JOBS"  # <prefix>MAX_JOBS, then the unprefixed MAX_JOBS: the first one set bounds the compile pool
 JSON_INCLUDE_DIR = "JSON_INCLUDE_DIR"  # building an sdist: where nlohmann/json.hpp is, before the system folders
-# Read by the helper too (its own table): the adapter's helper cache and the helper's wheel cache,
-# and the release the helper fetches from, which the adapter fills with the project's when unset.
-SHARED_WITH_HELPER = (CACHE_DIR, RELEASE_URL)
 
 
 class SettingError(AdapterError, ValueError):
@@ -136,6 +144,23 @@ class Variable:
     accepted: str
     # (value, "" when unset; the environment) -> the field's value; ValueError("is ...": what is wrong)
     parse: Callable[[str, Mapping[str, str]], object]
+    helper: bool = False  # declared by the helper's table (HELPER_TABLE), not here
+
+
+def helper_variable(project: ProjectConfig, suffix: str,
+                    parse: Callable[[str, Mapping[str, str]], object]) -> Variable:
+    """One of the helper's variables as its table declares it, with the adapter's parser; {caller}
+    is the project's cache name, as the helper's is the caller's."""
+    row = next((row for row in HELPER_TABLE["settings"] if row["suffix"] == suffix), None)
+    if row is None:
+        raise AdapterError(f"{SETTINGS_TABLE_FILE} declares no {suffix}, which the adapter parses",
+                           "restore its row, or reinstall culina-resolver")
+
+    def shown(text: str) -> str:
+        return text.replace("{caller}", project.cache_name)
+
+    return Variable(project.env_prefix + suffix, row["type"], shown(row.get("default") or row["unset"]),
+                    shown(row["accepted"]), parse, helper=True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -199,8 +224,9 @@ def _helper(value: str, environ: Mapping[str, str]) -> str:
 
 
 def _cache_dir(value: str, environ: Mapping[str, str]) -> Path | None:
-    """The helper's rule (fetch_settings.cpp, resolve_cache_root): absolute or under ~ (HOME);
-    ~user and relative paths are refused, not guessed at."""
+    """The helper's rule (fetch_settings.cpp, is_cache_dir_form and resolve_cache_root): absolute
+    or under ~ (HOME); ~user and relative paths are refused, not guessed at. The helper refuses a ~
+    with no absolute HOME when it resolves the root; here that is at once."""
     if value == "~" or value.startswith("~/"):
         home = environ.get("HOME", "")
         if not os.path.isabs(home):
@@ -212,9 +238,23 @@ def _cache_dir(value: str, environ: Mapping[str, str]) -> Path | None:
 
 
 def _release_url(value: str, environ: Mapping[str, str]) -> str | None:
-    if re.search(r"\s", value.strip()):
-        raise ValueError("holds white space, which no URL or folder name here may")
-    return value.strip().rstrip("/") or None
+    """The helper's rule (release_location.cpp, is_release_location), the value kept as written:
+    an http(s) URL with something after the //, an absolute path, or a file:// URL of this machine."""
+    if not value:
+        return None
+    scheme = value[:8].lower()
+    if scheme.startswith(("http://", "https://")):
+        if len(value) > scheme.index("//") + 2:
+            return value
+        raise ValueError("names no host")
+    if value.startswith("/"):
+        return value
+    if value[:7].lower() == "file://":
+        host, slash, _ = value[7:].partition("/")
+        if slash and host.lower() in ("", "localhost"):
+            return value
+        raise ValueError("is not a folder of this machine (write file:///srv/wheels)")
+    raise ValueError("is neither an http(s) URL nor an absolute path")
 
 
 def _json_include_dir(value: str, environ: Mapping[str, str]) -> Path | None:
@@ -226,7 +266,7 @@ def _json_include_dir(value: str, environ: Mapping[str, str]) -> Path | None:
 def variables(project: ProjectConfig) -> dict[str, tuple[Variable, ...]]:
     """Field of AdapterSettings -> its variables, named with the project's prefix; a field with
     several takes the first one set."""
-    prefix, cache = project.env_prefix, project.cache_name
+    prefix = project.env_prefix
     return {
         "cuda_archs": (Variable(prefix + ARCHS, "architectures",
                                 "unset: the resolver's decided list (the project's release list for the host)",
@@ -242,12 +282,8 @@ def variables(project: ProjectConfig) -> dict[str, tuple[Variable, ...]]:
                             "runs here, else compile), source (always compile) or prebuilt (never compile)", _helper),),
         "release_build": (Variable(prefix + RELEASE_BUILD, "switch", "off", "a switch: on is the release scripts' "
                                    f"fat-wheel build, no resolution; {ACCEPTED_SWITCH}", _release_build),),
-        "cache_dir": (Variable(prefix + CACHE_DIR, "path", f"$XDG_CACHE_HOME/{cache}, else ~/.cache/{cache}",
-                               f"an absolute path such as /var/cache/{cache}, or ~/.cache/{cache} (~ is your HOME; "
-                               "~user and relative paths are refused)", _cache_dir),),
-        "release_url": (Variable(prefix + RELEASE_URL, "URL or folder", f"the project's: {project.release_url}",
-                                 "the base URL of the release assets (https://...), or a release folder filled by "
-                                 "`culina-resolver mirror` (a path or file:// URL)", _release_url),),
+        "cache_dir": (helper_variable(project, CACHE_DIR, _cache_dir),),
+        "release_url": (helper_variable(project, RELEASE_URL, _release_url),),
         "json_include_dir": (Variable(prefix + JSON_INCLUDE_DIR, "path", "unset: the system's include folders",
                                       "the absolute path of the folder holding nlohmann/json.hpp, e.g. "
                                       "/opt/json/include", _json_include_dir),),

@@ -373,13 +373,17 @@ def build_settings(compiler: str, sources: str, portable: bool = False) -> tuple
     return compile_flags, [*cpuinfo_link, *(PORTABLE_LINK_FLAGS if portable else []), "-ldl", "-lpthread"]
 
 
-def write_cuda_facts_header(folder: Path) -> None:
-    """facts/cuda_facts_text.h.in filled with facts/cuda_facts.json, as resolver/CMakeLists.txt's
-    configure_file writes it: the helper embeds the facts at compile time. Both files are under
-    SOURCE_DIR, so source_hash covers them."""
-    template = (SOURCE_DIR / "facts" / "cuda_facts_text.h.in").read_text()
-    facts = (SOURCE_DIR / "facts" / "cuda_facts.json").read_text()
-    (folder / "cuda_facts_text.h").write_text(template.replace("@CULINA_CUDA_FACTS_JSON@", facts))
+# The data files the helper embeds at compile time: (template under SOURCE_DIR, its placeholder, data file).
+EMBEDDED_FILES = (("facts/cuda_facts_text.h.in", "@CULINA_CUDA_FACTS_JSON@", "facts/cuda_facts.json"),
+                  ("settings/settings_table_text.h.in", "@CULINA_SETTINGS_TABLE_JSON@", "settings/settings_table.json"))
+
+
+def write_generated_headers(folder: Path) -> None:
+    """Each template of EMBEDDED_FILES filled with its data file, as resolver/CMakeLists.txt's
+    configure_file writes it. All of them are under SOURCE_DIR, so source_hash covers them."""
+    for template, placeholder, data in EMBEDDED_FILES:
+        text = (SOURCE_DIR / template).read_text().replace(placeholder, (SOURCE_DIR / data).read_text())
+        (folder / Path(template).name.removesuffix(".in")).write_text(text)
 
 
 def unity_units(work: Path, cores: int, level: str) -> list[tuple[Path, str]]:
@@ -411,7 +415,7 @@ def compile_helper(compiler: str, target: Path, sources: str, portable: bool = F
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as tmp:
         work = Path(tmp)
-        write_cuda_facts_header(work)
+        write_generated_headers(work)
         compile_flags = [*compile_flags, f"-I{work}"]
         cores = os.cpu_count() or 1
         units = unity_units(work, cores, RELEASE_LEVEL if portable else FALLBACK_LEVEL)

@@ -16,6 +16,7 @@ SOURCE_DIR = HELPER_FILES / "src"
 BUNDLED_DIR = HELPER_FILES / "bundled"    # nlohmann/json.hpp (and, in a project's sdist, python/)
 PREBUILT_DIR = HELPER_FILES / "prebuilt"  # helpers compiled for a release, with their record
 FACTS_FILE = SOURCE_DIR / "facts" / "cuda_facts.json"
+SETTINGS_TABLE_FILE = SOURCE_DIR / "settings" / "settings_table.json"  # the helper's settings, embedded in it too
 # Where a project that carries the resolver in its tree (culina) keeps it, relative to its root.
 IN_TREE = Path("resolver")
 

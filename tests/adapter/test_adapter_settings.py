@@ -41,7 +41,7 @@ BAD_VALUES = [
     ("TORCH_CUDA_ARCH_LIST", "Ampere;Hopper"),
     ("CULINA_CACHE_DIR", "relative/cache"),
     ("CULINA_CACHE_DIR", "~other/cache"),
-    ("CULINA_RELEASE_URL", "https://example.org/a b"),
+    ("CULINA_RELEASE_URL", "releases"),
     ("CULINA_JSON_INCLUDE_DIR", "relative/include"),
 ]
 
@@ -63,8 +63,8 @@ def test_a_bad_value_is_refused_naming_variable_value_and_accepted_form(name, va
 def test_a_refused_url_is_shown_without_its_credentials():
     with pytest.raises(adapter_settings.SettingError) as refused:
         adapter_settings.parse({"HOME": "/home/u",
-                                "CULINA_RELEASE_URL": "https://user:se@cret@example.org/r v?token=t0k"}, CULINA)
-    assert str(refused.value).startswith("CULINA_RELEASE_URL='https://example.org/r v' ")
+                                "CULINA_RELEASE_URL": "ftp://user:se@cret@example.org/r v?token=t0k"}, CULINA)
+    assert str(refused.value).startswith("CULINA_RELEASE_URL='ftp://example.org/r v' ")
     for secret in ("se@cret", "cret", "user", "t0k"):
         assert secret not in str(refused.value)
 
@@ -110,7 +110,7 @@ def test_good_values_become_typed_fields():
                                        "CULINA_JSON_INCLUDE_DIR": "/opt/json/include"}, CULINA)
     assert settings == adapter_settings.AdapterSettings(
         project=CULINA, cuda_archs="9.0a,10.0f+PTX", cuda_archs_variable="CULINA_CUDA_ARCHS", max_jobs=(3, "MAX_JOBS=3"), ccache=False, helper="source",
-        release_build=True, cache_dir=Path("/home/u/cache"), release_url="/srv/r",
+        release_build=True, cache_dir=Path("/home/u/cache"), release_url="/srv/r/",
         json_include_dir=Path("/opt/json/include"))
     defaults = adapter_settings.parse({}, CULINA)
     assert defaults == adapter_settings.AdapterSettings(
@@ -118,6 +118,21 @@ def test_good_values_become_typed_fields():
         cache_dir=None, release_url="https://github.com/culina-dev/culina/releases/download/v0.1.0",
         json_include_dir=None)
     assert adapter_settings.parse({"CULINA_MAX_JOBS": "2", "MAX_JOBS": "8"}, CULINA).max_jobs == (2, "CULINA_MAX_JOBS=2")
+
+
+SHARED_CASES = json.loads((REPO / "tests" / "data" / "shared_setting_cases.json").read_text())["cases"]
+
+
+@pytest.mark.parametrize("case", SHARED_CASES, ids=lambda case: f"{case['suffix']}={case['text']!r}")
+def test_the_helpers_variables_are_parsed_as_the_helper_parses_them(case):
+    """CACHE_DIR and RELEASE_URL, read before any helper runs, accept and refuse what the helper's
+    table does (tests/helper_cpp/settings_table_test.cpp runs the same cases)."""
+    environ = {"HOME": "/home/u", "CULINA_" + case["suffix"]: case["text"]}
+    if case["accepted"]:
+        adapter_settings.parse(environ, CULINA)
+    else:
+        with pytest.raises(adapter_settings.SettingError, match=f"^CULINA_{case['suffix']}="):
+            adapter_settings.parse(environ, CULINA)
 
 
 SWITCH_CASES = json.loads((REPO / "tests" / "data" / "switch_setting_cases.json").read_text())["cases"]

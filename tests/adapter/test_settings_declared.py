@@ -1,6 +1,8 @@
-"""Every environment variable is declared once: the helper's in its table (`culina-resolver version
---json`), the adapter's in adapter_settings.variables() (name, type, default, accepted form), the
-host's the adapter reads in adapter_settings.HOST_VARIABLES. A variable read by name anywhere in
+"""Every environment variable is declared once: the helper's in its table,
+resolver/src/settings/settings_table.json (`culina-resolver version --json` lists it; the adapter
+takes the rows of the two it parses too from the same file), the adapter's own in
+adapter_settings.variables() (name, type, default, accepted form), the host's the adapter reads in
+adapter_settings.HOST_VARIABLES. A variable read by name anywhere in
 resolver/culina_resolver that none of them declares fails here; docs/ARCHITECTURE.md's settings
 table is the listing of all three."""
 
@@ -126,17 +128,31 @@ def helper_table(resolver) -> dict[str, dict]:
     return {row["name"]: row for row in json.loads(done.stdout)["settings"]}
 
 
-def test_the_two_tables_share_only_the_variables_both_sides_parse(resolver):
-    """A variable in both tables is one each side must refuse before it runs the other; any other
-    overlap is a second declaration."""
+def test_the_adapter_declares_none_of_the_helpers_variables(resolver):
+    """The adapter's own rows name no variable of the helper's; the helper's rows the adapter
+    parses too are the helper's as it lists them, read from its table, not written again."""
     helper = helper_table(resolver)
-    shared = {CULINA.env_prefix + suffix for suffix in adapter_settings.SHARED_WITH_HELPER}
-    assert adapter_names() & set(helper) == shared
-    types = {v.name: v.type for variables in adapter_settings.variables(CULINA).values() for v in variables}
-    assert {name: types[name] for name in shared} == {name: helper[name]["type"] for name in shared}
-    for variables in adapter_settings.variables(CULINA).values():
-        for v in variables:
-            assert v.type and v.default and v.accepted, v.name
+    rows = [v for variables in adapter_settings.variables(CULINA).values() for v in variables]
+    assert {v.name for v in rows if not v.helper} & set(helper) == set()
+    taken = [v for v in rows if v.helper]
+    assert {v.name for v in taken} == {CULINA.env_prefix + adapter_settings.CACHE_DIR,
+                                       CULINA.env_prefix + adapter_settings.RELEASE_URL}
+    for v in taken:
+        assert (v.type, v.default, v.accepted) == tuple(helper[v.name][key] for key in ("type", "default", "accepted"))
+    for v in rows:
+        assert v.type and v.default and v.accepted, v.name
+
+
+def test_the_helpers_table_is_one_file():
+    """The data file both languages read is in the helper's sources, so the helper's source hash
+    covers it, and no Python module of the adapter writes a helper row again."""
+    table = adapter_settings.HELPER_TABLE
+    assert adapter_settings.SETTINGS_TABLE_FILE.parent.parent == REPO / "resolver" / "src"
+    suffixes = [row["suffix"] for row in table["settings"]]
+    assert len(suffixes) == len(set(suffixes))
+    for path in sorted(PACKAGE.glob("*.py")):
+        for row in table["settings"]:
+            assert row["accepted"] not in path.read_text(), f"{path.name} repeats {row['suffix']}'s accepted form"
 
 
 def test_the_architecture_settings_table_lists_every_variable_once(resolver):

@@ -16,21 +16,14 @@
 #include "policy/build_archs.h"
 #include "policy/driver_compat.h"
 #include "policy/input_error.h"
+#include "shared_case_file.h"
 
 namespace culina {
 namespace {
 
-nlohmann::json cases_file(const std::string& name) {
-    std::ifstream in(std::string(CULINA_TEST_DATA_DIR) + "/" + name);
-    EXPECT_TRUE(in.good()) << name;
-    std::stringstream text;
-    text << in.rdbuf();
-    return nlohmann::json::parse(text.str());
-}
-
 // The cases of a section that names C++ among its languages.
 nlohmann::json section(const std::string& name) {
-    const nlohmann::json found = cases_file("cuda_facts_cases.json").at(name);
+    const nlohmann::json found = read_case_file("cuda_facts_cases.json").at(name);
     const auto languages = found.at("languages").get<std::vector<std::string>>();
     EXPECT_NE(std::find(languages.begin(), languages.end(), "c++"), languages.end()) << name;
     EXPECT_FALSE(found.at("cases").empty()) << name;
@@ -96,7 +89,7 @@ TEST(CudaFacts, WhatAToolkitCanTarget) {
 }
 
 TEST(CudaFacts, ArchListSyntaxSharedWithTheAdapter) {
-    const nlohmann::json cases = cases_file("arch_list_cases.json").at("cases");
+    const nlohmann::json cases = read_case_file("arch_list_cases.json").at("cases");
     ASSERT_FALSE(cases.empty());
     for (const nlohmann::json& row : cases) {
         const std::string text = row.at("text").get<std::string>();

@@ -16,6 +16,7 @@
 
 #include "fetch/fetch_error.h"
 #include "fetch/wheel_cache.h"
+#include "shared_case_file.h"
 
 namespace culina::fetch {
 namespace {
@@ -132,9 +133,7 @@ TEST(CacheTrust, SharedCases) {
     if (::geteuid() != 0) GTEST_SKIP() << "the cases give folders to other users: run as root";
     const passwd* nobody = ::getpwnam("nobody");
     ASSERT_NE(nobody, nullptr);
-    std::ifstream in(std::string(CULINA_TEST_DATA_DIR) + "/cache_trust_cases.json");
-    ASSERT_TRUE(in.good());
-    const nlohmann::json cases = nlohmann::json::parse(in).at("cases");
+    const nlohmann::json cases = read_case_file("cache_trust_cases.json").at("cases");
     ASSERT_FALSE(cases.empty());
     int index = 0;
     for (const nlohmann::json& item : cases) {
@@ -175,8 +174,8 @@ TEST(CacheTrust, SharedCases) {
 }
 
 TEST(CacheTrust, TheRootFolderAndSystemFoldersAreRefused) {
-    std::ifstream in(std::string(CULINA_TEST_DATA_DIR) + "/cache_trust_cases.json");
-    const std::vector<std::string> roots = nlohmann::json::parse(in).at("system_folders").get<std::vector<std::string>>();
+    const std::vector<std::string> roots =
+        read_case_file("cache_trust_cases.json").at("system_folders").get<std::vector<std::string>>();
     ASSERT_FALSE(roots.empty());
     for (const std::string& root : roots) {
         const bool wheels_there = std::filesystem::exists(std::filesystem::path(root) / "wheels");

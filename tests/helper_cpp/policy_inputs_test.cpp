@@ -2,9 +2,7 @@
 // coverage rules for single targets.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -14,17 +12,14 @@
 #include "policy/input_error.h"
 #include "policy/tag_rank.h"
 #include "policy/variant_request.h"
+#include "shared_case_file.h"
 
 namespace culina {
 namespace {
 
 // The cases culina's import-time check runs too (tests/data/variant_request_cases.json).
 TEST(VariantRequest, ReadsTheCasesSharedWithTheImportCheck) {
-    std::ifstream in(std::string(CULINA_TEST_DATA_DIR) + "/variant_request_cases.json");
-    ASSERT_TRUE(in.good());
-    std::stringstream text;
-    text << in.rdbuf();
-    const nlohmann::json cases = nlohmann::json::parse(text.str()).at("cases");
+    const nlohmann::json cases = read_case_file("variant_request_cases.json").at("cases");
     ASSERT_FALSE(cases.empty());
     for (const nlohmann::json& row : cases) {
         const std::optional<VariantRequest> request = parse_variant_request(row.at("text").get<std::string>());

@@ -3,18 +3,18 @@
 // accepted form; a caller's prefix renames every variable.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "common/setting_error.h"
 #include "settings/helper_settings.h"
 #include "fake_environment.h"
+#include "shared_case_file.h"
 
 namespace culina {
 namespace {
@@ -109,8 +109,7 @@ TEST(SettingsTable, EmptyMeansNoDriverNoGpuOrTheDefault) {
 
 TEST(SettingsTable, EveryVariableRefusesABadValue) {
     std::set<std::string> in_table;
-    for (std::size_t i = 0; i < kSettingSpecCount; ++i) {
-        const SettingSpec& spec = kSettingSpecs[i];
+    for (const SettingSpec& spec : setting_specs()) {
         in_table.insert(spec.suffix);
         const auto bad = kBadValues.find(spec.suffix);
         ASSERT_NE(bad, kBadValues.end()) << spec.suffix << " has no bad values in this test";
@@ -123,7 +122,8 @@ TEST(SettingsTable, EveryVariableRefusesABadValue) {
                 } catch (const SettingError& error) {
                     const std::string message = error.what();
                     EXPECT_EQ(message.rfind(name + "='", 0), 0u) << message;
-                    EXPECT_NE(message.find(std::string("accepted: ") + spec.accepted), std::string::npos) << message;
+                    EXPECT_NE(message.find("accepted: " + shown(spec.accepted, SettingNames{prefix})), std::string::npos)
+                        << message;
                 }
             }
         }
@@ -131,13 +131,44 @@ TEST(SettingsTable, EveryVariableRefusesABadValue) {
     for (const auto& [suffix, values] : kBadValues) EXPECT_TRUE(in_table.count(suffix)) << suffix << " is not in the table";
 }
 
+// Each row of settings_table.json declares its variable once: a default in the accepted form or
+// what unset means, and no placeholder left once shown.
+TEST(SettingsTable, EveryRowIsDeclaredOnce) {
+    std::set<std::string> suffixes;
+    for (const SettingSpec& spec : setting_specs()) {
+        EXPECT_TRUE(suffixes.insert(spec.suffix).second) << spec.suffix << " is declared twice";
+        EXPECT_NE(spec.default_value.empty(), spec.unset.empty()) << spec.suffix << ": give 'default' or 'unset'";
+        EXPECT_FALSE(spec.type.empty()) << spec.suffix;
+        const SettingNames names{"MY_PKG_"};
+        for (const std::string& text : {shown(spec.accepted, names), spec.shown_default(names)}) {
+            EXPECT_EQ(text.find('{'), std::string::npos) << spec.suffix << ": " << text;
+        }
+    }
+    const auto cache_dir = std::find_if(setting_specs().begin(), setting_specs().end(),
+                                        [](const SettingSpec& spec) { return spec.suffix == "CACHE_DIR"; });
+    ASSERT_NE(cache_dir, setting_specs().end());
+    EXPECT_EQ(cache_dir->shown_default(SettingNames{"MY_PKG_"}), "$XDG_CACHE_HOME/my-pkg, else ~/.cache/my-pkg");
+}
+
+// CACHE_DIR and RELEASE_URL are parsed by the adapter too, before any helper runs: both sides
+// take the cases of tests/data/shared_setting_cases.json (tests/adapter/test_adapter_settings.py).
+TEST(SettingsTable, SharedSettingCasesAgreeWithTheAdapter) {
+    const nlohmann::json cases = read_case_file("shared_setting_cases.json").at("cases");
+    ASSERT_FALSE(cases.empty());
+    for (const nlohmann::json& row : cases) {
+        const std::string name = "CULINA_" + row.at("suffix").get<std::string>();
+        const std::string value = row.at("text").get<std::string>();
+        if (row.at("accepted").get<bool>()) {
+            EXPECT_NO_THROW(parse({{name, value}})) << row;
+        } else {
+            EXPECT_THROW(parse({{name, value}}), SettingError) << row;
+        }
+    }
+}
+
 // Every switch takes the spellings of tests/data/switch_setting_cases.json, as the adapter's do.
 TEST(SettingsTable, SwitchSpellingsSharedWithTheAdapter) {
-    std::ifstream in(std::string(CULINA_TEST_DATA_DIR) + "/switch_setting_cases.json");
-    ASSERT_TRUE(in.good());
-    std::stringstream text;
-    text << in.rdbuf();
-    const nlohmann::json cases = nlohmann::json::parse(text.str()).at("cases");
+    const nlohmann::json cases = read_case_file("switch_setting_cases.json").at("cases");
     ASSERT_FALSE(cases.empty());
     const std::map<std::string, std::function<bool(const HelperSettings&)>> switches = {
         {"OFFLINE", [](const HelperSettings& s) { return s.fetch.offline; }},

@@ -31,7 +31,7 @@ BAD = [
     ("CULINA_HELPER", "sometimes", "auto (default"),
     ("CULINA_RELEASE_BUILD", "2", "on is the release scripts'"),
     ("CULINA_CACHE_DIR", "relative/cache", "an absolute path"),
-    ("CULINA_RELEASE_URL", "https://example.org/a b", "the base URL of the release assets"),
+    ("CULINA_RELEASE_URL", "releases", "the base URL of the release assets"),
     ("CULINA_JSON_INCLUDE_DIR", "relative/include", "the absolute path of the folder holding"),
     ("CULINA_VARIANT", "bogus!", "auto, source, null (alias cpu)"),
     ("CULINA_OFFLINE", "y", "on means no network"),

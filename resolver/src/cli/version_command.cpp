@@ -30,15 +30,13 @@ int version_command(const Args& args, const SettingNames& names) {
     if (json) {
         nlohmann::json statuses = nlohmann::json::object();
         for (const ExitStatusName& entry : kExitStatusNames) statuses[entry.name] = exit_code(entry.status);
-        const HelperSettings defaults = default_helper_settings(names);
         nlohmann::json settings = nlohmann::json::array();
-        for (std::size_t i = 0; i < kSettingSpecCount; ++i) {
-            const SettingSpec& spec = kSettingSpecs[i];
+        for (const SettingSpec& spec : setting_specs()) {
             settings.push_back({{"name", names.of(spec.suffix)},
                                 {"suffix", spec.suffix},
                                 {"type", spec.type},
-                                {"default", spec.shown_default(defaults)},
-                                {"accepted", spec.accepted}});
+                                {"default", spec.shown_default(names)},
+                                {"accepted", shown(spec.accepted, names)}});
         }
         std::cout << nlohmann::json{{"source_hash", CULINA_HELPER_SOURCE_HASH},
                                     {"compiler", __VERSION__},

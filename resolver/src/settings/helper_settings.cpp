@@ -4,12 +4,17 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <map>
+#include <stdexcept>
 #include <utility>
+
+#include <nlohmann/json.hpp>
 
 #include "common/setting_error.h"
 #include "common/text.h"
 #include "fetch/release_location.h"
 #include "fetch/url_policy.h"
+#include "settings_table_text.h"
 
 namespace culina {
 namespace {
@@ -136,78 +141,57 @@ bool parse_release_url(const std::string& value, HelperSettings& settings) {
     return true;
 }
 
-// Each setting's default as `version --json` shows it, read off the defaults themselves.
-std::string shown_switch(bool on) { return on ? "on" : "off"; }
-std::string shown_variant(const HelperSettings& settings) {
-    return settings.variant.kind == VariantRequest::Kind::automatic ? "auto" : settings.variant.label;
+std::string replaced(std::string text, const std::string& pattern, const std::string& with) {
+    for (std::size_t at = text.find(pattern); at != std::string::npos; at = text.find(pattern, at + with.size())) {
+        text.replace(at, pattern.size(), with);
+    }
+    return text;
 }
-std::string shown_offline(const HelperSettings& settings) { return shown_switch(settings.fetch.offline); }
-std::string shown_probed(const HelperSettings&) { return "unset: what the probe finds"; }
-std::string shown_probe_timeout(const HelperSettings& settings) {
-    return std::to_string(settings.probe.cuda_timeout.count() / 1000);
+
+using Parser = bool (*)(const std::string& value, HelperSettings& settings);
+
+// Each row of settings_table.json with its parser.
+std::vector<SettingSpec> load_setting_specs() {
+    const std::map<std::string, Parser> parsers = {
+        {"VARIANT", parse_variant},           {"OFFLINE", parse_offline},
+        {"OVERRIDE_CUDA", parse_override_cuda}, {"OVERRIDE_SM", parse_override_sm},
+        {"PROBE_TIMEOUT", parse_probe_timeout}, {"TIMEOUT", parse_timeout},
+        {"RETRIES", parse_retries},           {"MIN_RATE", parse_min_rate},
+        {"CA_BUNDLE", parse_ca_bundle},       {"CACHE_DIR", parse_cache_dir},
+        {"RELEASE_URL", parse_release_url},   {"ONLY_BINARY", parse_only_binary},
+        {"BUILD_ON_MISMATCH", parse_build_on_mismatch},
+    };
+    const nlohmann::json table = nlohmann::json::parse(kSettingsTableJson);
+    const std::string switch_forms = table.at("switch_forms").get<std::string>();
+    std::vector<SettingSpec> specs;
+    for (const nlohmann::json& row : table.at("settings")) {
+        const std::string suffix = row.at("suffix").get<std::string>();
+        const auto parser = parsers.find(suffix);
+        if (parser == parsers.end()) throw std::logic_error("settings_table.json: " + suffix + " has no parser in helper_settings.cpp");
+        specs.push_back({suffix, row.at("type").get<std::string>(),
+                         replaced(row.at("accepted").get<std::string>(), "{switch_forms}", switch_forms),
+                         row.value("default", ""), row.value("unset", ""), parser->second, row.value("redacted", false)});
+    }
+    if (specs.size() != parsers.size()) throw std::logic_error("helper_settings.cpp parses a variable settings_table.json does not declare");
+    return specs;
 }
-std::string shown_timeout(const HelperSettings& settings) { return std::to_string(settings.fetch.timeout_seconds); }
-std::string shown_retries(const HelperSettings& settings) { return std::to_string(settings.fetch.retries); }
-std::string shown_min_rate(const HelperSettings& settings) { return std::to_string(settings.fetch.min_rate_kib); }
-std::string shown_ca_bundle(const HelperSettings&) { return "unset: SSL_CERT_FILE, CURL_CA_BUNDLE, else the system store"; }
-std::string shown_cache_dir(const HelperSettings& settings) {
-    return "$XDG_CACHE_HOME/" + settings.names.caller() + ", else ~/.cache/" + settings.names.caller();
-}
-std::string shown_release_url(const HelperSettings&) { return "unset: no release"; }
-std::string shown_only_binary(const HelperSettings& settings) { return shown_switch(settings.fallback.never); }
-std::string shown_build_on_mismatch(const HelperSettings& settings) { return shown_switch(settings.fallback.after_mismatch); }
 
 }  // namespace
 
-// How every switch may be written (parse_switch), as its accepted form says it.
-#define SWITCH_FORMS "1, true, yes or on; 0, false, no or off (any case; empty: off)"
+std::string shown(const std::string& text, const SettingNames& names) { return replaced(text, "{caller}", names.caller()); }
 
-const SettingSpec kSettingSpecs[] = {
-    {"VARIANT", "choice",
-     "auto, source, null (alias cpu), or a release label such as cu129 or cu130 (1-16 characters of a-z, 0-9, "
-     "'.', '_'); empty means auto",
-     shown_variant, parse_variant, false},
-    {"OFFLINE", "switch", "a switch: on means no network, the cache only; " SWITCH_FORMS, shown_offline, parse_offline, false},
-    {"OVERRIDE_CUDA", "CUDA version", "the driver's CUDA version like '12.9' or '13.0' (empty: no driver)", shown_probed, parse_override_cuda, false},
-    {"OVERRIDE_SM", "compute capabilities", "compute capabilities separated by commas, like '8.6,9.0' or '86,90' (empty: no GPU)",
-     shown_probed, parse_override_sm, false},
-    {"PROBE_TIMEOUT", "seconds", "seconds between 0 and 3600, like '15' or '0.5'", shown_probe_timeout, parse_probe_timeout, false},
-    {"TIMEOUT", "seconds",
-     "seconds without progress before an attempt is dropped, a whole number from 1 to 3600 (default 30; empty: "
-     "the default)",
-     shown_timeout, parse_timeout, false},
-    {"RETRIES", "whole number", "attempts after the first one for transient failures, a whole number from 0 to 20 (default 3; "
-                "empty: the default)",
-     shown_retries, parse_retries, false},
-    {"MIN_RATE", "KiB/s",
-     "the slowest average download rate accepted, in KiB/s (a download may take the TIMEOUT setting's seconds plus "
-     "its size at this rate, retries included): a whole number from 1 to 1048576 (default 32; empty: the default)",
-     shown_min_rate, parse_min_rate, false},
-    {"CA_BUNDLE", "path",
-     "the path of a readable PEM file of trusted CA certificates; unset it to use the system CA store",
-     shown_ca_bundle, parse_ca_bundle, false},
-    {"CACHE_DIR", "path",
-     "an absolute path like /var/cache/NAME, or ~ or ~/... for your HOME (~user and relative paths are not "
-     "accepted)",
-     shown_cache_dir, parse_cache_dir, false},
-    {"RELEASE_URL", "URL or folder",
-     "the base URL of the release assets (https://...), or a local release folder (an absolute path or file:///...)",
-     shown_release_url, parse_release_url, true},
-    {"ONLY_BINARY", "switch",
-     "a switch: on never builds locally (a prebuilt wheel is installed or the install stops, like pip's "
-     "--only-binary); " SWITCH_FORMS,
-     shown_only_binary, parse_only_binary, false},
-    {"BUILD_ON_MISMATCH", "switch",
-     "a switch: on discards a downloaded wheel that fails its checksum and builds locally; off (the default) stops "
-     "the install, since a corrupted or tampered mirror must be noticed; " SWITCH_FORMS,
-     shown_build_on_mismatch, parse_build_on_mismatch, false},
-};
-#undef SWITCH_FORMS
-const std::size_t kSettingSpecCount = sizeof(kSettingSpecs) / sizeof(kSettingSpecs[0]);
+std::string SettingSpec::shown_default(const SettingNames& names) const {
+    return default_value.empty() ? shown(unset, names) : default_value;
+}
+
+const std::vector<SettingSpec>& setting_specs() {
+    static const std::vector<SettingSpec> specs = load_setting_specs();
+    return specs;
+}
 
 std::string setting_list(const SettingNames& names) {
     std::string list;
-    for (const SettingSpec& spec : kSettingSpecs) list += (list.empty() ? "" : ", ") + names.of(spec.suffix);
+    for (const SettingSpec& spec : setting_specs()) list += (list.empty() ? "" : ", ") + names.of(spec.suffix);
     return list;
 }
 
@@ -216,16 +200,22 @@ HelperSettings default_helper_settings(const SettingNames& names) {
     settings.names = names;
     settings.probe.names = names;
     settings.fetch.names = names;
+    for (const SettingSpec& spec : setting_specs()) {
+        if (!spec.default_value.empty() && !spec.parse(spec.default_value, settings)) {
+            throw std::logic_error("settings_table.json: " + spec.suffix + "'s default '" + spec.default_value +
+                                   "' is not of its accepted form");
+        }
+    }
     return settings;
 }
 
 HelperSettings parse_helper_settings(const SettingNames& names, const EnvLookup& env) {
     HelperSettings settings = default_helper_settings(names);
-    for (const SettingSpec& spec : kSettingSpecs) {
+    for (const SettingSpec& spec : setting_specs()) {
         const std::string name = names.of(spec.suffix);
         const std::optional<std::string> value = env(name);
         if (value && !spec.parse(*value, settings)) {
-            throw SettingError(name, spec.may_hold_credentials ? fetch::redacted_url(*value) : *value, spec.accepted);
+            throw SettingError(name, spec.redacted ? fetch::redacted_url(*value) : *value, shown(spec.accepted, names));
         }
     }
     return settings;

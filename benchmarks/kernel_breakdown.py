@@ -1,0 +1,84 @@
+"""culina.chunk_simple_gla's forward (and forward+backward) time per shape with the CUDA time of
+each kernel it launches (torch profiler), for comparing two builds side by side in one device
+call: run it once per build, each build's package first on PYTHONPATH.
+
+Usage: PYTHONPATH=<build>/package python benchmarks/kernel_breakdown.py [--fla] [--json out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from simple_gla_bench import bench, make_inputs  # noqa: E402
+
+# (name, B, T, H, D, gates): fla's registry shapes with per-token gates, a short and a wide one.
+SHAPES = [
+    ("B2 T16384 H16 D128, g", 2, 16384, 16, 128, "g"),
+    ("B2 T16384 H16 D128, g_gamma", 2, 16384, 16, 128, "gamma"),
+    ("B4 T4096 H24 D64, g", 4, 4096, 24, 64, "g"),
+    ("B1 T8192 H96 D128, g", 1, 8192, 96, 128, "g"),
+    ("B8 T1024 H8 D64, g", 8, 1024, 8, 64, "g"),
+]
+
+
+def kernel_times(torch, run, repeats=20):
+    """Milliseconds of CUDA time per call of each kernel `run` launches."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(repeats):
+            run()
+        torch.cuda.synchronize()
+    times = {}
+    for event in prof.key_averages():
+        total = getattr(event, "self_device_time_total", 0)
+        if total:
+            times[event.key.split("(")[0][-60:]] = round(total / repeats / 1000, 4)
+    return times
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--fla", action="store_true", help="fla's forward beside culina's, twice each")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    import torch
+
+    import culina
+
+    fla = None
+    if args.fla:
+        from fla.ops.simple_gla import chunk_simple_gla as fla
+    rows = {}
+    for name, b, t, h, d, gates in SHAPES:
+        q, k, v, g, g_gamma, _ = make_inputs(torch, b, t, h, d, gates, 0, seed=t + d + h)
+        run = lambda: culina.chunk_simple_gla(q, k, v, g=g, g_gamma=g_gamma)  # noqa: E731
+        row = {}
+        with torch.no_grad():
+            row["fwd_ms"] = bench(run, 100)
+            if fla is not None:
+                run_fla = lambda: fla(q, k, v, g=g, g_gamma=g_gamma)  # noqa: E731
+                row["fla_fwd_ms"] = [bench(run_fla, 100), bench(run_fla, 100)]
+                row["fwd_ms_again"] = bench(run, 100)
+            row["kernels_ms"] = kernel_times(torch, run)
+        leaves = [x.detach().clone().requires_grad_() for x in (q, k, v)]
+        g_leaf = g.detach().clone().requires_grad_() if g is not None else None
+        do = torch.randn_like(v)
+
+        def forward_backward():
+            for x in leaves:
+                x.grad = None
+            culina.chunk_simple_gla(*leaves, g=g_leaf, g_gamma=g_gamma)[0].backward(do)
+
+        row["fwdbwd_ms"] = bench(forward_backward, 100)
+        rows[name] = row
+        print(name, json.dumps(row), flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
