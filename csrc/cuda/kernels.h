@@ -88,15 +88,14 @@ int64_t chunk_slots(const Problem& problem);
 
 // Any head sizes up to kMaxHeadDim, every dtype, every architecture (CUDA cores, fp32 math).
 cudaError_t launch_generic(const KernelParams& params, int sequences, DType dtype, cudaStream_t stream);
-// Tensor-core path (mma_path.cu): fp16/bf16, dk and dv multiples of 8 from 16 to 256 (the
-// kernels are built for dk of 64, 128 and 256 and zero-fill the features past the real one),
-// 16-byte aligned rows (pointers, and strides in multiples of 8 elements). Code exists only for sm_80 and newer (__CUDA_ARCH__), so the caller
-// must check the binary version the device runs. Either fused (padded batches, where the
+// Tensor-core path (mma_path.cu), for the passes the dispatch table gives it
+// (common/kernel_dispatch.h: fp16/bf16, dk and dv multiples of 8 from 16 to 256, 16-byte aligned
+// rows; the kernels are built for dk of 64, 128 and 256 and zero-fill the features past the real
+// one; code for sm_80 and newer only). Either fused (padded batches, where the
 // walk's shared memory fits): the chunk walk carries the state in registers and writes the
 // outputs, after a state pass for the segments' end states when there are several segments;
 // or in two passes: chunk states into the workspace (in segments joined by a
 // scan when the state blocks alone would leave the device idle), then all outputs in parallel.
-bool mma_handles(DType dtype, const Pass& pass);
 // How the tensor-core path runs one pass on one device.
 struct MmaPlan {
   bool fused = false;

@@ -5,11 +5,14 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
+#include "common/kernel_dispatch.h"
 #include "cuda/api.h"
 #include "cuda/kernels.h"
 #include "cuda/mma_common.cuh"
@@ -118,12 +121,23 @@ const DeviceFacts& facts_of(int device) {
   return known.emplace(device, std::move(facts)).first->second;
 }
 
-// The tensor-core path's plan for a pass on a device, or none: it needs sm_80+ code in the
-// binary version the device runs (not only a new enough device: PTX of an older target
-// JIT-compiles to that target), and its working set in one block's shared memory.
-std::optional<MmaPlan> mma_plan(const Problem& problem, const Pass& pass, const DeviceFacts& facts) {
-  if (facts.info.binary_version < 80 || !mma_handles(problem.dtype, pass)) return std::nullopt;
-  return plan_mma(problem, pass, facts.multiprocessors, size_t(facts.shared_per_block_optin));
+// The kernel family that runs a pass on a device, and the tensor-core family's plan.
+struct Choice {
+  const FamilyRule* family;
+  std::optional<MmaPlan> plan;
+};
+
+// The first family of the dispatch table's (common/kernel_dispatch.h) for the code the device
+// runs (its binary version, not its compute capability: PTX of an older target JIT-compiles to
+// that target) whose plan fits: the tensor-core family's working set in one block's shared
+// memory and its workspace in `workspace_limit` bytes (the caller's).
+Choice choose(const Problem& problem, const Pass& pass, const DeviceFacts& facts, size_t workspace_limit) {
+  for (const FamilyRule* family : families_for(facts.info.binary_version, problem.dtype, pass)) {
+    if (family->family != KernelFamily::kTensorCore) return {family, std::nullopt};
+    std::optional<MmaPlan> plan = plan_mma(problem, pass, facts.multiprocessors, size_t(facts.shared_per_block_optin));
+    if (plan && plan->workspace <= workspace_limit) return {family, plan};
+  }
+  throw std::logic_error("culina: no kernel family takes the pass");  // the generic family takes every one
 }
 
 // The facts of a device that can run this binary, or UnsupportedDevice naming it and CUDA's reason.
@@ -171,8 +185,7 @@ void run_pass(const Problem& problem, const Pass& pass, const DeviceFacts& facts
   params.early_launch = facts.info.binary_version >= 90;
   for (int64_t h = 0; h < problem.heads; ++h) params.log2_decay[h] = std::log2(problem.decay_of(h));
 
-  std::optional<MmaPlan> plan = mma_plan(problem, pass, facts);
-  if (plan && problem.workspace_bytes < plan->workspace) plan.reset();  // the caller's workspace falls short
+  const std::optional<MmaPlan> plan = choose(problem, pass, facts, problem.workspace_bytes).plan;
   const bool mma = plan.has_value();
   if (mma) {
     char* workspace = static_cast<char*>(problem.workspace);
@@ -215,7 +228,8 @@ size_t workspace_for(const Problem& problem, const Passes& passes, int device) {
   const DeviceFacts& facts = runnable_facts_of(device);
   size_t bytes = 0;
   for (const Pass& pass : passes)
-    if (const std::optional<MmaPlan> plan = mma_plan(problem, pass, facts)) bytes = std::max(bytes, plan->workspace);
+    if (const std::optional<MmaPlan> plan = choose(problem, pass, facts, SIZE_MAX).plan)
+      bytes = std::max(bytes, plan->workspace);
   return bytes;
 }
 
@@ -257,9 +271,10 @@ size_t backward_workspace_bytes(const Problem& problem, int device) {
 }
 
 std::string kernel_path(const Problem& problem, int device) {
-  const std::optional<MmaPlan> plan = mma_plan(problem, forward_pass(problem), runnable_facts_of(device));
-  if (!plan) return "generic";
-  return plan->fused ? "tensor-core, fused (sm_80+)" : "tensor-core, two passes (sm_80+)";
+  const Choice choice = choose(problem, forward_pass(problem), runnable_facts_of(device), SIZE_MAX);
+  if (!choice.plan) return choice.family->name;
+  return std::string(choice.family->name) + (choice.plan->fused ? ", fused (" : ", two passes (") +
+         choice.family->code + ")";
 }
 
 void linear_attention(const Problem& problem, int device, uintptr_t stream) {

@@ -1,5 +1,6 @@
-// The tensor-core path's host side: which problems it takes (any head size 16..256 in steps of
-// 8, padded inside the kernels), its plan for a pass and workspace layout, the launches.
+// The tensor-core path's host side: its plan for a pass and workspace layout, the launches.
+// Which passes it takes (any head size 16..256 in steps of 8, padded inside the kernels) is the
+// dispatch table's rule (common/kernel_dispatch.cpp).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -12,20 +13,6 @@ namespace culina::gpu {
 namespace {
 
 using mma::padded_head_size;
-
-// Rows move in 16-byte words; the fp32 states are written as float pairs.
-bool aligned(const void* ptr, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(ptr) % bytes == 0; }
-
-// Every row of a tensor starts on a 16-byte boundary: its first element, and strides of whole
-// 16-byte words (8 16-bit elements).
-template <typename Pointer>
-bool aligned_rows(const Rows<Pointer>& rows) {
-  const Strides& s = rows.strides;
-  return aligned(rows.data, 16) && s.batch % 8 == 0 && s.head % 8 == 0 && s.token % 8 == 0;
-}
-
-// Head sizes the kernels pad to 64, 128 or 256 features in 16-byte words.
-bool head_size_fits(int64_t d) { return d >= 16 && d <= kMaxHeadDim && d % 8 == 0; }
 
 #ifndef CULINA_CHUNK_WALK
 #define CULINA_CHUNK_WALK 1  // a tuning knob: 0 keeps every pass on the two-pass path
@@ -71,12 +58,6 @@ int walk_segments(int64_t blocks, int64_t chunks, int resident, int multiprocess
 }
 
 }  // namespace
-
-bool mma_handles(DType dtype, const Pass& pass) {
-  return dtype != DType::kFloat32 && head_size_fits(pass.dk) && head_size_fits(pass.dv) && aligned_rows(pass.q) &&
-         aligned_rows(pass.k) && aligned_rows(pass.v) && aligned_rows(pass.out) && aligned(pass.initial_state, 8) &&
-         aligned(pass.final_state, 8) && (!pass.gate_dots.data || aligned_rows(pass.partner));
-}
 
 int64_t chunk_slots(const Problem& problem) {
   return problem.packed() ? problem.seq_len / kStateChunk + problem.num_seqs

@@ -1,0 +1,82 @@
+// The kernel dispatch table (csrc/common/kernel_dispatch.h) for made-up devices and passes: the
+// binary version of the code a device runs, dtypes, head sizes, alignment, and a family built for
+// one architecture only.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/kernel_dispatch.h"
+
+namespace culina {
+namespace {
+
+alignas(16) char kBuffer[64];
+
+// A pass of 16-byte aligned [B, H, T, D] rows (nothing is read: the table looks at addresses).
+Pass pass_of(int64_t dk, int64_t dv, int offset_bytes = 0, int64_t token_stride = -1) {
+  const void* data = kBuffer + offset_bytes;
+  const Strides qk{4 * 64 * dk, 64 * dk, token_stride < 0 ? dk : token_stride};
+  const Strides vo{4 * 64 * dv, 64 * dv, dv};
+  Pass pass;
+  pass.q = pass.k = InRows{data, qk};
+  pass.v = InRows{data, vo};
+  pass.out = OutRows{const_cast<void*>(data), vo};
+  pass.dk = dk;
+  pass.dv = dv;
+  return pass;
+}
+
+std::vector<std::string> names(const std::vector<const FamilyRule*>& families) {
+  std::vector<std::string> out;
+  for (const FamilyRule* family : families) out.push_back(family->name);
+  return out;
+}
+
+using Names = std::vector<std::string>;
+
+TEST(KernelDispatch, TensorCoresWhereTheDeviceRunsSm80CodeOrNewer) {
+  for (int binary : {80, 86, 89, 90, 100, 120})
+    EXPECT_EQ(names(families_for(binary, DType::kBFloat16, pass_of(128, 128))), (Names{"tensor-core", "generic"}))
+        << binary;
+  // A 7.5 device, or a newer one that runs only sm_75 code of this build, has no tensor-core kernels.
+  for (int binary : {0, 70, 75})
+    EXPECT_EQ(names(families_for(binary, DType::kFloat16, pass_of(128, 128))), (Names{"generic"})) << binary;
+}
+
+TEST(KernelDispatch, Float32AlwaysRunsTheGenericKernel) {
+  EXPECT_EQ(names(families_for(90, DType::kFloat32, pass_of(64, 64))), (Names{"generic"}));
+}
+
+TEST(KernelDispatch, HeadSizesSixteenToTwoFiftySixByEightTakeTheTensorCores) {
+  for (int64_t d = 1; d <= kMaxHeadDim; ++d) {
+    const bool tensor = d >= 16 && d % 8 == 0;
+    EXPECT_EQ(names(families_for(90, DType::kBFloat16, pass_of(d, 64))).front(), tensor ? "tensor-core" : "generic")
+        << "dk " << d;
+    EXPECT_EQ(names(families_for(90, DType::kBFloat16, pass_of(64, d))).front(), tensor ? "tensor-core" : "generic")
+        << "dv " << d;
+  }
+}
+
+TEST(KernelDispatch, RowsOffSixteenByteBoundariesTakeTheGenericKernel) {
+  EXPECT_EQ(names(families_for(90, DType::kBFloat16, pass_of(128, 128, 2))), (Names{"generic"}));
+  EXPECT_EQ(names(families_for(90, DType::kBFloat16, pass_of(128, 128, 0, 132))), (Names{"generic"}));
+  EXPECT_EQ(names(families_for(90, DType::kBFloat16, pass_of(128, 128, 0, 136))), (Names{"tensor-core", "generic"}));
+}
+
+TEST(KernelDispatch, AFamilyForOneArchitectureRunsOnlyWhereThatCodeRuns) {
+  const std::vector<FamilyRule> table = {
+      {KernelFamily::kTensorCore, "hopper", "sm_90a", 90, 90, tensor_core_takes},
+      kernel_families().front(),
+      kernel_families().back(),
+  };
+  EXPECT_EQ(names(families_for(90, DType::kBFloat16, pass_of(128, 128), table)),
+            (Names{"hopper", "tensor-core", "generic"}));
+  for (int binary : {80, 89, 100, 120})
+    EXPECT_EQ(names(families_for(binary, DType::kBFloat16, pass_of(128, 128), table)), (Names{"tensor-core", "generic"}))
+        << binary;
+}
+
+}  // namespace
+}  // namespace culina
