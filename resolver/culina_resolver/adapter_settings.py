@@ -40,6 +40,11 @@ from .resolver_files import SETTINGS_TABLE_FILE
 # spellings of a switch, which the adapter's switches take as well.
 HELPER_TABLE = json.loads(SETTINGS_TABLE_FILE.read_text())
 
+
+def _listed(words: list[str]) -> str:
+    """["1", "true", "yes", "on"] -> "1, true, yes or on", as the helper lists a switch's words."""
+    return " or ".join(filter(None, (", ".join(words[:-1]), words[-1])))
+
 # Suffixes after the project's prefix.
 ARCHS = "CUDA_ARCHS"
 ACCEPTED_ARCHS = ("'native', 'all', or a list such as '8.0;9.0;10.0+PTX', '80,90', 'sm_90' or '9.0a 12.0f' "
@@ -47,9 +52,11 @@ ACCEPTED_ARCHS = ("'native', 'all', or a list such as '8.0;9.0;10.0+PTX', '80,90
 # PyTorch's variable for the same list, read when <prefix>CUDA_ARCHS is unset, as torch's own
 # extension builds read it (its named forms, 'Ampere', ..., are not taken: numbers say exactly what is built).
 TORCH_ARCHS = "TORCH_CUDA_ARCH_LIST"
-# The spellings of a switch, as pip, uv and systemd take them; empty means the default.
-SWITCH_WORDS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
-ACCEPTED_SWITCH = HELPER_TABLE["switch_forms"]
+# The spellings of a switch (the table's switch_words), as pip, uv and systemd take them; empty
+# means the default.
+SWITCH_STATES = {word: state == "on" for state, words in HELPER_TABLE["switch_words"].items() for word in words}
+ACCEPTED_SWITCH = (HELPER_TABLE["switch_forms"].replace("{on}", _listed(HELPER_TABLE["switch_words"]["on"]))
+                   .replace("{off}", _listed(HELPER_TABLE["switch_words"]["off"])))
 HELPER = "HELPER"
 HELPER_CHOICES = ("auto", "source", "prebuilt")
 RELEASE_BUILD = "RELEASE_BUILD"  # set by the release scripts: a fat wheel, no resolution
@@ -200,12 +207,12 @@ def _job_limit(name: str) -> Callable[[str, Mapping[str, str]], tuple[int, str] 
 
 
 def switch(value: str) -> bool | None:
-    """A switch's value (SWITCH_WORDS, any case, surrounding blanks kept as an error); None: empty."""
+    """A switch's value (SWITCH_STATES, any case, surrounding blanks kept as an error); None: empty."""
     if value == "":
         return None
-    if value.lower() not in SWITCH_WORDS:
+    if value.lower() not in SWITCH_STATES:
         raise ValueError("is not understood")
-    return SWITCH_WORDS[value.lower()]
+    return SWITCH_STATES[value.lower()]
 
 
 def _ccache(value: str, environ: Mapping[str, str]) -> bool:

@@ -143,6 +143,15 @@ def test_the_adapter_declares_none_of_the_helpers_variables(resolver):
         assert v.type and v.default and v.accepted, v.name
 
 
+def test_a_switch_is_described_alike_on_both_sides(resolver):
+    """The table's switch_words are listed into its switch_forms by each side (listed() in
+    helper_settings.cpp, _listed here): the helper's switch rows end with the adapter's text."""
+    helper = helper_table(resolver)
+    for suffix in ("OFFLINE", "ONLY_BINARY", "BUILD_ON_MISMATCH"):
+        assert helper[CULINA.env_prefix + suffix]["accepted"].endswith("; " + adapter_settings.ACCEPTED_SWITCH), suffix
+    assert adapter_settings.ACCEPTED_SWITCH.startswith("1, true, yes or on; 0, false, no or off")
+
+
 def test_the_helpers_table_is_one_file():
     """The data file both languages read is in the helper's sources, so the helper's source hash
     covers it, and no Python module of the adapter writes a helper row again."""

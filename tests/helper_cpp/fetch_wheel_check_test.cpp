@@ -17,6 +17,7 @@
 #include "fetch/wheel_cache.h"
 #include "fetch/wheel_check.h"
 #include "fetch/zip_reader.h"
+#include "settings/helper_settings.h"
 
 namespace culina::fetch {
 namespace {
@@ -201,6 +202,7 @@ protected:
         std::filesystem::create_directories(root_ + "/wheels");
         zip_ = make_zip({Entry{"culina/_C.so", std::string(500, 'x')}, deflated_metadata()});
         expected_ = {"https://127.0.0.1:9/x.whl", "culina-0.1.0-py3-none-any.whl", sha256_hex(zip_), zip_.size(), "culina", "0.1.0"};
+        options_.settings = default_helper_settings(SettingNames{}).fetch;
         options_.settings.cache_root = root_;
         options_.settings.offline = true;
         options_.log = [this](const std::string& line) { log_ += line + "\n"; };

@@ -13,17 +13,15 @@
 
 namespace culina::fetch {
 
-// MIN_RATE's default, KiB/s. 32 KiB/s (256 kbit/s) is slower than any link one fetches wheels over
-// by choice, yet it keeps a 50 MB wheel's deadline (about 26 min) inside the adapter's one-hour
-// kill of the helper, and drops a server that trickles at a few KiB/s.
-inline constexpr int kDefaultMinRateKib = 32;
-
+// The defaults are the settings table's (settings_table.json): take a FetchSettings from
+// default_helper_settings or parse_helper_settings (settings/helper_settings.h), whose fields the
+// table's rows fill; the numbers stay 0 until then.
 struct FetchSettings {
-    int timeout_seconds = 30;  // TIMEOUT: no progress for this long drops an attempt; also the connect timeout
-    int retries = 3;           // RETRIES: attempts after the first one, for transient failures only
-    int min_rate_kib = kDefaultMinRateKib;  // MIN_RATE: a download may take TIMEOUT plus its size at this rate
-    bool offline = false;      // OFFLINE=1: only the cache may serve
-    std::string ca_bundle;     // empty: libcurl's built-in CA store
+    int timeout_seconds = 0;  // TIMEOUT: no progress for this long drops an attempt; also the connect timeout
+    int retries = 0;          // RETRIES: attempts after the first one, for transient failures only
+    int min_rate_kib = 0;     // MIN_RATE, KiB/s: a download may take TIMEOUT plus its size at this rate
+    bool offline = false;     // OFFLINE=1: only the cache may serve
+    std::string ca_bundle;    // empty: libcurl's built-in CA store
     std::string ca_bundle_source;         // the variable that named ca_bundle, for messages
     std::optional<std::string> cache_dir;  // CACHE_DIR (or --cache-dir) as given: absolute, ~ or ~/...
     std::string cache_root;                // absolute, from resolve_cache_root; set where a cache is used

@@ -8,7 +8,6 @@
 #include <string>
 
 #include "common/setting_names.h"
-#include "fetch/fetch_settings.h"
 #include "fetch/progress.h"
 
 namespace culina::fetch {
@@ -18,11 +17,12 @@ struct DownloadRequest {
     std::string part_path;  // resumed when it already holds a prefix (an interrupted earlier run)
     std::uint64_t expected_size = 0;
     bool allow_http = false;
-    int timeout_seconds = 30;
-    int retries = 3;
+    // The fetch settings' (FetchSettings) values, which the settings table's rows fill.
+    int timeout_seconds = 0;
+    int retries = 0;
     // KiB/s: the whole download, retries included, ends after timeout_seconds plus expected_size at
     // this rate (retry_policy.h, download_deadline_seconds).
-    int min_rate_kib = kDefaultMinRateKib;
+    int min_rate_kib = 0;
     std::string ca_bundle;         // empty: libcurl's default store
     std::string ca_bundle_source;  // variable that named it
     SettingNames names;            // for messages naming the settings

@@ -17,7 +17,8 @@ struct ProbeSettings {
     // Outer optional: was the variable set. Inner: the value (nullopt = "no driver").
     std::optional<std::optional<CudaVersion>> override_cuda;
     std::optional<std::vector<ComputeCapability>> override_gpus;
-    std::chrono::milliseconds cuda_timeout{15000};
+    // PROBE_TIMEOUT: 0 until the settings table's default or value is parsed in (default_helper_settings).
+    std::chrono::milliseconds cuda_timeout{0};
     // A CUDA toolkit from NVIDIA's PyPI packages that the installing Python has (--pypi-toolkit).
     std::optional<std::string> pypi_toolkit_root;
     SettingNames names;  // for messages naming OVERRIDE_CUDA, OVERRIDE_SM, PROBE_TIMEOUT

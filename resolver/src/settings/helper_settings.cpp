@@ -90,17 +90,22 @@ bool parse_min_rate(const std::string& value, HelperSettings& settings) {
                        settings.fetch.notes);
 }
 
-// A switch as pip, uv and systemd spell one: 1/true/yes/on or 0/false/no/off in any case; ""
-// keeps the default (off). Blanks around the word are refused, as everywhere else in the table.
+const nlohmann::json& settings_table() {
+    static const nlohmann::json table = nlohmann::json::parse(kSettingsTableJson);
+    return table;
+}
+
+// A switch as pip, uv and systemd spell one: the table's switch_words in any case; "" keeps the
+// default. Blanks around the word are refused, as everywhere else in the table.
 bool parse_switch(const std::string& value, bool& slot) {
-    static const std::pair<const char*, bool> kWords[] = {{"1", true},  {"true", true},   {"yes", true}, {"on", true},
-                                                           {"0", false}, {"false", false}, {"no", false}, {"off", false}};
     if (value.empty()) return true;
     const std::string word = lowercase(value);
-    for (const auto& [text, on] : kWords) {
-        if (word == text) {
-            slot = on;
-            return true;
+    for (const auto& [state, on] : {std::pair{"on", true}, std::pair{"off", false}}) {
+        for (const nlohmann::json& text : settings_table().at("switch_words").at(state)) {
+            if (word == text.get<std::string>()) {
+                slot = on;
+                return true;
+            }
         }
     }
     return false;
@@ -148,6 +153,12 @@ std::string replaced(std::string text, const std::string& pattern, const std::st
     return text;
 }
 
+// "a, b, c or d", as switch_forms lists a state's words.
+std::string listed(const std::vector<std::string>& words) {
+    if (words.size() < 2) return join(words, "");
+    return join(std::vector<std::string>(words.begin(), words.end() - 1), ", ") + " or " + words.back();
+}
+
 using Parser = bool (*)(const std::string& value, HelperSettings& settings);
 
 // Each row of settings_table.json with its parser.
@@ -161,8 +172,13 @@ std::vector<SettingSpec> load_setting_specs() {
         {"RELEASE_URL", parse_release_url},   {"ONLY_BINARY", parse_only_binary},
         {"BUILD_ON_MISMATCH", parse_build_on_mismatch},
     };
-    const nlohmann::json table = nlohmann::json::parse(kSettingsTableJson);
-    const std::string switch_forms = table.at("switch_forms").get<std::string>();
+    const nlohmann::json& table = settings_table();
+    const nlohmann::json& words = table.at("switch_words");
+    std::string switch_forms = table.at("switch_forms").get<std::string>();
+    for (const char* state : {"on", "off"}) {
+        switch_forms = replaced(switch_forms, std::string("{") + state + "}",
+                                listed(words.at(state).get<std::vector<std::string>>()));
+    }
     std::vector<SettingSpec> specs;
     for (const nlohmann::json& row : table.at("settings")) {
         const std::string suffix = row.at("suffix").get<std::string>();
