@@ -13,7 +13,7 @@
 // longer, so that they are in for every thread before the step's own copies land; a constant
 // gate's powers are computed. The state never leaves registers: h is written straight from the
 // accumulators, and the operands come in through ldmatrix. With gates and several segments,
-// each segment's total log2 gate goes to segment_gates for the scan.
+// each segment's total log2 gate goes to segment_gates for whatever joins the segments.
 //
 // Measured on an H200 (bf16, B=4, H=16, dk = dv = 128, T = 16384), this pass took: 0.54 ms
 // as wmma staging the state through shared memory; 0.54-0.59 ms on mma.sync with 4 warps;
@@ -260,8 +260,8 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
   }
   // One segment: the final state ([dk][dv]: the real rows and columns only; dk and dv are
   // multiples of 8, so a column pair is real or not as a whole); several: this segment's end
-  // state ([dk_padded][dv_padded]), for the scan, in slot [item][segment], which is blockIdx.z,
-  // and with gates its total log2 gate, written by one block of the (item, segment).
+  // state ([dk_padded][dv_padded]), for the scan or the walk, in slot [item][segment], which is
+  // blockIdx.z, and with gates its total log2 gate, written by one block of the (item, segment).
   if (p.segments > 1) {
     float* end_state = p.segment_states + blockIdx.z * state_size + int64_t(state_row) * p.dv_padded + state_col;
 #pragma unroll
@@ -306,7 +306,9 @@ cudaError_t launch_chunk_states(const KernelParams& params, int sequences, cudaS
 // element of one (sequence, head) ([dk_padded][dv_padded]) walks the segments in order, leaving
 // in each segment's slot the state entering it, and writes the final state's real elements. A
 // segment decays the state by 2^(its total log2 gate): segment_gates with gates, its length
-// times the constant's otherwise; the block computes each once.
+// times the constant's otherwise; the block computes each once. (The fused walk joins segments
+// with the same decays in its own prologue, chunk_walk_mma.cu, written there in the form that
+// kept its registers as they were.)
 __global__ void segment_scan_kernel(KernelParams p) {
   const int64_t size = int64_t(p.dk_padded) * p.dv_padded, e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const int item = blockIdx.y, head = item % p.heads;

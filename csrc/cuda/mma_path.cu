@@ -42,8 +42,8 @@ int segments_for(int64_t blocks, int64_t chunks, int waves, int multiprocessors)
 
 // Segments for the chunk walk, whose blocks each walk segment_chunks chunks one after another:
 // the fewest that minimise (waves of blocks) x (chunks per segment), that is the chunk steps
-// the busiest multiprocessor takes, with the state pass and the scan that several segments
-// need counted as a third more.
+// the busiest multiprocessor takes, with the state pass that several segments need counted as a
+// third more.
 int walk_segments(int64_t blocks, int64_t chunks, int resident, int multiprocessors) {
   const int64_t most = std::max<int64_t>(1, std::min<int64_t>(chunks / kMinSegmentChunks, kMaxSegments));
   const int64_t per_wave = std::max<int64_t>(1, int64_t(resident) * multiprocessors);
