@@ -16,7 +16,7 @@ bool aligned_rows(const Rows<Pointer>& rows) {
   return aligned(rows.data, 16) && s.batch % 8 == 0 && s.head % 8 == 0 && s.token % 8 == 0;
 }
 
-// Head sizes the tensor-core kernels pad to 64, 128 or 256 features in 16-byte words.
+// Head sizes the tensor-core kernels pad to 64, 128, 192 or 256 features in 16-byte words.
 bool tensor_core_head_size(int64_t d) { return d >= 16 && d <= kMaxHeadDim && d % 8 == 0; }
 
 bool takes_every_pass(DType, const Pass&) { return true; }

@@ -18,8 +18,8 @@
 // for the state, DK / 4 rows x the same 32 columns. Narrow column groups make many warps with
 // few registers each: 16 warps at 128 columns. q, k, v and the gates stream through a ring of
 // shared-memory slots, the next chunk's copies in flight while this chunk is computed. One
-// barrier per chunk (two at DK = 256, whose state has one buffer rather than two), and one
-// among the warps of the same rows, which share P.
+// barrier per chunk (two at DK = 192 and 256, whose state has one buffer rather than two), and
+// one among the warps of the same rows, which share P.
 // In the backward's dq and dk passes (DOTS) each warp also dots its output rows' fp32 values
 // with the partner rows for the gates' gradient (chunk_rows_mma.cuh: add_gate_dots), copied into
 // its output staging rows while the chunk's products run.
@@ -320,15 +320,35 @@ cudaError_t launch_shape(const KernelParams& params, int sequences, cudaStream_t
 
 }  // namespace
 
-// 128 columns where the padded dv allows (16 warps), but 64 where the kernel is built for
-// dk = 256 (dk above 128), whose 128-column blocks would not fit in shared memory.
-int walk_slice(int dk, int dv) { return dk <= 128 && padded_head_size(dv) % 128 == 0 ? 128 : 64; }
+// 128 columns where the padded dv allows (16 warps) and dk is 128 or less; 96 (12 warps) for
+// dk up to 192 with a padded dv of 192, whose 128-column blocks would not fit in shared memory;
+// else 64. A value column block recomputes the chunk's scores and rereads its q and k: at
+// dk = dv = 192, two 96-column blocks do that half as often as three 64-column ones.
+int walk_slice(int dk, int dv) {
+  const int dv_padded = padded_head_size(dv);
+  if (dk <= 128 && dv_padded % 128 == 0) return 128;
+  if (dk > 128 && dk <= 192 && dv_padded % 96 == 0) return 96;
+  return 64;
+}
 
-// (The 128-column blocks are not built at DK = 256.)
+namespace {
+
+// f(std::integral_constant<int, SLICE>) for the walk's `slice` (walk_slice), built for DK.
+template <int DK, typename F>
+auto with_walk_slice(int slice, F&& f) {
+  if constexpr (DK <= 128)
+    if (slice == 128) return f(std::integral_constant<int, 128>{});
+  if constexpr (DK == 192)
+    if (slice == 96) return f(std::integral_constant<int, 96>{});
+  return f(std::integral_constant<int, 64>{});
+}
+
+}  // namespace
+
 size_t walk_shared_bytes(int dk, int dv) {
   return with_head_size(dk, [&](auto head) {
     constexpr int kDk = decltype(head)::value;
-    return with_slice<kDk != 256>(walk_slice(kDk, dv), [&](auto slice) { return Layout<kDk, decltype(slice)::value>::bytes; });
+    return with_walk_slice<kDk>(walk_slice(kDk, dv), [&](auto slice) { return Layout<kDk, decltype(slice)::value>::bytes; });
   }, size_t(0));
 }
 
@@ -336,7 +356,7 @@ template <typename T>
 cudaError_t launch_chunk_walk(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own) {
   return with_head_size(params.dk, [&](auto head) {
     constexpr int kDk = decltype(head)::value;
-    return with_slice<kDk != 256>(walk_slice(kDk, params.dv), [&](auto slice) {
+    return with_walk_slice<kDk>(walk_slice(kDk, params.dv), [&](auto slice) {
       return launch_shape<T, kDk, decltype(slice)::value>(params, sequences, stream, after_own);
     });
   }, cudaErrorInvalidValue);

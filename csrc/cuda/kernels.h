@@ -118,7 +118,7 @@ size_t states_shared_bytes(bool fused);  // the state pass before the fused pass
 size_t output_shared_bytes(int dk, int dv);
 size_t walk_shared_bytes(int dk, int dv);
 int output_slice(int dv);  // value columns per output block: 128 where dv allows, else 64
-int walk_slice(int dk, int dv);  // value columns per chunk-walk block: 128 or 64
+int walk_slice(int dk, int dv);  // value columns per chunk-walk block: 128, 96 or 64
 // `after_own`: the kernel before it in the stream is one of launch_mma's (launch_with_shared).
 template <typename T>
 cudaError_t launch_chunk_states(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own);

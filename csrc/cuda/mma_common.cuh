@@ -148,11 +148,12 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
 __host__ __device__ constexpr int padded_head_size(int d) { return (d + 63) / 64 * 64; }
 
 // f(std::integral_constant<int, DK>) for DK the smallest of the head sizes the kernels are built
-// for (64, 128, 256) that holds dk: the features past dk are zero-filled. `otherwise` past 256.
+// for (64, 128, 192, 256) that holds dk: the features past dk are zero-filled. `otherwise` past 256.
 template <typename F, typename R>
 R with_head_size(int dk, F&& f, R otherwise) {
   if (dk <= 64) return f(std::integral_constant<int, 64>{});
   if (dk <= 128) return f(std::integral_constant<int, 128>{});
+  if (dk <= 192) return f(std::integral_constant<int, 192>{});
   if (dk <= 256) return f(std::integral_constant<int, 256>{});
   return otherwise;
 }

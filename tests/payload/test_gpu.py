@@ -26,10 +26,13 @@ NUMPY_DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dty
 # ||gpu - cpu|| / ||cpu||. float32 runs in fp32 on CUDA cores; the 16-bit types run on tensor
 # cores, which round the decayed attention matrix, decayed q and k and the state to 16 bits.
 TOLERANCE = {"float32": 1e-4, "float16": 5e-3, "bfloat16": 2e-2}
-# Shape classes: (B, H, T, Dk, Dv). The first three take the tensor-core path for 16-bit
-# types; the rest (odd head sizes, Dv not a multiple of 64) the generic one.
+# Shape classes: (B, H, T, Dk, Dv). For 16-bit types every one but the last takes the
+# tensor-core path (head sizes multiples of 8 from 16 to 256, padded to the kernels' 64, 128,
+# 192 or 256 features); the last the generic one. 1100 tokens of 192 features run the walk's
+# 96-column blocks in several segments.
 SHAPES = [(2, 3, 300, 64, 64), (1, 2, 129, 128, 128), (1, 1, 70, 256, 128), (2, 2, 1, 64, 128),
-          (1, 2, 63, 32, 48), (1, 1, 100, 96, 40), (1, 1, 33, 256, 256), (1, 2, 65, 7, 5)]
+          (1, 2, 63, 32, 48), (1, 1, 100, 96, 40), (1, 1, 33, 256, 256), (1, 2, 1100, 192, 160),
+          (1, 2, 65, 7, 5)]
 
 
 def to_numpy(x, dtype):
