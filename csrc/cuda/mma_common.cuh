@@ -158,12 +158,10 @@ R with_head_size(int dk, F&& f, R otherwise) {
   return otherwise;
 }
 
-// f(std::integral_constant<int, SLICE>) for a block of `slice` value columns, 128 or 64; where
-// WIDE is false only the 64-column version is built.
-template <bool WIDE = true, typename F>
+// f(std::integral_constant<int, SLICE>) for a block of `slice` value columns, 128 or 64.
+template <typename F>
 auto with_slice(int slice, F&& f) {
-  if constexpr (WIDE)
-    if (slice == 128) return f(std::integral_constant<int, 128>{});
+  if (slice == 128) return f(std::integral_constant<int, 128>{});
   return f(std::integral_constant<int, 64>{});
 }
 
