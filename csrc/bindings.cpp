@@ -19,6 +19,7 @@
 
 namespace py = pybind11;
 using culina::DType;
+using culina::Elements;
 using culina::Problem;
 
 namespace {
@@ -33,7 +34,7 @@ culina::Strides strides_of(const StrideTriple& s) { return culina::Strides{s[0],
 const float kGatedPlaceholder = 0.0f;
 
 // culina._C.Description: the extension's image of one checked culina._api.Problem, made once per
-// distinct problem (_api.describe caches it): shape, dtype, packing and the strides of every
+// distinct problem (_api.describe caches it): shape, element types, packing and the strides of every
 // tensor but do's (the gradient arrives with its own). A call adds only its addresses and
 // scalars (runnable, below). Python's check_problem owns the argument checks, cu_seqlens'
 // included. On this side the bindings check only the contract: num_seqs, seqlen_bits and B = 1
@@ -44,13 +45,16 @@ struct Description {
   culina::Strides dq, dk, dv, gate_dots;
   bool gated = false;
 
-  Description(const std::array<int64_t, 5>& dims, int dtype, int64_t num_seqs, int seqlen_bits, bool gated,
+  Description(const std::array<int64_t, 5>& dims, int dtype, int compute, int64_t num_seqs, int seqlen_bits, bool gated,
               const StrideTriple& q, const StrideTriple& k, const StrideTriple& v, const StrideTriple& g,
               const StrideTriple& out, const StrideTriple& dq_rows, const StrideTriple& dk_rows,
               const StrideTriple& dv_rows, const StrideTriple& gate_dots_rows)
       : dq(strides_of(dq_rows)), dk(strides_of(dk_rows)), dv(strides_of(dv_rows)),
         gate_dots(strides_of(gate_dots_rows)), gated(gated) {
     if (dtype < 0 || dtype > 2) throw std::invalid_argument("dtype: the code must be 0, 1 or 2");
+    if (compute != dtype && !(DType(dtype) == DType::kFloat32 && DType(compute) == DType::kBFloat16))
+      throw std::invalid_argument("compute: " + std::to_string(compute) + " with dtype " + std::to_string(dtype) +
+                                  "; pass the dtype's own code, or 2 (bfloat16) for float32 (0)");
     if (num_seqs < 0) throw std::invalid_argument("num_seqs is " + std::to_string(num_seqs) + "; pass 0 or more");
     if (num_seqs > 0 && dims[0] != 1)
       throw std::invalid_argument("packed sequences need dims (1, H, total_T, Dk, Dv), but B is " +
@@ -62,7 +66,7 @@ struct Description {
     shape.seq_len = dims[2];
     shape.dk = dims[3];
     shape.dv = dims[4];
-    shape.dtype = DType(dtype);
+    shape.elements = Elements{DType(dtype), DType(compute)};
     shape.num_seqs = num_seqs;
     shape.seqlen_bits = num_seqs > 0 ? seqlen_bits : 0;
     shape.q.strides = strides_of(q);
@@ -310,10 +314,10 @@ void define_module(py::module_& m) {
   // The problem's description, built once per distinct problem from keywords (culina/_api.py:
   // describe); every entry point below takes it first and its call's values by keyword.
   py::class_<Description>(m, "Description")
-      .def(py::init<const std::array<int64_t, 5>&, int, int64_t, int, bool, const StrideTriple&, const StrideTriple&,
+      .def(py::init<const std::array<int64_t, 5>&, int, int, int64_t, int, bool, const StrideTriple&, const StrideTriple&,
                     const StrideTriple&, const StrideTriple&, const StrideTriple&, const StrideTriple&,
                     const StrideTriple&, const StrideTriple&, const StrideTriple&>(),
-           py::kw_only(), py::arg("dims"), py::arg("dtype"), py::arg("num_seqs"), py::arg("seqlen_bits"),
+           py::kw_only(), py::arg("dims"), py::arg("dtype"), py::arg("compute"), py::arg("num_seqs"), py::arg("seqlen_bits"),
            py::arg("gated"), py::arg("q"), py::arg("k"), py::arg("v"), py::arg("g"), py::arg("out"), py::arg("dq"),
            py::arg("dk"), py::arg("dv"), py::arg("gate_dots"));
   // call: the dict of the call's values by name (Call above; culina/_api.py: launch).
@@ -333,13 +337,13 @@ void define_module(py::module_& m) {
       py::arg("description"), py::arg("device"));
   m.def(
       "kernel_path",
-      [](int device, int dtype, int64_t dk, int64_t dv) {
+      [](int device, int dtype, int64_t dk, int64_t dv, int compute) {
         const StrideTriple unread{0, 0, 0};
-        const Description d({1, 1, 1, dk, dv}, dtype, 0, 0, false, unread, unread, unread, unread, unread, unread,
-                            unread, unread, unread);
+        const Description d({1, 1, 1, dk, dv}, dtype, compute, 0, 0, false, unread, unread, unread, unread, unread,
+                            unread, unread, unread, unread);
         return culina::gpu::kernel_path(d.sizing(), device);
       },
-      py::arg("device"), py::arg("dtype"), py::arg("dk"), py::arg("dv"));
+      py::arg("device"), py::arg("dtype"), py::arg("dk"), py::arg("dv"), py::arg("compute"));
   m.def("built_with_cuda", &culina::gpu::built_with_cuda);
   m.def("compiled_arch_list", &culina::gpu::compiled_arch_list);
   m.def("driver_version", &culina::gpu::driver_version);

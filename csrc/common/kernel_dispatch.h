@@ -1,6 +1,7 @@
 // The one table from what a pass needs to the kernel families that can run it, best first: the
 // code the device runs (the binary version of this build's code it executes: 90 for sm_90 SASS,
-// 80 where only sm_80 code or PTX serves), the dtype, the head sizes and the rows' alignment.
+// 80 where only sm_80 code or PTX serves), the element types, the head sizes and the rows'
+// alignment.
 // Host code only, so that tests/kernels checks the choice for made-up devices without a GPU.
 // cuda/launch.cu launches the first family whose plan also fits the device (shared memory, the
 // caller's workspace); the generic family takes every pass. A family built for one architecture
@@ -15,7 +16,7 @@
 namespace culina {
 
 enum class KernelFamily {
-  kTensorCore,  // cuda/mma_path.cu: mma.sync tensor cores, fp16/bf16, head sizes 16..256 by 8
+  kTensorCore,  // cuda/mma_path.cu: mma.sync tensor cores, fp16/bf16 (float32 rows rounded), head sizes 16..256 by 8
   kGeneric,     // cuda/chunked_generic.cu: CUDA cores, fp32 math, every dtype and head size
 };
 
@@ -25,7 +26,7 @@ struct FamilyRule {
   const char* code;         // the code it needs, in words ("sm_80+")
   int min_binary_version;   // the device runs this build's code for this target or a newer one
   int only_binary_version;  // 0, or the one target its code is built for (arch-specific code)
-  bool (*takes)(DType dtype, const Pass& pass);
+  bool (*takes)(Elements elements, const Pass& pass);
 };
 
 // Every family, best first.
@@ -34,10 +35,12 @@ const std::vector<FamilyRule>& kernel_families();
 // The families of `table` (kernel_families() unless a test gives its own) that take `pass` on a
 // device that runs this build's code for `binary_version` (0: none), best first; with
 // kernel_families() the generic family, which takes every pass, comes last.
-std::vector<const FamilyRule*> families_for(int binary_version, DType dtype, const Pass& pass,
+std::vector<const FamilyRule*> families_for(int binary_version, Elements elements, const Pass& pass,
                                             const std::vector<FamilyRule>& table = kernel_families());
 
-// The tensor-core family's rule, for tests of it: fp16/bf16, head sizes 16..256 by 8, 16-byte rows.
-bool tensor_core_takes(DType dtype, const Pass& pass);
+// The tensor-core family's rule, for tests of it: fp16 or bf16 rows computed as stored, or float32
+// rows computed in bf16 (passes without gate dots); head sizes 16..256 by 8; rows on 16-byte
+// boundaries.
+bool tensor_core_takes(Elements elements, const Pass& pass);
 
 }  // namespace culina

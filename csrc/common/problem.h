@@ -9,6 +9,16 @@ namespace culina {
 
 enum class DType : int { kFloat32 = 0, kFloat16 = 1, kBFloat16 = 2 };
 
+// The element types of a call's rows (q, k, v, out, and the backward's d_out, dq, dk, dv):
+// `storage`, as the tensors hold them, and `compute`, what the tensor-core kernels multiply in:
+// storage itself, or bfloat16 for float32 rows, rounded as they load and widened as they are
+// stored (PyTorch's "medium" float32 matmul precision). The generic kernel and the CPU
+// reference compute in float32 from any storage.
+struct Elements {
+  DType storage = DType::kFloat32;
+  DType compute = DType::kFloat32;
+};
+
 // Largest head size any back end accepts; also the bound the CUDA kernels are built for.
 constexpr int kMaxHeadDim = 256;
 // Per-head decay travels to the GPU as a kernel parameter; this bounds its size (4 KiB).
@@ -32,7 +42,7 @@ struct Rows {
 using InRows = Rows<const void*>;
 using OutRows = Rows<void*>;
 
-// q, k [B,H,T,Dk]; v, out [B,H,T,Dv] as Rows in q's dtype; initial_state, final_state
+// q, k [B,H,T,Dk]; v, out [B,H,T,Dv] as Rows of `elements.storage`; initial_state, final_state
 // [B,H,Dk,Dv] float32, contiguous (each may be null).
 // Packed sequences (cu_seqlens set): B = 1, T is the total length, sequence n holds tokens
 // cu_seqlens[n] .. cu_seqlens[n+1]-1 of every head, and the states are [num_seqs,H,Dk,Dv].
@@ -46,7 +56,7 @@ using OutRows = Rows<void*>;
 // g_gamma and g do.
 struct Problem {
   int64_t batch = 0, heads = 0, seq_len = 0, dk = 0, dv = 0;
-  DType dtype = DType::kFloat32;
+  Elements elements;
   float scale = 1.0f;
   std::vector<float> decay;  // empty: no decay (1 for every head), else one per head
   const float* gamma = nullptr;

@@ -128,7 +128,7 @@ void run_pass(const Problem& p, const Pass& pass, const std::vector<int64_t>& of
 }
 
 void run(const Problem& p, const Pass& pass, const std::vector<int64_t>& offsets, int threads) {
-  switch (p.dtype) {
+  switch (p.elements.storage) {
     case DType::kFloat32: return run_pass<float>(p, pass, offsets, threads);
     case DType::kFloat16: return run_pass<Half>(p, pass, offsets, threads);
     case DType::kBFloat16: return run_pass<BFloat16>(p, pass, offsets, threads);

@@ -42,8 +42,9 @@ struct Layout : ChunkTiles<DK, SLICE> {
                 "the output staging rows must fit in the q and k regions");
 };
 
-// GATED: p.chunk_gates holds the gates (else one constant per head). DOTS: p.gate_dots is set.
-template <typename T, int DK, int SLICE, bool GATED, bool DOTS>
+// Rows stored as S (T, or float32 rounded to T: mma_common.cuh). GATED: p.chunk_gates holds the
+// gates (else one constant per head). DOTS: p.gate_dots is set.
+template <typename T, typename S, int DK, int SLICE, bool GATED, bool DOTS>
 __global__ void __launch_bounds__(threads<SLICE>()) chunk_output_kernel(KernelParams p) {
 #if __CUDA_ARCH__ >= 800
   using L = Layout<DK, SLICE>;
@@ -71,10 +72,10 @@ __global__ void __launch_bounds__(threads<SLICE>()) chunk_output_kernel(KernelPa
   const int64_t state_size = int64_t(p.dk_padded) * p.dv_padded;
 
   // Two groups of copies: q, k and the gates first, for S; v and h land while S is computed.
-  stage_rows<kChunk, DK, kThreads>(s_q, L::ld_qk, static_cast<const uint16_t*>(p.q) + rows.at(p.q_at, t0),
-                                   rows.stride(p.q_at), n, dk);
-  stage_rows<kChunk, DK, kThreads>(s_k, L::ld_qk, static_cast<const uint16_t*>(p.k) + rows.at(p.k_at, t0),
-                                   rows.stride(p.k_at), n, dk);
+  stage_rows<kChunk, DK, kThreads, T>(s_q, L::ld_qk, static_cast<const S*>(p.q) + rows.at(p.q_at, t0),
+                                      rows.stride(p.q_at), n, dk);
+  stage_rows<kChunk, DK, kThreads, T>(s_k, L::ld_qk, static_cast<const S*>(p.k) + rows.at(p.k_at, t0),
+                                      rows.stride(p.k_at), n, dk);
   const float log2g = p.log2_decay[head];
   GatePowers<GATED> gates;
   if constexpr (GATED) {
@@ -86,11 +87,11 @@ __global__ void __launch_bounds__(threads<SLICE>()) chunk_output_kernel(KernelPa
     gates = {s_gates, p.adjoint ? 0 : 1, n};
   }
   commit_async_copies();
-  stage_rows<kChunk, SLICE, kThreads>(s_v, L::ld_v, static_cast<const uint16_t*>(p.v) + rows.at(p.v_at, t0) + v0,
-                                      rows.stride(p.v_at), n, dv - v0);
-  stage_rows<DK, SLICE, kThreads>(s_h, L::ld_v,
-                                  static_cast<const uint16_t*>(p.states) + (rows.chunk_base + chunk) * state_size + v0,
-                                  p.dv_padded, p.dk_padded, SLICE);
+  stage_rows<kChunk, SLICE, kThreads, T>(s_v, L::ld_v, static_cast<const S*>(p.v) + rows.at(p.v_at, t0) + v0,
+                                         rows.stride(p.v_at), n, dv - v0);
+  stage_rows<DK, SLICE, kThreads, T>(s_h, L::ld_v,
+                                     static_cast<const T*>(p.states) + (rows.chunk_base + chunk) * state_size + v0,
+                                     p.dv_padded, p.dk_padded, SLICE);
   commit_async_copies();
   wait_async_copies<1>();
   __syncthreads();
@@ -123,13 +124,13 @@ __global__ void __launch_bounds__(threads<SLICE>()) chunk_output_kernel(KernelPa
                               gates);
   if constexpr (DOTS) {  // partner rows straight from device memory: other blocks hide the latency
     const int64_t first_row = t0 + row_warp * kTile;
-    const T* partner = static_cast<const T*>(p.partner) + rows.at(p.partner_at, first_row) + v0 + col_base;
+    const S* partner = static_cast<const S*>(p.partner) + rows.at(p.partner_at, first_row) + v0 + col_base;
     add_gate_dots<T, kGroupV>(p, rows, o, partner, rows.stride(p.partner_at), first_row, n - row_warp * kTile,
                               v0 + col_base, lane);
   }
   __syncthreads();  // every warp is past its q rows
   // Staged in the q and k regions.
-  T* out = static_cast<T*>(p.out) + rows.at(p.out_at, t0 + row_warp * kTile) + v0 + col_base;
+  S* out = static_cast<S*>(p.out) + rows.at(p.out_at, t0 + row_warp * kTile) + v0 + col_base;
   store_rows<T, kGroupV>(o, s_q + warp * kTile * staging_ld<kGroupV>(), out, rows.stride(p.out_at),
                          n - row_warp * kTile, dv - v0 - col_base, lane, tid % 32);
 #else
@@ -137,16 +138,25 @@ __global__ void __launch_bounds__(threads<SLICE>()) chunk_output_kernel(KernelPa
 #endif
 }
 
-template <typename T, int DK, int SLICE>
+// float32 rows come without the gates' gradient terms (common/kernel_dispatch.cpp): no DOTS kernels.
+template <typename T, typename S, int DK, int SLICE>
 cudaError_t launch_shape(const KernelParams& params, int sequences, cudaStream_t stream) {
   // Padded: one block row per (sequence, head) and chunk; packed: per head and chunk slot.
   const dim3 grid(unsigned(params.chunk_slots), params.dv_padded / SLICE,
                   params.cu_seqlens ? params.heads : sequences * params.heads);
-  const auto kernel = params.chunk_gates ? (params.gate_dots ? chunk_output_kernel<T, DK, SLICE, true, true>
-                                                             : chunk_output_kernel<T, DK, SLICE, true, false>)
-                                         : (params.gate_dots ? chunk_output_kernel<T, DK, SLICE, false, true>
-                                                             : chunk_output_kernel<T, DK, SLICE, false, false>);
-  return launch_with_shared(kernel, grid, threads<SLICE>(), Layout<DK, SLICE>::bytes, stream, params);
+  const auto launch = [&](auto kernel) {
+    return launch_with_shared(kernel, grid, threads<SLICE>(), Layout<DK, SLICE>::bytes, stream, params);
+  };
+  if constexpr (kRoundsOnLoad<T, S>) {
+    if (params.gate_dots) return cudaErrorInvalidValue;
+    return params.chunk_gates ? launch(chunk_output_kernel<T, S, DK, SLICE, true, false>)
+                              : launch(chunk_output_kernel<T, S, DK, SLICE, false, false>);
+  } else {
+    return params.chunk_gates ? (params.gate_dots ? launch(chunk_output_kernel<T, S, DK, SLICE, true, true>)
+                                                  : launch(chunk_output_kernel<T, S, DK, SLICE, true, false>))
+                              : (params.gate_dots ? launch(chunk_output_kernel<T, S, DK, SLICE, false, true>)
+                                                  : launch(chunk_output_kernel<T, S, DK, SLICE, false, false>));
+  }
 }
 
 }  // namespace
@@ -167,16 +177,17 @@ size_t output_shared_bytes(int dk, int dv) {
   }, size_t(0));
 }
 
-template <typename T>
+template <typename T, typename S>
 cudaError_t launch_chunk_output(const KernelParams& params, int sequences, cudaStream_t stream) {
   return with_head_size(params.dk, [&](auto head) {
     return with_slice(output_slice(params.dv), [&](auto slice) {
-      return launch_shape<T, decltype(head)::value, decltype(slice)::value>(params, sequences, stream);
+      return launch_shape<T, S, decltype(head)::value, decltype(slice)::value>(params, sequences, stream);
     });
   }, cudaErrorInvalidValue);
 }
 
-template cudaError_t launch_chunk_output<__half>(const KernelParams&, int, cudaStream_t);
-template cudaError_t launch_chunk_output<__nv_bfloat16>(const KernelParams&, int, cudaStream_t);
+template cudaError_t launch_chunk_output<__half, __half>(const KernelParams&, int, cudaStream_t);
+template cudaError_t launch_chunk_output<__nv_bfloat16, __nv_bfloat16>(const KernelParams&, int, cudaStream_t);
+template cudaError_t launch_chunk_output<__nv_bfloat16, float>(const KernelParams&, int, cudaStream_t);
 
 }  // namespace culina::gpu

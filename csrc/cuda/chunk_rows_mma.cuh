@@ -184,11 +184,12 @@ __device__ __forceinline__ void output_rows(float (&o)[COLS / 8][4], const void*
 }
 
 // The warp's 16 x COLS output to device memory through its own staging rows
-// (staging_bytes<COLS>()), so that device memory sees whole 16-byte words. `out` is the first
-// row's first column, `row_stride` elements between rows; rows at or past `valid` and columns at
-// or past `cols` (a multiple of 8) are skipped.
-template <typename T, int COLS>
-__device__ __forceinline__ void store_rows(const float (&o)[COLS / 8][4], T* stage, T* out, int64_t row_stride,
+// (staging_bytes<COLS>()), so that device memory sees whole 16-byte words (32-byte ones for
+// float32 rows, which get the values rounded to T, as a cast of T's output would). `out` is the
+// first row's first column, `row_stride` elements between rows; rows at or past `valid` and
+// columns at or past `cols` (a multiple of 8) are skipped.
+template <typename T, int COLS, typename S>
+__device__ __forceinline__ void store_rows(const float (&o)[COLS / 8][4], T* stage, S* out, int64_t row_stride,
                                            int valid, int cols, const LaneRoles& lane, int lane_index) {
   constexpr int kLd = staging_ld<COLS>();
 #pragma unroll
@@ -200,8 +201,7 @@ __device__ __forceinline__ void store_rows(const float (&o)[COLS / 8][4], T* sta
 #pragma unroll
   for (int x = 0; x < kTile * COLS / 8 / 32; ++x) {
     const int e = lane_index + 32 * x, row = e / (COLS / 8), c8 = (e % (COLS / 8)) * 8;
-    if (row < valid && c8 < cols)
-      *reinterpret_cast<uint4*>(out + row_stride * row + c8) = *reinterpret_cast<const uint4*>(stage + row * kLd + c8);
+    if (row < valid && c8 < cols) store_word(out + row_stride * row + c8, stage + row * kLd + c8);
   }
 }
 
@@ -209,9 +209,9 @@ __device__ __forceinline__ void store_rows(const float (&o)[COLS / 8][4], T* sta
 // gate_dots for the warp's 16 rows i, pass rows first_row .. + 15: o's fp32 values, before
 // store_rows rounds them, against the same tokens' partner rows, COLS columns from `col`, read
 // from `partner` (row 0's column `col`; row_step elements between rows; device memory or
-// stage_partner_rows' copy). Rows at or past `valid` and columns at or past dv are skipped.
-// The quad of lanes holding a row sums it; the warps and blocks of the other columns add their
-// parts to the same element.
+// stage_partner_rows' copy; 16-bit rows only: common/kernel_dispatch.cpp). Rows at or past
+// `valid` and columns at or past dv are skipped. The quad of lanes holding a row sums it; the
+// warps and blocks of the other columns add their parts to the same element.
 template <typename T, int COLS>
 __device__ __forceinline__ void add_gate_dots(const KernelParams& p, const SequenceRows& rows,
                                               const float (&o)[COLS / 8][4], const T* partner, int64_t row_step,

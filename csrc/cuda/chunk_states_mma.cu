@@ -76,9 +76,10 @@ struct Layout {
   static constexpr size_t bytes = stage + (PUBLISH ? size_t(kWarps) * kTile * kLdStage * 2 : 0);
 };
 
-// GATED: p.chunk_gates holds the gates (else one constant per head). A template parameter, not a
-// branch: the branches alone took the kernel from 77 to 124 registers. PUBLISH: !p.fused.
-template <typename T, bool GATED, bool PUBLISH>
+// Rows stored as S (T, or float32 rounded to T: mma_common.cuh). GATED: p.chunk_gates holds the
+// gates (else one constant per head). A template parameter, not a branch: the branches alone took
+// the kernel from 77 to 124 registers. PUBLISH: !p.fused.
+template <typename T, typename S, bool GATED, bool PUBLISH>
 __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) {
 #if __CUDA_ARCH__ >= 800
   using L = Layout<PUBLISH>;
@@ -105,8 +106,8 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
   const int t_end = min(rows.length, row_base + chunks * kChunk);
   // Row t of the sequence: k + t * k_step, v + t * v_step (pointers past the sequence are formed
   // for chunk-aligned bases only, never read).
-  const uint16_t* k = static_cast<const uint16_t*>(p.k) + rows.at(p.k_at, 0) + d0;
-  const uint16_t* v = static_cast<const uint16_t*>(p.v) + rows.at(p.v_at, 0) + v0;
+  const S* k = static_cast<const S*>(p.k) + rows.at(p.k_at, 0) + d0;
+  const S* v = static_cast<const S*>(p.v) + rows.at(p.v_at, 0) + v0;
   const int64_t k_step = rows.stride(p.k_at), v_step = rows.stride(p.v_at);
   // This lane's first state element: row d0 + warp_row + group, column v0 + warp_col + pair.
   const int state_row = d0 + warp_row + group, state_col = v0 + warp_col + pair;
@@ -150,20 +151,26 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
       // One pointer stepped from word to word: per-word addresses took 10 more registers.
       const int i0 = tid / kRowWords, c8 = (tid % kRowWords) * 8;
       const bool k_inside = d0 + c8 < dk, v_inside = v0 + c8 < dv;
-      const uint16_t* k_word = k + (t0 + i0) * k_step + c8;
-      const uint16_t* v_word = v + (t0 + i0) * v_step + c8;
+      const S* k_word = k + (t0 + i0) * k_step + c8;
+      const S* v_word = v + (t0 + i0) * v_step + c8;
+      T* k_to = s_k + (slot * kRows + i0) * kLd + c8;
+      T* v_to = s_v + (slot * kRows + i0) * kLd + c8;
+      WordCopies<T, S, kWordsK> k_words;
 #pragma unroll
       for (int x = 0; x < kWordsK; ++x, k_word += kRowsPerCopy * k_step) {
-        const int i = i0 + x * kRowsPerCopy;
-        const bool inside = t0 + i < t_end && k_inside;
-        copy16_async(s_k + (slot * kRows + i) * kLd + c8, inside ? k_word : k, inside);
+        const bool inside = t0 + i0 + x * kRowsPerCopy < t_end && k_inside;
+        k_words.fetch(x, k_to + x * kRowsPerCopy * kLd, inside ? k_word : k, inside);
       }
 #pragma unroll
+      for (int x = 0; x < kWordsK; ++x) k_words.land(x, k_to + x * kRowsPerCopy * kLd);
+      WordCopies<T, S, kWordsV> v_words;
+#pragma unroll
       for (int x = 0; x < kWordsV; ++x, v_word += kRowsPerCopy * v_step) {
-        const int i = i0 + x * kRowsPerCopy;
-        const bool inside = t0 + i < t_end && v_inside;
-        copy16_async(s_v + (slot * kRows + i) * kLd + c8, inside ? v_word : v, inside);
+        const bool inside = t0 + i0 + x * kRowsPerCopy < t_end && v_inside;
+        v_words.fetch(x, v_to + x * kRowsPerCopy * kLd, inside ? v_word : v, inside);
       }
+#pragma unroll
+      for (int x = 0; x < kWordsV; ++x) v_words.land(x, v_to + x * kRowsPerCopy * kLd);
     }
     issue_gates(step + 1);
     commit_async_copies();  // an empty group past the end keeps the group count in step
@@ -289,14 +296,15 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
 
 size_t states_shared_bytes(bool fused) { return fused ? Layout<false>::bytes : Layout<true>::bytes; }
 
-template <typename T>
+template <typename T, typename S>
 cudaError_t launch_chunk_states(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own) {
   const dim3 grid(params.dv_padded / kBlockV, params.dk_padded / kBlockD, sequences * params.heads * params.segments);
   const size_t shared = states_shared_bytes(params.fused);
   // The largest shared-memory carveout: the driver's own choice may hold two of the fused
   // pass's blocks where three fit.
-  const auto kernel = params.chunk_gates ? (params.fused ? chunk_states_kernel<T, true, false> : chunk_states_kernel<T, true, true>)
-                                         : (params.fused ? chunk_states_kernel<T, false, false> : chunk_states_kernel<T, false, true>);
+  const auto kernel = params.chunk_gates
+                          ? (params.fused ? chunk_states_kernel<T, S, true, false> : chunk_states_kernel<T, S, true, true>)
+                          : (params.fused ? chunk_states_kernel<T, S, false, false> : chunk_states_kernel<T, S, false, true>);
   const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                                cudaSharedmemCarveoutMaxShared);
   return err == cudaSuccess ? launch_with_shared(kernel, grid, kThreads, shared, stream, params, after_own) : err;
@@ -346,7 +354,8 @@ cudaError_t launch_segment_scan(const KernelParams& params, int sequences, cudaS
   return cudaGetLastError();
 }
 
-template cudaError_t launch_chunk_states<__half>(const KernelParams&, int, cudaStream_t, bool);
-template cudaError_t launch_chunk_states<__nv_bfloat16>(const KernelParams&, int, cudaStream_t, bool);
+template cudaError_t launch_chunk_states<__half, __half>(const KernelParams&, int, cudaStream_t, bool);
+template cudaError_t launch_chunk_states<__nv_bfloat16, __nv_bfloat16>(const KernelParams&, int, cudaStream_t, bool);
+template cudaError_t launch_chunk_states<__nv_bfloat16, float>(const KernelParams&, int, cudaStream_t, bool);
 
 }  // namespace culina::gpu

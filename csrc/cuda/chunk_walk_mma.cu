@@ -82,9 +82,10 @@ __device__ __forceinline__ uint32_t scale2(uint32_t word, float f_lo, float f_hi
   return pack2<T>(f_lo * as_float(pair[0]), f_hi * as_float(pair[1]));
 }
 
-// GATED: p.chunk_gates holds the gates (else one constant per head). DOTS: p.gate_dots is set
-// (a kernel of its own, so that the walk without it runs the code it ran before).
-template <typename T, int DK, int SLICE, bool GATED, bool DOTS>
+// Rows stored as S (T, or float32 rounded to T: mma_common.cuh). GATED: p.chunk_gates holds the
+// gates (else one constant per head). DOTS: p.gate_dots is set (a kernel of its own, so that the
+// walk without it runs the code it ran before).
+template <typename T, typename S, int DK, int SLICE, bool GATED, bool DOTS>
 __global__ void __launch_bounds__(threads<SLICE>(), 1) chunk_walk_kernel(KernelParams p) {
 #if __CUDA_ARCH__ >= 800
   using L = Layout<DK, SLICE>;
@@ -92,6 +93,12 @@ __global__ void __launch_bounds__(threads<SLICE>(), 1) chunk_walk_kernel(KernelP
   constexpr int kStateRows = DK / kRowWarps;        // state rows per warp
   constexpr int kStateTiles = kStateRows / kTile;   // their m16 tiles
   static_assert(kStateTiles >= 1, "dk of 64 or more");
+  // float32 rows with q's and k's words two or fewer per thread: fetched behind the products
+  // (below). Loaded all at once and waited for, they stalled every warp: the forward took
+  // 0.388 ms against 0.348 at B4 T4096 H16 D128 (0.213 for 16-bit rows) and 0.221 against 0.185
+  // at D64 on the H100; with 8 words (D256) the registers spilled and it took 0.822 against 0.700.
+  using QkFetch = RowFetch<kChunk, DK, kThreads, T>;
+  constexpr bool kFetchBehind = kRoundsOnLoad<T, S> && QkFetch::kPerThread <= 2;
   extern __shared__ __align__(128) unsigned char smem[];
   float* s_powers = reinterpret_cast<float*>(smem + L::powers);
 
@@ -112,18 +119,18 @@ __global__ void __launch_bounds__(threads<SLICE>(), 1) chunk_walk_kernel(KernelP
   // rows past dk and columns past dv start, and stay, zero.
   const int state_row = row_warp * kStateRows + lane.group, state_col = v0 + col_base + lane.pair;
   // Pass row t of each tensor: x_rows + t * x_step.
-  const uint16_t* q_rows = static_cast<const uint16_t*>(p.q) + rows.at(p.q_at, 0);
-  const uint16_t* k_rows = static_cast<const uint16_t*>(p.k) + rows.at(p.k_at, 0);
-  const uint16_t* v_rows = static_cast<const uint16_t*>(p.v) + rows.at(p.v_at, 0) + v0;
+  const S* q_rows = static_cast<const S*>(p.q) + rows.at(p.q_at, 0);
+  const S* k_rows = static_cast<const S*>(p.k) + rows.at(p.k_at, 0);
+  const S* v_rows = static_cast<const S*>(p.v) + rows.at(p.v_at, 0) + v0;
   const int64_t q_step = rows.stride(p.q_at), k_step = rows.stride(p.k_at), v_step = rows.stride(p.v_at);
   auto slot = [&](int c) { return smem + L::ring + (c % L::slots) * L::slot_bytes; };
   auto issue_rows = [&](int c) {
     if (c < chunks) {
       const int t0 = (first_chunk + c) * kChunk, n = min(kChunk, rows.length - t0);
       unsigned char* to = slot(c);
-      stage_rows<kChunk, DK, kThreads>(to + L::Slot::q, L::ld_qk, q_rows + t0 * q_step, q_step, n, dk);
-      stage_rows<kChunk, DK, kThreads>(to + L::Slot::k, L::ld_qk, k_rows + t0 * k_step, k_step, n, dk);
-      stage_rows<kChunk, SLICE, kThreads>(to + L::Slot::v, L::ld_v, v_rows + t0 * v_step, v_step, n, dv - v0);
+      stage_rows<kChunk, DK, kThreads, T>(to + L::Slot::q, L::ld_qk, q_rows + t0 * q_step, q_step, n, dk);
+      stage_rows<kChunk, DK, kThreads, T>(to + L::Slot::k, L::ld_qk, k_rows + t0 * k_step, k_step, n, dk);
+      stage_rows<kChunk, SLICE, kThreads, T>(to + L::Slot::v, L::ld_v, v_rows + t0 * v_step, v_step, n, dv - v0);
     }
   };
   auto issue_gates = [&](int c) {  // and close chunk c's group of copies
@@ -219,7 +226,16 @@ __global__ void __launch_bounds__(threads<SLICE>(), 1) chunk_walk_kernel(KernelP
     if constexpr (DOTS)
       stage_partner_rows<T, kGroupV>(p, rows, stage, t0 + row_warp * kTile, n - row_warp * kTile, v0 + col_base,
                                      tid % 32);
-    issue(c + L::slots - 1);  // into the slot chunk c - 1 used
+    // Into the slot chunk c - 1 used. With kFetchBehind, float32 rows load one tensor at a time
+    // into registers, each behind one of this chunk's products, and land after it.
+    const int next = c + L::slots - 1, t_next = (first_chunk + next) * kChunk, n_next = min(kChunk, rows.length - t_next);
+    const bool fetch_next = kFetchBehind && next < chunks;
+    if constexpr (kFetchBehind) issue_gates(next);
+    else issue(next);
+    QkFetch rows_q, rows_k;
+    RowFetch<kChunk, SLICE, kThreads, T> rows_v;
+    if constexpr (kFetchBehind)
+      if (fetch_next) rows_q.fetch(q_rows + t_next * q_step, q_step, n_next, dk);
 
     const unsigned char* here = slot(c);
     const T* s_q = reinterpret_cast<const T*>(here + L::Slot::q);
@@ -237,6 +253,11 @@ __global__ void __launch_bounds__(threads<SLICE>(), 1) chunk_walk_kernel(KernelP
     {
       void* s_p = smem + L::scores;
       causal_scores<T, DK>(s_p, s_q, s_k, L::ld_qk, row_warp, lane, p.scale, gates, group, kGroups);
+      if constexpr (kFetchBehind)
+        if (fetch_next) {
+          rows_q.land(slot(next) + L::Slot::q, L::ld_qk);
+          rows_k.fetch(k_rows + t_next * k_step, k_step, n_next, dk);
+        }
       sync_row_warps<32 * kGroups>(row_warp);  // P and the weights
       float o[kColTiles][4];
       output_rows<T, DK, kGroupV>(o, s_q, L::ld_qk, s_p, s_h, s_v, L::ld_v, col_base, row_warp, lane, w_state, gates);
@@ -246,10 +267,15 @@ __global__ void __launch_bounds__(threads<SLICE>(), 1) chunk_walk_kernel(KernelP
         add_gate_dots<T, kGroupV>(p, rows, o, stage, staging_ld<kGroupV>(), t0 + row_warp * kTile,
                                   n - row_warp * kTile, v0 + col_base, lane);
       }
-      T* out = static_cast<T*>(p.out) + rows.at(p.out_at, t0 + row_warp * kTile) + v0 + col_base;
+      S* out = static_cast<S*>(p.out) + rows.at(p.out_at, t0 + row_warp * kTile) + v0 + col_base;
       store_rows<T, kGroupV>(o, stage, out, rows.stride(p.out_at), n - row_warp * kTile, dv - v0 - col_base, lane,
                              tid % 32);
     }
+    if constexpr (kFetchBehind)
+      if (fetch_next) {
+        rows_k.land(slot(next) + L::Slot::k, L::ld_qk);
+        rows_v.fetch(v_rows + t_next * v_step, v_step, n_next, dv - v0);
+      }
 
     // H = 2^L H + K^T (u 2^(L - c_j) V): the weights go onto the A operand (K^T), whose word
     // pairs hold columns j = 16 kk + pair (+1) and 16 kk + 8 + pair (+1).
@@ -285,6 +311,8 @@ __global__ void __launch_bounds__(threads<SLICE>(), 1) chunk_walk_kernel(KernelP
         }
       }
     }
+    if constexpr (kFetchBehind)
+      if (fetch_next) rows_v.land(slot(next) + L::Slot::v, L::ld_v);
   }
 
   // The segment holding the sequence's last chunk (segment 0 for an empty sequence) ends in
@@ -308,14 +336,23 @@ __global__ void __launch_bounds__(threads<SLICE>(), 1) chunk_walk_kernel(KernelP
 #endif
 }
 
-template <typename T, int DK, int SLICE>
+// float32 rows come without the gates' gradient terms (common/kernel_dispatch.cpp): no DOTS kernels.
+template <typename T, typename S, int DK, int SLICE>
 cudaError_t launch_shape(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own) {
   const dim3 grid(params.dv_padded / SLICE, params.segments, sequences * params.heads);
-  const auto kernel = params.chunk_gates ? (params.gate_dots ? chunk_walk_kernel<T, DK, SLICE, true, true>
-                                                             : chunk_walk_kernel<T, DK, SLICE, true, false>)
-                                         : (params.gate_dots ? chunk_walk_kernel<T, DK, SLICE, false, true>
-                                                             : chunk_walk_kernel<T, DK, SLICE, false, false>);
-  return launch_with_shared(kernel, grid, threads<SLICE>(), Layout<DK, SLICE>::bytes, stream, params, after_own);
+  const auto launch = [&](auto kernel) {
+    return launch_with_shared(kernel, grid, threads<SLICE>(), Layout<DK, SLICE>::bytes, stream, params, after_own);
+  };
+  if constexpr (kRoundsOnLoad<T, S>) {
+    if (params.gate_dots) return cudaErrorInvalidValue;
+    return params.chunk_gates ? launch(chunk_walk_kernel<T, S, DK, SLICE, true, false>)
+                              : launch(chunk_walk_kernel<T, S, DK, SLICE, false, false>);
+  } else {
+    return params.chunk_gates ? (params.gate_dots ? launch(chunk_walk_kernel<T, S, DK, SLICE, true, true>)
+                                                  : launch(chunk_walk_kernel<T, S, DK, SLICE, true, false>))
+                              : (params.gate_dots ? launch(chunk_walk_kernel<T, S, DK, SLICE, false, true>)
+                                                  : launch(chunk_walk_kernel<T, S, DK, SLICE, false, false>));
+  }
 }
 
 }  // namespace
@@ -352,17 +389,18 @@ size_t walk_shared_bytes(int dk, int dv) {
   }, size_t(0));
 }
 
-template <typename T>
+template <typename T, typename S>
 cudaError_t launch_chunk_walk(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own) {
   return with_head_size(params.dk, [&](auto head) {
     constexpr int kDk = decltype(head)::value;
     return with_walk_slice<kDk>(walk_slice(kDk, params.dv), [&](auto slice) {
-      return launch_shape<T, kDk, decltype(slice)::value>(params, sequences, stream, after_own);
+      return launch_shape<T, S, kDk, decltype(slice)::value>(params, sequences, stream, after_own);
     });
   }, cudaErrorInvalidValue);
 }
 
-template cudaError_t launch_chunk_walk<__half>(const KernelParams&, int, cudaStream_t, bool);
-template cudaError_t launch_chunk_walk<__nv_bfloat16>(const KernelParams&, int, cudaStream_t, bool);
+template cudaError_t launch_chunk_walk<__half, __half>(const KernelParams&, int, cudaStream_t, bool);
+template cudaError_t launch_chunk_walk<__nv_bfloat16, __nv_bfloat16>(const KernelParams&, int, cudaStream_t, bool);
+template cudaError_t launch_chunk_walk<__nv_bfloat16, float>(const KernelParams&, int, cudaStream_t, bool);
 
 }  // namespace culina::gpu

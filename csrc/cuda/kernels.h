@@ -112,19 +112,20 @@ std::optional<MmaPlan> plan_mma(const Problem& problem, const Pass& pass, int mu
                                 size_t shared_per_block);
 // At most this many segments: the scan keeps one value per segment in registers.
 constexpr int kMaxSegments = 32;
-cudaError_t launch_mma(const KernelParams& params, int sequences, DType dtype, cudaStream_t stream);
-// The kernels, for mma_path.cu (T is __half or __nv_bfloat16).
+cudaError_t launch_mma(const KernelParams& params, int sequences, Elements elements, cudaStream_t stream);
+// The kernels, for mma_path.cu: T (__half or __nv_bfloat16) what they multiply in, S what the
+// rows are stored as (T, or float for __nv_bfloat16: mma_common.cuh).
 size_t states_shared_bytes(bool fused);  // the state pass before the fused pass, or of two passes
 size_t output_shared_bytes(int dk, int dv);
 size_t walk_shared_bytes(int dk, int dv);
 int output_slice(int dv);  // value columns per output block: 128 where dv allows, else 64
 int walk_slice(int dk, int dv);  // value columns per chunk-walk block: 128, 96 or 64
 // `after_own`: the kernel before it in the stream is one of launch_mma's (launch_with_shared).
-template <typename T>
+template <typename T, typename S>
 cudaError_t launch_chunk_states(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own);
-template <typename T>
+template <typename T, typename S>
 cudaError_t launch_chunk_output(const KernelParams& params, int sequences, cudaStream_t stream);
-template <typename T>
+template <typename T, typename S>
 cudaError_t launch_chunk_walk(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own);
 // Gated problems, before a pass's tensor-core kernels: fills chunk_gates for every chunk slot.
 cudaError_t launch_chunk_gates(const KernelParams& params, int sequences, cudaStream_t stream);

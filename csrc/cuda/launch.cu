@@ -132,7 +132,7 @@ struct Choice {
 // that target) whose plan fits: the tensor-core family's working set in one block's shared
 // memory and its workspace in `workspace_limit` bytes (the caller's).
 Choice choose(const Problem& problem, const Pass& pass, const DeviceFacts& facts, size_t workspace_limit) {
-  for (const FamilyRule* family : families_for(facts.info.binary_version, problem.dtype, pass)) {
+  for (const FamilyRule* family : families_for(facts.info.binary_version, problem.elements, pass)) {
     if (family->family != KernelFamily::kTensorCore) return {family, std::nullopt};
     std::optional<MmaPlan> plan = plan_mma(problem, pass, facts.multiprocessors, size_t(facts.shared_per_block_optin));
     if (plan && plan->workspace <= workspace_limit) return {family, plan};
@@ -203,8 +203,8 @@ void run_pass(const Problem& problem, const Pass& pass, const DeviceFacts& facts
     }
   }
   const int sequences = int(problem.sequences());
-  const cudaError_t err = mma ? launch_mma(params, sequences, problem.dtype, stream)
-                              : launch_generic(params, sequences, problem.dtype, stream);
+  const cudaError_t err = mma ? launch_mma(params, sequences, problem.elements, stream)
+                              : launch_generic(params, sequences, problem.elements.storage, stream);
   check(err, mma ? "launching the tensor-core kernels" : "launching the generic kernel");
 }
 

@@ -52,19 +52,112 @@ __device__ __forceinline__ void copy16_async(void* smem, const void* gmem, bool 
 #endif
 }
 
-// Asynchronous copies of rows x WIDTH 16-bit elements, global (row stride src_ld) -> shared (row stride dst_ld);
-// rows at or past `valid` and columns at or past `cols` (a multiple of 8: whole 16-byte words)
-// are zero-filled.
-template <int ROWS, int WIDTH, int THREADS>
-__device__ __forceinline__ void stage_rows(void* dst, int dst_ld, const uint16_t* src, int64_t src_ld, int valid,
+// Rows reach the kernels stored as S: T itself, or float32 rounded to T as it loads (float32
+// tensors under PyTorch's "medium" matmul precision: the rounding the caller's casts did, with
+// neither the casts' kernels nor their copies in device memory).
+template <typename T, typename S>
+constexpr bool kRoundsOnLoad = !std::is_same_v<S, T>;
+
+// 16-byte words of 8 T into shared memory from 8 elements of S each: with S = T asynchronous
+// copies, issued by fetch (land does nothing); with float32 rows, fetch loads the 32 bytes into
+// registers and land rounds them into shared memory, so that a thread's N loads are in flight
+// together. fetch(x, ..) then land(x, ..) for the same word x and destination; `valid == false`
+// writes zeros.
+template <typename T, typename S, int N>
+struct WordCopies {
+  static constexpr bool kRounds = kRoundsOnLoad<T, S>;
+  float4 halves[kRounds ? N : 1][2];
+
+  __device__ __forceinline__ void fetch(int x, void* smem, const S* gmem, bool valid) {
+    if constexpr (kRounds) {
+      const float4* from = reinterpret_cast<const float4*>(gmem);
+      const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      halves[x][0] = valid ? __ldg(from) : zero;
+      halves[x][1] = valid ? __ldg(from + 1) : zero;
+    } else {
+      copy16_async(smem, gmem, valid);
+    }
+  }
+  __device__ __forceinline__ void land(int x, void* smem) const {
+    if constexpr (kRounds) *static_cast<uint4*>(smem) = pack8<T>(reinterpret_cast<const float*>(halves[x]), 1.0f);
+  }
+};
+
+// Copies of ROWS x WIDTH elements of rows stored as S, global (row stride src_ld elements) ->
+// shared T (row stride dst_ld): asynchronous for S = T (the caller commits and waits), else
+// loaded in batches of up to 4 words per thread and rounded. Rows at or past `valid` and columns
+// at or past `cols` (a multiple of 8: whole 16-byte words) are zero-filled.
+template <int ROWS, int WIDTH, int THREADS, typename T, typename S>
+__device__ __forceinline__ void stage_rows(void* dst, int dst_ld, const S* src, int64_t src_ld, int valid,
                                            int cols) {
-  constexpr int kVectors = WIDTH / 8;
-  uint16_t* out = static_cast<uint16_t*>(dst);
-#pragma unroll 4
-  for (int e = threadIdx.x; e < ROWS * kVectors; e += THREADS) {
+  constexpr int kVectors = WIDTH / 8, kWords = ROWS * kVectors;
+  T* out = static_cast<T*>(dst);
+  auto word = [&](int e, auto&& f) {
     const int i = e / kVectors, c = (e % kVectors) * 8;
     const bool inside = i < valid && c < cols;
-    copy16_async(out + i * dst_ld + c, inside ? src + i * src_ld + c : src, inside);
+    f(out + i * dst_ld + c, inside ? src + i * src_ld + c : src, inside);
+  };
+  if constexpr (!kRoundsOnLoad<T, S>) {
+#pragma unroll 4
+    for (int e = threadIdx.x; e < kWords; e += THREADS)
+      word(e, [](T* to, const S* from, bool inside) { copy16_async(to, from, inside); });
+  } else {
+    constexpr int kPerThread = (kWords + THREADS - 1) / THREADS, kBatch = kPerThread < 4 ? kPerThread : 4;
+#pragma unroll 1
+    for (int first = 0; first < kPerThread; first += kBatch) {
+      WordCopies<T, S, kBatch> words;
+#pragma unroll
+      for (int x = 0; x < kBatch; ++x) {
+        const int e = threadIdx.x + (first + x) * THREADS;
+        if (e < kWords) word(e, [&](T* to, const S* from, bool inside) { words.fetch(x, to, from, inside); });
+      }
+#pragma unroll
+      for (int x = 0; x < kBatch; ++x) {
+        const int e = threadIdx.x + (first + x) * THREADS;
+        if (e < kWords) word(e, [&](T* to, const S*, bool) { words.land(x, to); });
+      }
+    }
+  }
+}
+
+// ROWS x WIDTH elements of float32 rows in registers on their way to shared memory as T: fetch
+// loads a thread's words, land rounds them into place, so that the loads' latency can hide
+// behind work between the two. Rows at or past `valid` and columns at or past `cols` are zeros.
+template <int ROWS, int WIDTH, int THREADS, typename T>
+struct RowFetch {
+  static constexpr int kVectors = WIDTH / 8, kWords = ROWS * kVectors, kPerThread = (kWords + THREADS - 1) / THREADS;
+  WordCopies<T, float, kPerThread> words;
+
+  __device__ __forceinline__ void fetch(const float* src, int64_t src_ld, int valid, int cols) {
+#pragma unroll
+    for (int x = 0; x < kPerThread; ++x) {
+      const int e = threadIdx.x + x * THREADS, i = e / kVectors, c = (e % kVectors) * 8;
+      const bool inside = e < kWords && i < valid && c < cols;
+      words.fetch(x, nullptr, inside ? src + i * src_ld + c : src, inside);
+    }
+  }
+  __device__ __forceinline__ void land(void* dst, int dst_ld) const {
+#pragma unroll
+    for (int x = 0; x < kPerThread; ++x) {
+      const int e = threadIdx.x + x * THREADS;
+      if (e < kWords) words.land(x, static_cast<T*>(dst) + (e / kVectors) * dst_ld + (e % kVectors) * 8);
+    }
+  }
+};
+
+// A 16-byte word of 8 T from shared memory to 8 elements of S in device memory (widened where
+// S is float32).
+template <typename T, typename S>
+__device__ __forceinline__ void store_word(S* to, const T* from) {
+  const uint4 word = *reinterpret_cast<const uint4*>(from);
+  if constexpr (kRoundsOnLoad<T, S>) {
+    alignas(16) T values[8];
+    *reinterpret_cast<uint4*>(values) = word;
+    float4* out = reinterpret_cast<float4*>(to);
+    out[0] = make_float4(as_float(values[0]), as_float(values[1]), as_float(values[2]), as_float(values[3]));
+    out[1] = make_float4(as_float(values[4]), as_float(values[5]), as_float(values[6]), as_float(values[7]));
+  } else {
+    *reinterpret_cast<uint4*>(to) = word;
   }
 }
 

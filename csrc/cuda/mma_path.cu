@@ -21,16 +21,16 @@ using mma::padded_head_size;
 // Below this many chunks per segment, the scan and the fix-up cost more than they save.
 constexpr int kMinSegmentChunks = 8;
 
-template <typename T>
+template <typename T, typename S>
 cudaError_t launch_passes(const KernelParams& params, int sequences, cudaStream_t stream) {
   const bool gates = params.chunk_gates != nullptr, states = !params.fused || params.segments > 1;
   cudaError_t err = gates ? launch_chunk_gates(params, sequences, stream) : cudaSuccess;
-  if (err == cudaSuccess && states) err = launch_chunk_states<T>(params, sequences, stream, gates);
+  if (err == cudaSuccess && states) err = launch_chunk_states<T, S>(params, sequences, stream, gates);
   // The fused pass joins the segments' end states itself (chunk_walk_mma.cu).
   if (err == cudaSuccess && params.segments > 1 && !params.fused) err = launch_segment_scan(params, sequences, stream);
   if (err != cudaSuccess) return err;
-  return params.fused ? launch_chunk_walk<T>(params, sequences, stream, gates || states)
-                      : launch_chunk_output<T>(params, sequences, stream);
+  return params.fused ? launch_chunk_walk<T, S>(params, sequences, stream, gates || states)
+                      : launch_chunk_output<T, S>(params, sequences, stream);
 }
 
 // Segments that give `blocks` blocks per segment about `waves` blocks per multiprocessor, each
@@ -102,12 +102,14 @@ std::optional<MmaPlan> plan_mma(const Problem& problem, const Pass& pass, int mu
   return plan;
 }
 
-cudaError_t launch_mma(const KernelParams& params, int sequences, DType dtype, cudaStream_t stream) {
-  switch (dtype) {
-    case DType::kFloat16: return launch_passes<__half>(params, sequences, stream);
-    case DType::kBFloat16: return launch_passes<__nv_bfloat16>(params, sequences, stream);
-    case DType::kFloat32: break;
-  }
+// The pairs the dispatch table's tensor_core_takes admits.
+cudaError_t launch_mma(const KernelParams& params, int sequences, Elements elements, cudaStream_t stream) {
+  if (elements.compute == DType::kFloat16 && elements.storage == DType::kFloat16)
+    return launch_passes<__half, __half>(params, sequences, stream);
+  if (elements.compute == DType::kBFloat16 && elements.storage == DType::kBFloat16)
+    return launch_passes<__nv_bfloat16, __nv_bfloat16>(params, sequences, stream);
+  if (elements.compute == DType::kBFloat16 && elements.storage == DType::kFloat32)
+    return launch_passes<__nv_bfloat16, float>(params, sequences, stream);
   return cudaErrorInvalidValue;
 }
 

@@ -23,8 +23,8 @@ HEAD_SIZE_STEP = 8
 
 def kernel_paths(device: int) -> dict:
     """{"bfloat16": {"1": "generic", ..., "16": "tensor-core, fused (sm_80+)", ...}, ...}: the path
-    device `device` takes per dtype and head size."""
-    return {dtype: {str(size): _C.kernel_path(device, code, size, size) for size in KERNEL_PATH_HEAD_SIZES}
+    device `device` takes per dtype and head size, each dtype computed as itself."""
+    return {dtype: {str(size): _C.kernel_path(device, code, size, size, code) for size in KERNEL_PATH_HEAD_SIZES}
             for dtype, code in _frameworks.NUMPY_DTYPES.items()}
 
 

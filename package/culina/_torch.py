@@ -182,11 +182,15 @@ def _meta(tensor):
     return None if tensor is None else (tensor.shape, tensor.stride(), tensor.dtype, tensor.device)
 
 
-def _cached_problem(q, k, v, gamma, g, initial_state, cu_seqlens, layout: str) -> _api.Problem:
-    key = (layout, _meta(q), _meta(k), _meta(v), _meta(gamma), _meta(g), _meta(initial_state), _meta(cu_seqlens))
+def _cached_problem(q, k, v, gamma, g, initial_state, cu_seqlens, layout: str, compute: torch.dtype) -> _api.Problem:
+    """problem_of's answer, computed in `compute` (compute_dtype's), from a cache keyed by the
+    arguments' shapes, strides, dtypes and devices."""
+    key = (layout, compute, _meta(q), _meta(k), _meta(v), _meta(gamma), _meta(g), _meta(initial_state),
+           _meta(cu_seqlens))
     problem = _problems.get(key)
     if problem is None:
         problem = problem_of(q, k, v, gamma, g, initial_state, cu_seqlens, layout)
+        problem = problem._replace(compute=DTYPE_NAMES.get(compute, problem.compute))
         if len(_problems) >= CACHE_LIMIT:
             _problems.clear()
         _problems[key] = problem
@@ -227,7 +231,7 @@ def _launch(entry, workspace_size_of, problem: _api.Problem, q, cu_seqlens, call
 
 
 def compute_dtype(q, k, v) -> torch.dtype:
-    """The dtype the kernels run q, k and v in, as _api.compute_dtype decides it from their
+    """The dtype the kernels multiply q, k and v in, as _api.compute_dtype decides it from their
     dtype, q's device and torch.get_float32_matmul_precision() now. Asked by forward and by
     backward when they run, never while torch.compile traces (it could not read the setting
     there, and a compiled graph would keep a stale answer), so each pass follows the setting in
@@ -253,21 +257,16 @@ def forward(q, k, v, decay: Optional[List[float]], gamma: Optional[torch.Tensor]
             scale: float, initial_state: Optional[torch.Tensor], cu_seqlens: Optional[torch.Tensor],
             output_final_state: bool, layout: str) -> Tuple[torch.Tensor, torch.Tensor]:
     """The forward on real tensors: o (C-contiguous in the layout, in v's dtype), and S_T (None
-    unless output_final_state). q, k and v are rounded to compute_dtype's answer first (it
-    rounds only where all three share one dtype), o brought back to that dtype."""
-    input_dtype = q.dtype
-    compute = compute_dtype(q, k, v)
-    rounded = compute is not input_dtype
-    if rounded:
-        q, k, v = q.to(compute), k.to(compute), v.to(compute)
-    problem = _cached_problem(q, k, v, gamma, g, initial_state, cu_seqlens, layout)
+    unless output_final_state), computed in compute_dtype's answer (float32 rows in bfloat16: the
+    kernels round q, k and v as they load them and o's values as they store them)."""
+    problem = _cached_problem(q, k, v, gamma, g, initial_state, cu_seqlens, layout, compute_dtype(q, k, v))
     out = torch.empty(problem.shape(problem.dims[4]), dtype=v.dtype, device=q.device)
     final = torch.empty(problem.states, dtype=torch.float32, device=q.device) if output_final_state else None
     _launch(_C.forward, _C.forward_workspace_bytes, problem, q, cu_seqlens,
             {"q": q.data_ptr(), "k": k.data_ptr(), "v": v.data_ptr(), "out": out.data_ptr(),
              "initial_state": _address(initial_state), "final_state": _address(final), "gamma": _address(gamma),
              "g": _address(g), "scale": scale, "decay": decay})
-    return (out.to(input_dtype) if rounded else out), final
+    return out, final
 
 
 def backward(q, k, v, d_out, decay: Optional[List[float]], gamma: Optional[torch.Tensor], g: Optional[torch.Tensor],
@@ -277,15 +276,16 @@ def backward(q, k, v, d_out, decay: Optional[List[float]], gamma: Optional[torch
     """dq, dk, dv (C-contiguous in the layout), dS0 and the gate dots on real tensors. The gate
     dots, float32 [B, H, T] in either layout, are q_t.dq_t - k_t.dk_t per token from
     the kernels' fp32 dq and dk, the gates' gradient before its reverse sum (gate_gradient). As
-    the op returns tensors only, dS0 and the gate dots not asked for are empty tensors. q, k, v
-    and do are rounded to compute_dtype's answer first (it rounds only where all three share one
-    dtype), dq, dk and dv brought back to that dtype."""
+    the op returns tensors only, dS0 and the gate dots not asked for are empty tensors. Computed
+    in compute_dtype's answer, as the forward is; where that rounds, q, k, v and do are rounded
+    here, once, and dq, dk and dv brought back: each of the three passes reads three of them
+    again, and rounding at every load was slower (BENCHMARKS.md)."""
     input_dtype = q.dtype
     compute = compute_dtype(q, k, v)
     rounded = compute is not input_dtype
     if rounded:
         q, k, v, d_out = q.to(compute), k.to(compute), v.to(compute), d_out.to(compute)
-    problem = _cached_problem(q, k, v, gamma, g, initial_state, cu_seqlens, layout)
+    problem = _cached_problem(q, k, v, gamma, g, initial_state, cu_seqlens, layout, compute)
     d_out = _gradient_rows(d_out, problem)
     if d_final_state is not None and (tuple(d_final_state.shape) != problem.states
                                       or d_final_state.dtype != torch.float32 or not d_final_state.is_contiguous()):

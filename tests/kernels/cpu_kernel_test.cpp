@@ -161,7 +161,7 @@ TEST(CpuForward, SixteenBitInputsRoundTheOutput) {
   std::vector<Half> out(1);
   Problem p;
   p.batch = p.heads = p.seq_len = p.dk = p.dv = 1;
-  p.dtype = DType::kFloat16;
+  p.elements = Elements{DType::kFloat16, DType::kFloat16};
   p.scale = 1.0f / 3.0f;
   p.q.data = q.data(), p.k.data = q.data(), p.v.data = v.data(), p.out.data = out.data();
   cpu::linear_attention(p);

@@ -347,7 +347,7 @@ struct Setup {
         gamma(floats(in.gamma)), s0(floats(in.s0)), d_final(floats(in.d_final)) {
     Problem& p = problem;
     p.batch = s.batch(), p.heads = s.heads, p.seq_len = s.tokens(), p.dk = s.dk, p.dv = s.dv;
-    p.dtype = dtype;
+    p.elements = Elements{dtype, dtype};
     p.scale = float(in.scale);
     p.decay = floats(in.decay);
     p.gamma = gamma.empty() ? nullptr : gamma.data();

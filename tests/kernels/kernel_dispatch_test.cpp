@@ -36,33 +36,54 @@ std::vector<std::string> names(const std::vector<const FamilyRule*>& families) {
 
 using Names = std::vector<std::string>;
 
+// Rows computed as stored.
+constexpr Elements kBf16{DType::kBFloat16, DType::kBFloat16};
+constexpr Elements kFp16{DType::kFloat16, DType::kFloat16};
+constexpr Elements kFp32{DType::kFloat32, DType::kFloat32};
+// float32 rows rounded to bf16 as they load (PyTorch's "medium" float32 matmul precision).
+constexpr Elements kFp32InBf16{DType::kFloat32, DType::kBFloat16};
+
 TEST(KernelDispatch, TensorCoresWhereTheDeviceRunsSm80CodeOrNewer) {
   for (int binary : {80, 86, 89, 90, 100, 120})
-    EXPECT_EQ(names(families_for(binary, DType::kBFloat16, pass_of(128, 128))), (Names{"tensor-core", "generic"}))
+    EXPECT_EQ(names(families_for(binary, kBf16, pass_of(128, 128))), (Names{"tensor-core", "generic"}))
         << binary;
   // A 7.5 device, or a newer one that runs only sm_75 code of this build, has no tensor-core kernels.
   for (int binary : {0, 70, 75})
-    EXPECT_EQ(names(families_for(binary, DType::kFloat16, pass_of(128, 128))), (Names{"generic"})) << binary;
+    EXPECT_EQ(names(families_for(binary, kFp16, pass_of(128, 128))), (Names{"generic"})) << binary;
 }
 
-TEST(KernelDispatch, Float32AlwaysRunsTheGenericKernel) {
-  EXPECT_EQ(names(families_for(90, DType::kFloat32, pass_of(64, 64))), (Names{"generic"}));
+TEST(KernelDispatch, Float32RunsTheGenericKernelUnlessComputedInBf16) {
+  EXPECT_EQ(names(families_for(90, kFp32, pass_of(64, 64))), (Names{"generic"}));
+  EXPECT_EQ(names(families_for(90, kFp32InBf16, pass_of(64, 64))), (Names{"tensor-core", "generic"}));
+  // The kernels round float32 to bf16 only; fp16 compute of float32 rows has none.
+  EXPECT_EQ(names(families_for(90, Elements{DType::kFloat32, DType::kFloat16}, pass_of(64, 64))), (Names{"generic"}));
+  EXPECT_EQ(names(families_for(75, kFp32InBf16, pass_of(64, 64))), (Names{"generic"}));
+  // The gates' gradient terms read 16-bit partner rows only.
+  alignas(16) static float dots[1];
+  Pass with_dots = pass_of(64, 64);
+  with_dots.gate_dots = Rows<float*>{dots, {}};
+  with_dots.partner = with_dots.q;
+  EXPECT_EQ(names(families_for(90, kFp32InBf16, with_dots)), (Names{"generic"}));
+  EXPECT_EQ(names(families_for(90, kBf16, with_dots)), (Names{"tensor-core", "generic"}));
 }
 
 TEST(KernelDispatch, HeadSizesSixteenToTwoFiftySixByEightTakeTheTensorCores) {
   for (int64_t d = 1; d <= kMaxHeadDim; ++d) {
     const bool tensor = d >= 16 && d % 8 == 0;
-    EXPECT_EQ(names(families_for(90, DType::kBFloat16, pass_of(d, 64))).front(), tensor ? "tensor-core" : "generic")
+    EXPECT_EQ(names(families_for(90, kBf16, pass_of(d, 64))).front(), tensor ? "tensor-core" : "generic")
         << "dk " << d;
-    EXPECT_EQ(names(families_for(90, DType::kBFloat16, pass_of(64, d))).front(), tensor ? "tensor-core" : "generic")
+    EXPECT_EQ(names(families_for(90, kBf16, pass_of(64, d))).front(), tensor ? "tensor-core" : "generic")
         << "dv " << d;
   }
 }
 
 TEST(KernelDispatch, RowsOffSixteenByteBoundariesTakeTheGenericKernel) {
-  EXPECT_EQ(names(families_for(90, DType::kBFloat16, pass_of(128, 128, 2))), (Names{"generic"}));
-  EXPECT_EQ(names(families_for(90, DType::kBFloat16, pass_of(128, 128, 0, 132))), (Names{"generic"}));
-  EXPECT_EQ(names(families_for(90, DType::kBFloat16, pass_of(128, 128, 0, 136))), (Names{"tensor-core", "generic"}));
+  EXPECT_EQ(names(families_for(90, kBf16, pass_of(128, 128, 2))), (Names{"generic"}));
+  EXPECT_EQ(names(families_for(90, kBf16, pass_of(128, 128, 0, 132))), (Names{"generic"}));
+  EXPECT_EQ(names(families_for(90, kBf16, pass_of(128, 128, 0, 136))), (Names{"tensor-core", "generic"}));
+  // float32 rows: a token stride of 132 elements is 528 bytes, whole 16-byte words; 130 is not.
+  EXPECT_EQ(names(families_for(90, kFp32InBf16, pass_of(128, 128, 0, 132))), (Names{"tensor-core", "generic"}));
+  EXPECT_EQ(names(families_for(90, kFp32InBf16, pass_of(128, 128, 0, 130))), (Names{"generic"}));
 }
 
 TEST(KernelDispatch, AFamilyForOneArchitectureRunsOnlyWhereThatCodeRuns) {
@@ -71,10 +92,10 @@ TEST(KernelDispatch, AFamilyForOneArchitectureRunsOnlyWhereThatCodeRuns) {
       kernel_families().front(),
       kernel_families().back(),
   };
-  EXPECT_EQ(names(families_for(90, DType::kBFloat16, pass_of(128, 128), table)),
+  EXPECT_EQ(names(families_for(90, kBf16, pass_of(128, 128), table)),
             (Names{"hopper", "tensor-core", "generic"}));
   for (int binary : {80, 89, 100, 120})
-    EXPECT_EQ(names(families_for(binary, DType::kBFloat16, pass_of(128, 128), table)), (Names{"tensor-core", "generic"}))
+    EXPECT_EQ(names(families_for(binary, kBf16, pass_of(128, 128), table)), (Names{"tensor-core", "generic"}))
         << binary;
 }
 

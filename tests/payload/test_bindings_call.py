@@ -15,7 +15,7 @@ ROWS = (16, 16, 16)  # (batch, head, token) of a C-contiguous [1, 1, 1, 16] arra
 
 def one_token(num_seqs=0, batch=1):
     problem = _api.Problem((batch, 1, 1, 16, 16), "float32", num_seqs, 32 if num_seqs else 0, "BHTD",
-                           (ROWS, ROWS, ROWS, (0, 0, 0)), False)
+                           (ROWS, ROWS, ROWS, (0, 0, 0)), False, "float32")
     return problem, _api.describe(problem)
 
 

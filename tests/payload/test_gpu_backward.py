@@ -39,7 +39,7 @@ def rel_err(got, want):
 def described(dims, dtype: str, num_seqs=0, seqlen_bits=64, gated=False, layout="BHTD"):
     """_api.describe of a problem whose q, k, v and g are C-contiguous in `layout`, as the
     tensors here are."""
-    shaped = _api.Problem(tuple(dims), dtype, num_seqs, seqlen_bits if num_seqs else 0, layout, (), gated)
+    shaped = _api.Problem(tuple(dims), dtype, num_seqs, seqlen_bits if num_seqs else 0, layout, (), gated, dtype)
     gates = _api.rows_strides(_api.compact_strides(shaped.shape(1)[:3]), layout)
     key_rows, value_rows = shaped.output_strides(dims[3]), shaped.output_strides(dims[4])
     return _api.describe(shaped._replace(strides=(key_rows, key_rows, value_rows, gates if gated else (0, 0, 0))))
@@ -177,11 +177,13 @@ def test_kernel_path_names_the_path_taken():
     """16-bit types: every head size 16..256 that is a multiple of 8 on the tensor cores, others
     and float32 on the generic kernel."""
     for size in range(16, 257, 8):
-        assert _C.kernel_path(0, 2, size, size).startswith("tensor-core"), size
-    assert _C.kernel_path(0, 2, 128, 128) == "tensor-core, fused (sm_80+)"
-    assert _C.kernel_path(0, 1, 96, 64).startswith("tensor-core")
-    assert _C.kernel_path(0, 0, 128, 128) == "generic"
-    assert _C.kernel_path(0, 1, 7, 64) == "generic"
+        assert _C.kernel_path(0, 2, size, size, 2).startswith("tensor-core"), size
+    assert _C.kernel_path(0, 2, 128, 128, 2) == "tensor-core, fused (sm_80+)"
+    assert _C.kernel_path(0, 1, 96, 64, 1).startswith("tensor-core")
+    assert _C.kernel_path(0, 0, 128, 128, 0) == "generic"
+    # float32 rows computed in bfloat16 (the "medium" precision) take the tensor cores.
+    assert _C.kernel_path(0, 0, 128, 128, 2) == "tensor-core, fused (sm_80+)"
+    assert _C.kernel_path(0, 1, 7, 64, 1) == "generic"
 
 
 def test_workspace_follows_the_plan():

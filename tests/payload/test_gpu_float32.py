@@ -31,9 +31,36 @@ def test_medium_float32_matches_float64_within_bfloat16_tolerance(api, gates):
     check(pairs, "bfloat16")  # gated_case.run has checked that o and every gradient came back float32
 
 
+# Shapes of the kernels' own float32 loads (csrc/cuda/mma_common.cuh): packed sequences (the
+# two-pass kernels), a D256 walk (loaded and waited for) and Dk != Dv.
+PACKED = (1, 3, 400, 64, 64), [0, 150, 151, 400]
+
+
+@pytest.mark.parametrize("shape", [(1, 2, 300, 256, 256), (2, 2, 200, 128, 72)], ids=["D256", "Dk128-Dv72"])
+@pytest.mark.parametrize("gates", ["g", "per-head"])
+def test_medium_float32_shapes_match_float64(shape, gates):
+    per_token, per_head = GATES[gates]
+    with matmul_precision("medium"):
+        pairs = gated_case.run(shape, "float32", per_token=per_token, per_head=per_head, device="cuda",
+                               api="chunk_simple_gla", seed=3)
+    check(pairs, "bfloat16")
+
+
+@pytest.mark.parametrize("gates", ["g", "per-head"])
+def test_medium_float32_packed_sequences_match_float64(gates):
+    per_token, per_head = GATES[gates]
+    shape, cu_seqlens = PACKED
+    with matmul_precision("medium"):
+        pairs = gated_case.run(shape, "float32", per_token=per_token, per_head=per_head, cu_seqlens=cu_seqlens,
+                               device="cuda", api="chunk_simple_gla", layout="BTHD", seed=4)
+    check(pairs, "bfloat16")
+
+
 @pytest.mark.parametrize("call", CALLS, ids=CALL_IDS)
-def test_medium_float32_is_the_bfloat16_run_with_float32_results(call):
-    inputs = float32_inputs(b=2, t=150, h=3, dk=64, dv=64, device="cuda")
+@pytest.mark.parametrize("dims", [(2, 150, 3, 64, 64), (1, 300, 2, 256, 256)], ids=["D64", "D256"])
+def test_medium_float32_is_the_bfloat16_run_with_float32_results(call, dims):
+    b, t, h, dk, dv = dims
+    inputs = float32_inputs(b=b, t=t, h=h, dk=dk, dv=dv, device="cuda")
     want = run_call(call, inputs, torch.bfloat16)
     with matmul_precision("medium"):
         got = run_call(call, inputs)
