@@ -12,8 +12,9 @@ enum class DType : int { kFloat32 = 0, kFloat16 = 1, kBFloat16 = 2 };
 // The element types of a call's rows (q, k, v, out, and the backward's d_out, dq, dk, dv):
 // `storage`, as the tensors hold them, and `compute`, what the tensor-core kernels multiply in:
 // storage itself, or bfloat16 for float32 rows, rounded as they load and widened as they are
-// stored (PyTorch's "medium" float32 matmul precision). The generic kernel and the CPU
-// reference compute in float32 from any storage.
+// stored (PyTorch's "medium" float32 matmul precision). The CPU reference rounds alike; the
+// generic CUDA kernel, which serves float32 rows only where the tensor-core kernels cannot (odd
+// head sizes, unaligned rows, GPUs before sm_80), computes them in float32 unrounded.
 struct Elements {
   DType storage = DType::kFloat32;
   DType compute = DType::kFloat32;

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "common/dtype.h"
@@ -54,8 +55,17 @@ float gate(const Problem& p, const Sequence& s, int64_t t) {
   return p.decay_of(s.head) * std::exp(natural);
 }
 
-// One pass (common/passes.h) over the tokens of one (sequence, head).
-template <typename T>
+// x as the kernels multiply it: rounded to R (float: as it is; BFloat16 for float32 rows computed
+// in bf16, common/problem.h: Elements).
+template <typename R>
+float rounded(float x) {
+  if constexpr (std::is_same_v<R, float>) return x;
+  else return to_float(from_float<R>(x));
+}
+
+// One pass (common/passes.h) over the tokens of one (sequence, head): rows stored as T, rounded
+// to R as they load and as they are stored (R = float: not rounded).
+template <typename T, typename R>
 void run_sequence(const Problem& p, const Pass& pass, const Sequence& s, std::vector<float>& state,
                   std::vector<float>& row) {
   const int64_t dk = pass.dk, dv = pass.dv;
@@ -83,11 +93,11 @@ void run_sequence(const Problem& p, const Pass& pass, const Sequence& s, std::ve
     const T* qt = q + offset(pass.q.strides, s, t);
     const T* kt = k + offset(pass.k.strides, s, t);
     const T* vrow = v + offset(pass.v.strides, s, t);
-    for (int64_t j = 0; j < dv; ++j) vt[j] = update * to_float(vrow[j]);
+    for (int64_t j = 0; j < dv; ++j) vt[j] = update * rounded<R>(to_float(vrow[j]));
     std::fill(row.begin(), row.end(), 0.0f);
     for (int64_t i = 0; i < dk; ++i) {
-      const float ki = to_float(kt[i]);
-      const float qi = to_float(qt[i]);
+      const float ki = rounded<R>(to_float(kt[i]));
+      const float qi = rounded<R>(to_float(qt[i]));
       float* st = state.data() + i * dv;
       for (int64_t j = 0; j < dv; ++j) {
         const float added = keep * st[j] + ki * vt[j];
@@ -96,18 +106,18 @@ void run_sequence(const Problem& p, const Pass& pass, const Sequence& s, std::ve
       }
     }
     T* ot = out + offset(pass.out.strides, s, t);
-    for (int64_t j = 0; j < dv; ++j) ot[j] = from_float<T>(out_scale * row[j]);
+    for (int64_t j = 0; j < dv; ++j) ot[j] = from_float<T>(rounded<R>(out_scale * row[j]));
     if (pass.gate_dots.data) {  // from the unrounded row (common/passes.h)
       const T* partner = static_cast<const T*>(pass.partner.data) + offset(pass.partner.strides, s, t);
       double dot = 0.0;
-      for (int64_t j = 0; j < dv; ++j) dot += double(out_scale * row[j]) * to_float(partner[j]);
+      for (int64_t j = 0; j < dv; ++j) dot += double(out_scale * row[j]) * rounded<R>(to_float(partner[j]));
       pass.gate_dots.data[offset(pass.gate_dots.strides, s, t)] += float(pass.dot_sign * dot);
     }
   }
   if (pass.final_state) std::copy(state.begin(), state.end(), pass.final_state + s.state_index * dk * dv);
 }
 
-template <typename T>
+template <typename T, typename R>
 void run_pass(const Problem& p, const Pass& pass, const std::vector<int64_t>& offsets, int threads) {
   const int64_t items = p.sequences() * p.heads;
   std::atomic<int64_t> next{0};
@@ -117,7 +127,7 @@ void run_pass(const Problem& p, const Pass& pass, const std::vector<int64_t>& of
       const int64_t n = item / p.heads, h = item % p.heads;
       // Padded: batch n from token 0; packed: batch 0 from the sequence's first token.
       const Sequence s{p.packed() ? 0 : n, h, p.packed() ? offsets[n] : 0, offsets[n + 1] - offsets[n], item};
-      run_sequence<T>(p, pass, s, state, row);
+      run_sequence<T, R>(p, pass, s, state, row);
     }
   };
   const int64_t count = std::min<int64_t>(items, threads);
@@ -129,9 +139,11 @@ void run_pass(const Problem& p, const Pass& pass, const std::vector<int64_t>& of
 
 void run(const Problem& p, const Pass& pass, const std::vector<int64_t>& offsets, int threads) {
   switch (p.elements.storage) {
-    case DType::kFloat32: return run_pass<float>(p, pass, offsets, threads);
-    case DType::kFloat16: return run_pass<Half>(p, pass, offsets, threads);
-    case DType::kBFloat16: return run_pass<BFloat16>(p, pass, offsets, threads);
+    case DType::kFloat32:
+      if (p.elements.compute == DType::kBFloat16) return run_pass<float, BFloat16>(p, pass, offsets, threads);
+      return run_pass<float, float>(p, pass, offsets, threads);
+    case DType::kFloat16: return run_pass<Half, float>(p, pass, offsets, threads);
+    case DType::kBFloat16: return run_pass<BFloat16, float>(p, pass, offsets, threads);
   }
 }
 
