@@ -138,25 +138,15 @@ __global__ void __launch_bounds__(threads<SLICE>()) chunk_output_kernel(KernelPa
 #endif
 }
 
-// float32 rows come without the gates' gradient terms (common/kernel_dispatch.cpp): no DOTS kernels.
 template <typename T, typename S, int DK, int SLICE>
 cudaError_t launch_shape(const KernelParams& params, int sequences, cudaStream_t stream) {
   // Padded: one block row per (sequence, head) and chunk; packed: per head and chunk slot.
   const dim3 grid(unsigned(params.chunk_slots), params.dv_padded / SLICE,
                   params.cu_seqlens ? params.heads : sequences * params.heads);
-  const auto launch = [&](auto kernel) {
+  return with_gate_kinds<T, S>(params, [&](auto gated, auto dots) {
+    const auto kernel = chunk_output_kernel<T, S, DK, SLICE, decltype(gated)::value, decltype(dots)::value>;
     return launch_with_shared(kernel, grid, threads<SLICE>(), Layout<DK, SLICE>::bytes, stream, params);
-  };
-  if constexpr (kRoundsOnLoad<T, S>) {
-    if (params.gate_dots) return cudaErrorInvalidValue;
-    return params.chunk_gates ? launch(chunk_output_kernel<T, S, DK, SLICE, true, false>)
-                              : launch(chunk_output_kernel<T, S, DK, SLICE, false, false>);
-  } else {
-    return params.chunk_gates ? (params.gate_dots ? launch(chunk_output_kernel<T, S, DK, SLICE, true, true>)
-                                                  : launch(chunk_output_kernel<T, S, DK, SLICE, true, false>))
-                              : (params.gate_dots ? launch(chunk_output_kernel<T, S, DK, SLICE, false, true>)
-                                                  : launch(chunk_output_kernel<T, S, DK, SLICE, false, false>));
-  }
+  });
 }
 
 }  // namespace

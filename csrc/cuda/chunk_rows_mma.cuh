@@ -264,4 +264,18 @@ __device__ __forceinline__ void stage_partner_rows(const KernelParams& p, const 
   commit_async_copies();
 }
 
+// f(GATED, DOTS), each a std::bool_constant, for a pass of the output kernels: GATED where
+// p.chunk_gates holds the gates, DOTS where p.gate_dots is set. Kernels for float32 rows (S other
+// than T) have no DOTS variant (common/kernel_dispatch.cpp), and refuse a pass that asks for one.
+template <typename T, typename S, typename F>
+cudaError_t with_gate_kinds(const KernelParams& p, F&& f) {
+  const auto gated = [&](auto dots) { return p.chunk_gates ? f(std::true_type{}, dots) : f(std::false_type{}, dots); };
+  if constexpr (kRoundsOnLoad<T, S>) {
+    if (p.gate_dots) return cudaErrorInvalidValue;
+  } else {
+    if (p.gate_dots) return gated(std::true_type{});
+  }
+  return gated(std::false_type{});
+}
+
 }  // namespace culina::gpu::mma
