@@ -60,11 +60,26 @@ else
   say "apt packages: all present"
 fi
 
-# venv_with VENV PYTHON REQUIREMENTS [pip options]: VENV holds REQUIREMENTS (a stamp per file, of
-# it and the files it includes with -r, skips pip when nothing changed).
+# room_for DIR GIB WHAT: stops with a message naming the folder and the shortfall when the disk
+# under DIR has less than GIB GiB free, rather than pip's "No space left on device" halfway in.
+room_for() {
+  local dir=$1 need=$2 what=$3 probe free
+  probe=$dir
+  until [[ -e $probe ]]; do probe=$(dirname "$probe"); done
+  free=$(df -Pk "$probe" | awk 'NR == 2 { print int($4 / 1048576) }')
+  if ((free < need)); then
+    say "$what needs about $need GiB free under $dir; its disk has $free GiB (df -h $probe)." \
+        "Free some space there, or give make a folder on a larger disk (VENV=... or TORCH_VENV=...)."
+    exit 1
+  fi
+}
+
+# venv_with VENV PYTHON REQUIREMENTS GIB [pip options]: VENV holds REQUIREMENTS (a stamp per file,
+# of it and the files it includes with -r, skips pip when nothing changed); installing them needs
+# about GIB GiB of disk.
 venv_with() {
-  local dir=$1 interpreter=$2 requirements=$3
-  shift 3
+  local dir=$1 interpreter=$2 requirements=$3 gib=$4
+  shift 4
   local stamp="$dir/.$(basename "$requirements").sha256" want
   want=$(cd "$(dirname "$requirements")" && cat "$(basename "$requirements")" \
            $(sed -n 's/^-r[[:space:]]*//p' "$(basename "$requirements")") | sha256sum | cut -d' ' -f1)
@@ -73,6 +88,7 @@ venv_with() {
     "$interpreter" -m venv "$dir"
   fi
   if [[ ! -f $stamp || $(cat "$stamp") != "$want" ]]; then
+    room_for "$dir" "$gib" "installing $requirements"
     say "installing Python packages from $requirements into $dir"
     "$dir/bin/python" -m pip install -q --upgrade pip "$@"
     "$dir/bin/python" -m pip install -q -r "$requirements" "$@"
@@ -81,10 +97,11 @@ venv_with() {
     say "venv $dir: up to date"
   fi
 }
-venv_with "$venv" "$python" "$requirements"
+venv_with "$venv" "$python" "$requirements" 1
 if [[ $job == test ]]; then
   # The same interpreter as $venv, so that the extension $venv builds in place imports here too.
-  venv_with "$torch_venv" "$venv/bin/python" tools/requirements-torch.txt ${torch_wheels:+--find-links "$torch_wheels"}
+  # torch with its CUDA wheels takes 5.4 GiB installed, and pip unpacks beside that.
+  venv_with "$torch_venv" "$venv/bin/python" tools/requirements-torch.txt 8 ${torch_wheels:+--find-links "$torch_wheels"}
 fi
 
 # The build's own toolkit search (cuda_build_ext.find_toolkit) decides whether one is needed.
@@ -94,6 +111,7 @@ if [[ -n $toolkit ]]; then
   say "CUDA toolkit: nvcc $toolkit"
 else
   say "no CUDA toolkit found: installing CUDA $pypi_cuda from NVIDIA's PyPI packages into $venv"
+  room_for "$venv" 3 "installing CUDA $pypi_cuda from PyPI"
   mapfile -t toolkit_requirements < <(PYTHONPATH=resolver "$venv/bin/python" -m culina_resolver.pypi_toolkit \
                                        --requirements "$pypi_cuda")
   "$venv/bin/python" -m pip install -q "${toolkit_requirements[@]}"

@@ -21,8 +21,23 @@
 namespace culina::fetch {
 namespace {
 
+// Every test's folder sits under one folder per process, removed when the tests end.
+std::string scratch_root() {
+    return testing::TempDir() + "/culina_fetch_cache_" + std::to_string(::getpid());
+}
+
+class ScratchRootRemoval : public testing::Environment {
+public:
+    void TearDown() override {
+        std::error_code ignored;
+        std::filesystem::remove_all(scratch_root(), ignored);
+    }
+};
+
+const testing::Environment* const scratch_root_removal = testing::AddGlobalTestEnvironment(new ScratchRootRemoval);
+
 std::string fresh_dir(const std::string& name) {
-    const std::string dir = testing::TempDir() + "/" + name + "_" + std::to_string(::getpid());
+    const std::string dir = scratch_root() + "/" + name;
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
     return dir;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -33,6 +34,11 @@ protected:
         ASSERT_EQ(std::system(("chmod +x '" + dir_ + "bin/nvcc'").c_str()), 0);
         std::ofstream(dir_ + "tags.txt") << "cp312-cp312-manylinux_2_28_x86_64\ncp312-cp312-manylinux2014_x86_64\n"
                                             "cp312-cp312-manylinux_2_17_x86_64\npy3-none-any\n";
+    }
+
+    void TearDown() override {
+        std::error_code ignored;
+        std::filesystem::remove_all(dir_, ignored);
     }
 
     // `environment` is a list of NAME=value words for env(1).
