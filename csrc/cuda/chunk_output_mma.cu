@@ -9,7 +9,9 @@
 // Rows come from any strides (sequence_rows.cuh); features past dk and dv are zero on load, and
 // the value columns past dv are not stored.
 // Packed sequences: blocks walk the workspace's chunk slots and find their sequence by
-// bisection over cu_seqlens; the few slots between sequences exit at once.
+// bisection over cu_seqlens; the few slots between sequences exit at once. Alongside pass 1
+// (kernels.h: state_progress), blocks take chunks in the order pass 1 writes them and wait for
+// the counts of the state blocks they read instead of for the whole of pass 1.
 // P goes from the accumulators straight into the next product's operand registers, and the
 // output from registers to device memory. (A wmma version that staged S and O through shared
 // memory took 0.68 ms for bf16, B=4, H=16, dk = dv = 128, T = 16384 on an H200; this one
@@ -60,9 +62,25 @@ __global__ void __launch_bounds__(threads<SLICE>()) chunk_output_kernel(KernelPa
   const LaneRoles lane(tid % 32);
   constexpr int kGroups = SLICE / kGroupV;
   const int row_warp = warp % kRowWarps, group = warp / kRowWarps, col_base = group * kGroupV;
-  const int dk = p.dk, dv = p.dv, v0 = blockIdx.y * SLICE;
-  int chunk = blockIdx.x, head = blockIdx.z % p.heads, seq = blockIdx.z / p.heads;
-  if (p.cu_seqlens) {
+  const int dk = p.dk, dv = p.dv;
+  int v0 = blockIdx.y * SLICE, chunk = blockIdx.x, head = blockIdx.z % p.heads, seq = blockIdx.z / p.heads;
+  if (p.state_progress) {
+    // Alongside pass 1 (launch_shape's grid): chunks in the order pass 1 writes their states.
+    // One block, the last, waits for all of pass 1, so that this grid ends after it: what
+    // follows in the stream (the final state included) then finds pass 1 done.
+    if (blockIdx.x == 0 && blockIdx.y == gridDim.y - 1) wait_for_previous_grid();
+    const int per_slice = gridDim.x / (p.dv_padded / SLICE), row = blockIdx.x % per_slice;
+    v0 = blockIdx.x / per_slice * SLICE;
+    if (p.cu_seqlens) {
+      head = row;
+      seq = sequence_of_rank(p, blockIdx.y, chunk);
+      if (seq < 0) return;
+    } else {
+      head = row % p.heads;
+      seq = row / p.heads;
+      chunk = blockIdx.y;
+    }
+  } else if (p.cu_seqlens) {
     head = blockIdx.z;
     seq = sequence_of_slot(p, blockIdx.x, chunk);
     if (seq < 0) return;
@@ -89,6 +107,14 @@ __global__ void __launch_bounds__(threads<SLICE>()) chunk_output_kernel(KernelPa
   commit_async_copies();
   stage_rows<kChunk, SLICE, kThreads, T>(s_v, L::ld_v, static_cast<const S*>(p.v) + rows.at(p.v_at, t0) + v0,
                                          rows.stride(p.v_at), n, dv - v0);
+  if (p.state_progress) {  // the 64 x 64 blocks of the state this block reads, one thread each
+    constexpr int kSliceBlocks = SLICE / 64;
+    if (tid < p.dk_padded / 64 * kSliceBlocks)
+      wait_for_progress(p.state_progress + (rows.state_index * (p.dk_padded / 64) + tid / kSliceBlocks) *
+                                               (p.dv_padded / 64) + v0 / 64 + tid % kSliceBlocks,
+                        chunk);
+    __syncthreads();
+  }
   stage_rows<DK, SLICE, kThreads, T>(s_h, L::ld_v,
                                      static_cast<const T*>(p.states) + (rows.chunk_base + chunk) * state_size + v0,
                                      p.dv_padded, p.dk_padded, SLICE);
@@ -141,11 +167,17 @@ __global__ void __launch_bounds__(threads<SLICE>()) chunk_output_kernel(KernelPa
 template <typename T, typename S, int DK, int SLICE>
 cudaError_t launch_shape(const KernelParams& params, int sequences, cudaStream_t stream) {
   // Padded: one block row per (sequence, head) and chunk; packed: per head and chunk slot.
-  const dim3 grid(unsigned(params.chunk_slots), params.dv_padded / SLICE,
-                  params.cu_seqlens ? params.heads : sequences * params.heads);
+  // Alongside pass 1, chunks go in the grid's second dimension, whose blocks the scheduler
+  // starts after the first dimension's (in practice, not by contract): first every (sequence,
+  // head, slice)'s chunk 0, then every chunk 1, as pass 1 writes them (packed: ranks,
+  // sequence_rows.cuh: sequence_of_rank). Any order is correct: blocks wait for their states.
+  const unsigned slices = params.dv_padded / SLICE, rows = params.cu_seqlens ? params.heads : sequences * params.heads;
+  const bool alongside = params.state_progress != nullptr;
+  const dim3 grid = alongside ? dim3(rows * slices, unsigned(params.chunk_slots))
+                              : dim3(unsigned(params.chunk_slots), slices, rows);
   return with_gate_kinds<T, S>(params, [&](auto gated, auto dots) {
     const auto kernel = chunk_output_kernel<T, S, DK, SLICE, decltype(gated)::value, decltype(dots)::value>;
-    return launch_with_shared(kernel, grid, threads<SLICE>(), Layout<DK, SLICE>::bytes, stream, params);
+    return launch_with_shared(kernel, grid, threads<SLICE>(), Layout<DK, SLICE>::bytes, stream, params, alongside);
   });
 }
 

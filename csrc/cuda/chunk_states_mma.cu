@@ -57,6 +57,10 @@ constexpr int kRowsPerCopy = kThreads / kRowWords;  // rows the block's threads 
 #define CULINA_STATE_STAGES 2  // ring depth: a tuning knob (2 and more)
 #endif
 constexpr int kStages = CULINA_STATE_STAGES;
+#ifndef CULINA_STEPS_PER_ANNOUNCEMENT
+#define CULINA_STEPS_PER_ANNOUNCEMENT 4  // a tuning knob: steps between state_progress updates
+#endif
+constexpr int kStepsPerAnnouncement = CULINA_STEPS_PER_ANNOUNCEMENT;
 // Gate slots: a step's gates are copied a step before its k and v (kernel below).
 constexpr int kGateStages = kStages + 1;
 constexpr int kGateWords = kPerStep * kGateSlot / 4;  // 16-byte words of one step's gates
@@ -175,8 +179,13 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
     issue_gates(step + 1);
     commit_async_copies();  // an empty group past the end keeps the group count in step
   };
+  // Two passes alongside each other: this block's count of written states (kernels.h).
+  int* progress = PUBLISH && p.state_progress
+                      ? p.state_progress + (int64_t(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x
+                      : nullptr;
   wait_for_previous_grid();  // the chunk gates
-  allow_next_grid();         // the walk's blocks may launch as these end
+  if (progress && tid == 0) announce_progress(progress, 0);  // before pass 2 may launch
+  allow_next_grid();         // the walk's or the output's blocks may launch as these end
   issue_gates(0);
   commit_async_copies();
 #pragma unroll
@@ -234,6 +243,10 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
     }
     if constexpr (PUBLISH) publish(step * kPerStep);
     __syncthreads();
+    // Every warp has written the states entering this step's first chunk and those before it.
+    // Announced every few steps: the release costs the announcing warp a wait for its writes.
+    if (progress && tid == 0 && step % kStepsPerAnnouncement == kStepsPerAnnouncement - 1)
+      announce_progress(progress, step * kPerStep + 1);
     // Every warp is past the previous step's products: its slot can be refilled.
     issue(step + kStages - 1);
 
@@ -286,6 +299,10 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
       if (state_row + 8 < dk)
         *reinterpret_cast<float2*>(final_state + 8 * dv + c * 8) = make_float2(acc[c][2], acc[c][3]);
     }
+  }
+  if (progress) {  // the states of the last step's later chunks
+    __syncthreads();
+    if (tid == 0) announce_progress(progress, chunks);
   }
 #else
   __trap();  // unreachable: launch_mma runs only where the device executes sm_80+ code

@@ -71,6 +71,13 @@ struct KernelParams {
   const void* partner;
   Strides partner_at;
   float dot_sign;
+  // Two passes in one segment, on devices that launch early (below): pass 2 starts while pass 1
+  // runs. Per (sequence, head) and 64 x 64 block of pass 1's [dk_padded][dv_padded] states,
+  // [sequences x heads][dk_padded / 64][dv_padded / 64]: how many chunks' entering states that
+  // block has written; pass 2's blocks wait on the counts they need rather than on the whole
+  // of pass 1, and take their chunks in the order pass 1 writes them (chunk_output_mma.cu).
+  // Null: pass 2 starts after pass 1 ends.
+  int* state_progress;
   // The device runs this binary's sm_90+ code: a kernel of launch_mma's that follows another of
   // them may be launched early (launch_with_shared's `early`), to wait in the kernel instead.
   bool early_launch;
@@ -105,6 +112,10 @@ struct MmaPlan {
   size_t segment_states_at = 0;
   size_t chunk_gates_at = 0;    // gated problems: KernelParams::chunk_gates
   size_t segment_gates_at = 0;  // gated problems with several segments: KernelParams::segment_gates
+  // Two passes in one segment whose chunks fit the output grid's second dimension (65535): the
+  // counters of KernelParams::state_progress, used where the device launches early.
+  bool overlap = false;
+  size_t state_progress_at = 0;
 };
 // The plan for a pass the tensor-core path handles, or none where neither way fits in the
 // shared memory one block of the device may opt in to (dk = 256 on sm_86/89/120).
@@ -112,6 +123,9 @@ std::optional<MmaPlan> plan_mma(const Problem& problem, const Pass& pass, int mu
                                 size_t shared_per_block);
 // At most this many segments: the scan keeps one value per segment in registers.
 constexpr int kMaxSegments = 32;
+// At most this many packed sequences for pass 2 alongside pass 1: one warp ranks their chunks,
+// four sequences per lane (sequence_rows.cuh: sequence_of_rank).
+constexpr int kMaxRankedSequences = 128;
 cudaError_t launch_mma(const KernelParams& params, int sequences, Elements elements, cudaStream_t stream);
 // The kernels, for mma_path.cu: T (__half or __nv_bfloat16) what they multiply in, S what the
 // rows are stored as (T, or float for __nv_bfloat16: mma_common.cuh).
@@ -171,6 +185,24 @@ __device__ __forceinline__ void allow_next_grid() {
 #if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
+}
+
+// KernelParams::state_progress, pass 1's side. By one thread, after a barrier behind the writes it
+// announces: `chunks` entering states of this block are in device memory.
+__device__ __forceinline__ void announce_progress(int* counter, int chunks) {
+  asm volatile("st.release.gpu.global.s32 [%0], %1;" ::"l"(counter), "r"(chunks) : "memory");
+}
+// Pass 2's side: waits until the counter exceeds `chunk` (the caller's barrier after it orders
+// the whole block's reads behind the wait).
+__device__ __forceinline__ void wait_for_progress(const int* counter, int chunk) {
+  for (;;) {
+    int written;
+    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(written) : "l"(counter) : "memory");
+    if (written > chunk) return;
+#if __CUDA_ARCH__ >= 700
+    __nanosleep(256);
+#endif
+  }
 }
 
 // Attributes of the generic kernel for the current device: binaryVersion says which of the

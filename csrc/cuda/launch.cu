@@ -201,6 +201,8 @@ void run_pass(const Problem& problem, const Pass& pass, const DeviceFacts& facts
       params.chunk_gates = reinterpret_cast<float*>(workspace + plan->chunk_gates_at);
       if (plan->segments > 1) params.segment_gates = reinterpret_cast<float*>(workspace + plan->segment_gates_at);
     }
+    if (plan->overlap && params.early_launch)
+      params.state_progress = reinterpret_cast<int*>(workspace + plan->state_progress_at);
   }
   const int sequences = int(problem.sequences());
   const cudaError_t err = mma ? launch_mma(params, sequences, problem.elements, stream)

@@ -73,6 +73,51 @@ __device__ __forceinline__ int sequence_of_slot(const KernelParams& p, int64_t s
   return int64_t(chunk) * kStateChunk < length ? lo : -1;
 }
 
+// Packed sequences, pass 2 alongside pass 1 (kernels.h: state_progress): rank r of the order in
+// which pass 1 writes chunk states, every sequence's chunk 0, then every chunk 1, and so on (-1
+// past the last chunk). Chunk j is the last whose ranks start at or below r, those of chunks
+// before it numbering sum over sequences of min(chunks, j); the sequence is the one of those
+// longer than j that the rest of r counts to. Computed by each warp on its own, every lane
+// holding the chunk counts of up to four sequences (kMaxRankedSequences).
+__device__ __forceinline__ int sequence_of_rank(const KernelParams& p, int rank, int& chunk) {
+  constexpr unsigned kAll = 0xffffffffu;
+  constexpr int kPerLane = kMaxRankedSequences / 32;
+  const int lane = threadIdx.x % 32;
+  int chunks[kPerLane];
+  int most = 0, total = 0;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const int seq = lane + 32 * i;
+    chunks[i] = seq < p.num_seqs
+                    ? int((sequence_start(p, seq + 1) - sequence_start(p, seq) + kStateChunk - 1) / kStateChunk)
+                    : 0;
+    most = max(most, chunks[i]);
+    total += chunks[i];
+  }
+  most = int(__reduce_max_sync(kAll, unsigned(most)));
+  if (int(__reduce_add_sync(kAll, unsigned(total))) <= rank) return -1;
+  const auto ranks_before = [&](int j) {
+    int sum = 0;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) sum += min(chunks[i], j);
+    return int(__reduce_add_sync(kAll, unsigned(sum)));
+  };
+  int lo = 0, hi = most - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (ranks_before(mid) <= rank) lo = mid; else hi = mid - 1;
+  }
+  chunk = lo;
+  int rest = rank - ranks_before(lo);
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const unsigned longer = __ballot_sync(kAll, chunks[i] > lo);
+    if (rest < __popc(longer)) return 32 * i + int(__fns(longer, 0, rest + 1));
+    rest -= __popc(longer);
+  }
+  return -1;  // unreachable: rank is below the total
+}
+
 // Weights of a pass (common/passes.h): out = scale (intra-chunk) + state_weight 2^(c_i) q H and
 // H' = 2^L H + update_weight sum_j 2^(L - c_j) k_j^T v_j.
 __device__ __forceinline__ float state_weight(const KernelParams& p) { return p.adjoint ? 1.0f : p.scale; }

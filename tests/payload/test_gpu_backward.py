@@ -150,6 +150,20 @@ def test_packed_sequences_match_cpu(dtype, heads, seqlen_bits, gates):
     assert_matches_cpu(problem, dtype, seqlen_bits=seqlen_bits)
 
 
+@pytest.mark.parametrize("count", [45, 130])
+@pytest.mark.parametrize("heads", [(2, 64, 64), (1, 128, 128)], ids=lambda s: "x".join(map(str, s)))
+def test_many_packed_sequences_match_cpu(count, heads):
+    """Pass 2 alongside pass 1 takes chunks in the order pass 1 writes them, ranked over the
+    sequences by one warp with several sequences per lane (45), or, past what a warp ranks
+    (130), after pass 1 in slot order: every sequence in the right place either way."""
+    h, dk, dv = heads
+    lengths = torch.randint(0, 200, (count,), generator=torch.Generator().manual_seed(count)).tolist()
+    lengths[3] = 0
+    problem = Problem((1, h, sum(lengths), dk, dv), "bfloat16", seed=count, decay=True, states=True,
+                      lengths=lengths, gates=True, layout="BTHD")
+    assert_matches_cpu(problem, "bfloat16")
+
+
 def test_packed_sequences_equal_separate_calls():
     """Packing changes nothing: each packed sequence gives what it gives alone. Packed runs
     take the two-pass kernels and a sequence alone the fused one, which round the decayed
@@ -195,8 +209,13 @@ def test_workspace_follows_the_plan():
     assert workspace_bytes([64, 16, 512, 128, 128], 2) == 0
     assert workspace_bytes([2, 4, 1000, 128, 64], 0, backward=True) == 0
     # Packed sequences take the two passes, with a state per chunk slot: total_T / 64 +
-    # num_seqs slots per head, whatever the lengths.
-    assert workspace_bytes([1, 4, 1000, 64, 64], 1, num_seqs=3) == 4 * (15 + 3) * 64 * 64 * 2
+    # num_seqs slots per head, whatever the lengths; then a count of written states per
+    # (sequence, head, 64 x 64 state block), for pass 2 alongside pass 1.
+    assert workspace_bytes([1, 4, 1000, 64, 64], 1, num_seqs=3) == 4 * (15 + 3) * 64 * 64 * 2 + 3 * 4 * 4
+    # None at D256 (an output block does not fit beside a state block) nor with more state
+    # blocks than about two waves (mma_path.cu: plan_mma).
+    assert workspace_bytes([1, 4, 1000, 256, 256], 1, num_seqs=3) == 4 * (15 + 3) * 256 * 256 * 2
+    assert workspace_bytes([1, 64, 64000, 64, 64], 1, num_seqs=100) == 64 * (1000 + 100) * 64 * 64 * 2
     # Gated, the two passes keep each chunk slot's cumulative gates besides.
     assert (workspace_bytes([1, 4, 1000, 64, 64], 1, num_seqs=3, gated=True)
             > workspace_bytes([1, 4, 1000, 64, 64], 1, num_seqs=3))
