@@ -128,6 +128,31 @@ def test_chunk_simple_gla_matches_float64_reference(gates):
                          per_head=per_head, device="cuda", seed=5), "bfloat16")
 
 
+def test_packed_call_replays_in_a_cuda_graph():
+    """A captured packed call (on sm_90 the output kernel launched alongside the state pass,
+    kernels.h: state_progress) gives on replay, with new values in its inputs, what an eager call
+    gives: the counts of written states start over in every replay."""
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    lengths = [300, 17, 0, 129, 64]
+    cu_seqlens = torch.tensor([0] + lengths, device="cuda").cumsum(0)
+    make = lambda: torch.randn(1, sum(lengths), 4, 64, device="cuda", generator=gen).to(torch.bfloat16)  # noqa: E731
+    q, k, v = make(), make(), make()
+    g = torch.nn.functional.logsigmoid(torch.randn(1, sum(lengths), 4, device="cuda", generator=gen) + 3)
+    run = lambda: culina.chunk_simple_gla(q, k, v, g=g, cu_seqlens=cu_seqlens, output_final_state=True)  # noqa: E731
+    run()  # outside the capture: the kernels' attributes, the allocator's first blocks
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = run()
+    for replay in range(2):
+        for x in (q, k, v):
+            x.copy_(make())
+        graph.replay()
+        eager = run()
+        torch.cuda.synchronize()
+        assert all(torch.equal(a, b) for a, b in zip(captured, eager)), f"replay {replay}"
+
+
 def test_module_with_tensor_gates_compiles_with_inductor():
     class Layer(torch.nn.Module):
         def __init__(self):
