@@ -111,7 +111,7 @@ std::optional<MmaPlan> plan_mma(const Problem& problem, const Pass& pass, int mu
   if (plan.overlap) {
     end = (end + 15) / 16 * 16;
     plan.state_progress_at = end;
-    end += size_t(problem.sequences() * problem.heads) * (dk_padded / 64) * (dv_padded / 64) * sizeof(int);
+    end += size_t(state_blocks) * sizeof(int);  // a count per state block
   }
   plan.workspace = end;
   return plan;
