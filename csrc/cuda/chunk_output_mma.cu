@@ -66,8 +66,8 @@ __global__ void __launch_bounds__(threads<SLICE>()) chunk_output_kernel(KernelPa
   int v0 = blockIdx.y * SLICE, chunk = blockIdx.x, head = blockIdx.z % p.heads, seq = blockIdx.z / p.heads;
   if (p.state_progress) {
     // Alongside pass 1 (launch_shape's grid): chunks in the order pass 1 writes their states.
-    // One block, the last, waits for all of pass 1, so that this grid ends after it: what
-    // follows in the stream (the final state included) then finds pass 1 done.
+    // One block of the last chunk row waits for all of pass 1, so that this grid ends after it:
+    // what follows in the stream (the final state included) then finds pass 1 done.
     if (blockIdx.x == 0 && blockIdx.y == gridDim.y - 1) wait_for_previous_grid();
     const int per_slice = gridDim.x / (p.dv_padded / SLICE), row = blockIdx.x % per_slice;
     v0 = blockIdx.x / per_slice * SLICE;

@@ -184,11 +184,15 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
                       ? p.state_progress + (int64_t(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x
                       : nullptr;
   wait_for_previous_grid();  // the chunk gates
-  // The zero must be in device memory before pass 2 may launch and read it (the launch itself
-  // orders no memory): the fence holds this thread until it is.
-  if (progress && tid == 0) {
-    announce_progress(progress, 0);
-    __threadfence();
+  // The zero must be in device memory before pass 2 may launch and read it: the first of the
+  // block's threads to let the next grid launch does so for the whole block, so the others wait
+  // at the barrier for thread 0's fenced store.
+  if (progress) {
+    if (tid == 0) {
+      announce_progress(progress, 0);
+      __threadfence();
+    }
+    __syncthreads();
   }
   allow_next_grid();         // the walk's or the output's blocks may launch as these end
   issue_gates(0);

@@ -80,6 +80,7 @@ __device__ __forceinline__ int sequence_of_slot(const KernelParams& p, int64_t s
 // longer than j that the rest of r counts to. Computed by each warp on its own, every lane
 // holding the chunk counts of up to four sequences (kMaxRankedSequences).
 __device__ __forceinline__ int sequence_of_rank(const KernelParams& p, int rank, int& chunk) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800  // the warp reductions; the kernels that call it are sm_80+
   constexpr unsigned kAll = 0xffffffffu;
   constexpr int kPerLane = kMaxRankedSequences / 32;
   const int lane = threadIdx.x % 32;
@@ -116,6 +117,9 @@ __device__ __forceinline__ int sequence_of_rank(const KernelParams& p, int rank,
     rest -= __popc(longer);
   }
   return -1;  // unreachable: rank is below the total
+#else
+  return -1;
+#endif
 }
 
 // Weights of a pass (common/passes.h): out = scale (intra-chunk) + state_weight 2^(c_i) q H and

@@ -212,9 +212,11 @@ def test_workspace_follows_the_plan():
     # num_seqs slots per head, whatever the lengths; then a count of written states per
     # (sequence, head, 64 x 64 state block), for pass 2 alongside pass 1.
     assert workspace_bytes([1, 4, 1000, 64, 64], 1, num_seqs=3) == 4 * (15 + 3) * 64 * 64 * 2 + 3 * 4 * 4
-    # None at D256 (an output block does not fit beside a state block) nor with more state
-    # blocks than about two waves (mma_path.cu: plan_mma).
-    assert workspace_bytes([1, 4, 1000, 256, 256], 1, num_seqs=3) == 4 * (15 + 3) * 256 * 256 * 2
+    # None at Dk 256 (an output block does not fit beside a state block; devices with less shared
+    # memory take the generic kernel there, with no workspace) nor with more state blocks than
+    # about two waves (mma_path.cu: plan_mma).
+    if _C.kernel_path(0, 1, 256, 256, 1).startswith("tensor-core"):
+        assert workspace_bytes([1, 4, 1000, 256, 256], 1, num_seqs=3) == 4 * (15 + 3) * 256 * 256 * 2
     assert workspace_bytes([1, 64, 64000, 64, 64], 1, num_seqs=100) == 64 * (1000 + 100) * 64 * 64 * 2
     # Gated, the two passes keep each chunk slot's cumulative gates besides.
     assert (workspace_bytes([1, 4, 1000, 64, 64], 1, num_seqs=3, gated=True)
