@@ -2,11 +2,14 @@
 reader): what each release wheel carries and what CULINA_CUDA_ARCHS=all means for a toolkit."""
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from release_build import ROOT
 
-from culina_resolver.project_config import ProjectConfig  # noqa: E402 - found through the path release_build sets
+from culina_resolver.adapter_settings import arch_list  # noqa: E402 - found through the path release_build sets
+from culina_resolver.project_config import ProjectConfig  # noqa: E402
 
 
 def test_cuda13_adds_thor_and_both_keep_ptx_for_the_newest():
@@ -28,3 +31,19 @@ def test_the_old_single_string_form_is_refused_with_the_table_form(tmp_path):
         "[tool.culina]\n", '[tool.culina]\nrelease_archs = "7.5;12.0+PTX"\n'))
     with pytest.raises(ValueError, match=r"release_archs = '7.5;12.0\+PTX' must be a table of CUDA major to list"):
         ProjectConfig.load(tmp_path)
+
+
+def test_every_kernel_source_compiles_for_the_oldest_release_architecture(toolkit, tmp_path):
+    """The release wheel compiles every CUDA source for each listed architecture, and CI builds for
+    one: device code that needs a newer one (sm_80's warp reductions, say) must sit behind the
+    kernels' __CUDA_ARCH__ guards, or the release build breaks only there. The oldest entry is
+    where that shows; its kernels' bodies compile away, so this takes seconds."""
+    oldest = min(arch_list(ProjectConfig.load(ROOT).release_archs_for(toolkit.version)),
+                 key=lambda target: int(target.arch.digits)).arch
+    sources = sorted((ROOT / "csrc" / "cuda").glob("*.cu"))
+    assert sources
+    for source in sources:
+        done = subprocess.run([str(toolkit.nvcc), "-std=c++17", "-O0", f"-arch=sm_{oldest.digits}{oldest.suffix}",
+                               f"-I{ROOT / 'csrc'}", "-c", str(source), "-o", str(tmp_path / "kernel.o")],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, f"{source.name} for sm_{oldest.digits}:\n{done.stderr[-3000:]}"
