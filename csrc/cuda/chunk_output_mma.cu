@@ -110,9 +110,7 @@ __global__ void __launch_bounds__(threads<SLICE>()) chunk_output_kernel(KernelPa
   if (p.state_progress) {  // the 64 x 64 blocks of the state this block reads, one thread each
     constexpr int kSliceBlocks = SLICE / 64;
     if (tid < p.dk_padded / 64 * kSliceBlocks)
-      wait_for_progress(p.state_progress + (rows.state_index * (p.dk_padded / 64) + tid / kSliceBlocks) *
-                                               (p.dv_padded / 64) + v0 / 64 + tid % kSliceBlocks,
-                        chunk);
+      wait_for_progress(progress_counter(p, rows.state_index, tid / kSliceBlocks, v0 / 64 + tid % kSliceBlocks), chunk);
     __syncthreads();
   }
   stage_rows<DK, SLICE, kThreads, T>(s_h, L::ld_v,

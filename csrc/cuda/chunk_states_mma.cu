@@ -180,9 +180,8 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
     commit_async_copies();  // an empty group past the end keeps the group count in step
   };
   // Two passes alongside each other: this block's count of written states (kernels.h).
-  int* progress = PUBLISH && p.state_progress
-                      ? p.state_progress + (int64_t(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x
-                      : nullptr;
+  // With one segment, blockIdx.z is the (sequence, head)'s state index.
+  int* progress = PUBLISH && p.state_progress ? progress_counter(p, blockIdx.z, blockIdx.y, blockIdx.x) : nullptr;
   wait_for_previous_grid();  // the chunk gates
   // The zero must be in device memory before pass 2 may launch and read it: the first of the
   // block's threads to let the next grid launch does so for the whole block, so the others wait

@@ -187,7 +187,12 @@ __device__ __forceinline__ void allow_next_grid() {
 #endif
 }
 
-// KernelParams::state_progress, pass 1's side. By one thread, after a barrier behind the writes it
+// KernelParams::state_progress: the count of state block (d_block, v_block), each 64 x 64, of
+// (sequence, head) `state_index` (sequence * heads + head).
+__device__ __forceinline__ int* progress_counter(const KernelParams& p, int64_t state_index, int d_block, int v_block) {
+  return p.state_progress + (state_index * (p.dk_padded / 64) + d_block) * (p.dv_padded / 64) + v_block;
+}
+// Pass 1's side. By one thread, after a barrier behind the writes it
 // announces: `chunks` entering states of this block are in device memory.
 __device__ __forceinline__ void announce_progress(int* counter, int chunks) {
   asm volatile("st.release.gpu.global.s32 [%0], %1;" ::"l"(counter), "r"(chunks) : "memory");
