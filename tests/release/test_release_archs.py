@@ -3,12 +3,14 @@ reader): what each release wheel carries and what CULINA_CUDA_ARCHS=all means fo
 from __future__ import annotations
 
 import subprocess
+import types
 
 import pytest
 
 from release_build import ROOT
 
-from culina_resolver.adapter_settings import arch_list  # noqa: E402 - found through the path release_build sets
+from culina_resolver import cuda_build_ext  # noqa: E402 - found through the path release_build sets
+from culina_resolver.adapter_settings import arch_list  # noqa: E402
 from culina_resolver.project_config import ProjectConfig  # noqa: E402
 
 
@@ -37,13 +39,15 @@ def test_every_kernel_source_compiles_for_the_oldest_release_architecture(toolki
     """The release wheel compiles every CUDA source for each listed architecture, and CI builds for
     one: device code that needs a newer one (sm_80's warp reductions, say) must sit behind the
     kernels' __CUDA_ARCH__ guards, or the release build breaks only there. The oldest entry is
-    where that shows; its kernels' bodies compile away, so this takes seconds."""
+    where that shows; its kernels' bodies compile away, so this takes seconds. The sources and the
+    flags are the build's (setup.py's glob, cuda_build_ext.cuda_flags)."""
     oldest = min(arch_list(ProjectConfig.load(ROOT).release_archs_for(toolkit.version)),
                  key=lambda target: int(target.arch.digits)).arch
-    sources = sorted((ROOT / "csrc" / "cuda").glob("*.cu"))
+    extension = types.SimpleNamespace(include_dirs=[str(ROOT / "csrc")], define_macros=[])
+    flags = cuda_build_ext.cuda_flags(extension, [oldest], [])
+    sources = sorted((ROOT / "csrc").rglob("*.cu"))
     assert sources
     for source in sources:
-        done = subprocess.run([str(toolkit.nvcc), "-std=c++17", "-O0", f"-arch=sm_{oldest.digits}{oldest.suffix}",
-                               f"-I{ROOT / 'csrc'}", "-c", str(source), "-o", str(tmp_path / "kernel.o")],
+        done = subprocess.run([str(toolkit.nvcc), *flags, "-c", str(source), "-o", str(tmp_path / "kernel.o")],
                               capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, f"{source.name} for sm_{oldest.digits}:\n{done.stderr[-3000:]}"
+        assert done.returncode == 0, f"{source.name} for sm_{oldest.digits}{oldest.suffix}:\n{done.stderr[-3000:]}"
