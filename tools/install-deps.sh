@@ -8,7 +8,7 @@
 #         (tools/requirements-torch.txt says why it is apart).
 # Usage: tools/install-deps.sh demo VENV_DIR PYTHON PYPI_CUDA
 #        tools/install-deps.sh test VENV_DIR PYTHON PYPI_CUDA TORCH_VENV [TORCH_WHEELS]
-#   TORCH_WHEELS: a folder of wheels pip may take torch and its needs from (--find-links)
+#   TORCH_WHEELS: a folder of wheels uv may take torch and its needs from (--find-links)
 set -euo pipefail
 job=${1:?usage: tools/install-deps.sh demo|test VENV_DIR PYTHON PYPI_CUDA [TORCH_VENV [TORCH_WHEELS]]}
 venv=${2:-.venv}
@@ -74,15 +74,22 @@ room_for() {
   fi
 }
 
-# venv_with VENV PYTHON REQUIREMENTS GIB [pip options]: VENV holds REQUIREMENTS (a stamp per file,
-# of it and the files it includes with -r, skips pip when nothing changed); installing them needs
-# about GIB GiB of disk.
+# needs_of FILE...: a hash of the requirement FILEs and the files they include with -r, the
+# venv's stamp: nothing is installed again while it is unchanged.
+needs_of() {
+  local file
+  for file; do
+    (cd "$(dirname "$file")" && cat "$(basename "$file")" $(sed -n 's/^-r[[:space:]]*//p' "$(basename "$file")"))
+  done | sha256sum | cut -d' ' -f1
+}
+
+# venv_with VENV PYTHON REQUIREMENTS GIB WANT INSTALL...: VENV holds REQUIREMENTS, installed by
+# the command `INSTALL... -r REQUIREMENTS`, which needs about GIB GiB of disk; WANT (needs_of)
+# becomes the stamp.
 venv_with() {
-  local dir=$1 interpreter=$2 requirements=$3 gib=$4
-  shift 4
-  local stamp="$dir/.$(basename "$requirements").sha256" want
-  want=$(cd "$(dirname "$requirements")" && cat "$(basename "$requirements")" \
-           $(sed -n 's/^-r[[:space:]]*//p' "$(basename "$requirements")") | sha256sum | cut -d' ' -f1)
+  local dir=$1 interpreter=$2 requirements=$3 gib=$4 want=$5
+  shift 5
+  local stamp="$dir/.$(basename "$requirements").sha256"
   if [[ ! -x $dir/bin/python ]]; then
     say "creating venv $dir with $($interpreter --version)"
     "$interpreter" -m venv "$dir"
@@ -90,18 +97,40 @@ venv_with() {
   if [[ ! -f $stamp || $(cat "$stamp") != "$want" ]]; then
     room_for "$dir" "$gib" "installing $requirements"
     say "installing Python packages from $requirements into $dir"
-    "$dir/bin/python" -m pip install -q --upgrade pip "$@"
-    "$dir/bin/python" -m pip install -q -r "$requirements" "$@"
+    "$@" -r "$requirements"
     echo "$want" >"$stamp"
   else
     say "venv $dir: up to date"
   fi
 }
-venv_with "$venv" "$python" "$requirements" 1
+
+pip_install() {
+  "$venv/bin/python" -m pip install -q --upgrade pip && "$venv/bin/python" -m pip install -q "$@"
+}
+venv_with "$venv" "$python" "$requirements" 1 "$(needs_of "$requirements")" pip_install
+
+# uv (from $venv) unpacks each wheel as it arrives and hard-links the files into the venv from a
+# cache in the venv's own folder (the same disk, so nothing is copied), removed afterwards: the
+# disk holds the installed torch and little more, where pip kept every downloaded wheel (2.7 GiB)
+# beside the installed 5.3 GiB until the end.
+torch_install() {
+  local status=0
+  "$venv/bin/uv" pip install -q --python "$torch_venv/bin/python" --link-mode hardlink \
+    --cache-dir "$torch_venv/.uv-cache" ${torch_wheels:+--find-links "$torch_wheels"} "$@" || status=$?
+  rm -rf "$torch_venv/.uv-cache"
+  return $status
+}
 if [[ $job == test ]]; then
   # The same interpreter as $venv, so that the extension $venv builds in place imports here too.
-  # torch with its CUDA wheels takes 5.4 GiB installed, and pip unpacks beside that.
-  venv_with "$torch_venv" "$venv/bin/python" tools/requirements-torch.txt 8 ${torch_wheels:+--find-links "$torch_wheels"}
+  if compgen -G '/dev/nvidia[0-9]*' >/dev/null; then
+    venv_with "$torch_venv" "$venv/bin/python" tools/requirements-torch.txt 6 \
+      "$(needs_of tools/requirements-torch.txt)" torch_install
+  else
+    say "no NVIDIA GPU here: PyTorch goes without triton, torch.compile's GPU code generator (1 GiB)"
+    venv_with "$torch_venv" "$venv/bin/python" tools/requirements-torch.txt 5 \
+      "$(needs_of tools/requirements-torch.txt tools/torch-without-triton.txt)" \
+      torch_install --override tools/torch-without-triton.txt
+  fi
 fi
 
 # The build's own toolkit search (cuda_build_ext.find_toolkit) decides whether one is needed.
