@@ -19,6 +19,7 @@ if compgen -G ".whl/*.whl" >/dev/null; then
     && export PYTHONPATH=/tmp/site
 fi
 export PYTHONUNBUFFERED=1
+source benchmarks/triton_autotune.sh  # fla's autotuning results from an earlier call, if carried
 nvidia-smi --query-gpu=name,compute_cap,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/env.txt"
 
 foreign=/tmp/culina-foreign
@@ -60,3 +61,5 @@ for variant in ${CULINA_VARIANTS:-}; do
    timeout 120 python3 benchmarks/attention_bench.py --spread --only culina --rep-ms 100 2>&1 | grep "^|" \
      | sed "s/^/[$variant] /")
 done
+
+triton_autotune_save
