@@ -62,4 +62,4 @@ for variant in ${CULINA_VARIANTS:-}; do
      | sed "s/^/[$variant] /")
 done
 
-triton_autotune_save
+triton_autotune_save "$out"

@@ -9,7 +9,7 @@
 #
 #   source benchmarks/triton_autotune.sh   # first: unpacks .triton-autotune/autotune.tar.gz if carried
 #   ...                                    # the runs (benchmarks, the fla comparison tests)
-#   triton_autotune_save                   # last: packs every result into $OUT/autotune.tar.gz
+#   triton_autotune_save "$OUT"            # last: packs every result into $OUT/autotune.tar.gz
 #
 # Here, between calls: copy the returned autotune.tar.gz to .triton-autotune/ (ignored by git) and
 # name .triton-autotune in the next call's carry.
@@ -20,13 +20,14 @@ if [[ -f .triton-autotune/autotune.tar.gz ]]; then
     && echo "[triton] autotuning results carried in: $(tar -tzf .triton-autotune/autotune.tar.gz | grep -c '\.autotune\.json$')"
 fi
 
+# triton_autotune_save DIR: every result in DIR/autotune.tar.gz (on the device tool, DIR is $OUT).
 triton_autotune_save() {
-  local results
+  local dir=${1:?usage: triton_autotune_save DIR} results
   results=$(cd "$TRITON_CACHE_DIR" && find . -name '*.autotune.json' | sort)
   if [[ -z $results ]]; then
     echo "[triton] no autotuning results to save"
     return 0
   fi
-  (cd "$TRITON_CACHE_DIR" && printf '%s\n' "$results" | tar -czf "${OUT:?}/autotune.tar.gz" -T -) \
-    && echo "[triton] $(printf '%s\n' "$results" | wc -l) autotuning results saved to \$OUT/autotune.tar.gz"
+  (cd "$TRITON_CACHE_DIR" && printf '%s\n' "$results" | tar -czf "$dir/autotune.tar.gz" -T -) \
+    && echo "[triton] $(printf '%s\n' "$results" | wc -l) autotuning results saved to $dir/autotune.tar.gz"
 }
