@@ -111,10 +111,10 @@ venv_with "$venv" "$python" "$requirements" 1 "$(needs_of "$requirements")" pip_
 
 # uv (from $venv) unpacks each wheel as it arrives and hard-links the files into the venv from a
 # cache in the venv's own folder (the same disk, so nothing is copied), removed afterwards: the
-# disk holds the installed torch and little more, where pip kept every downloaded wheel (2.7 GiB)
-# beside the installed 5.3 GiB until the end. --native-tls: the system's certificates, as pip
-# takes them, which hold a proxy's CA where one stands between this machine and PyPI (uv's own
-# bundle has only the public CAs).
+# disk holds the installed torch and little more, where pip kept every downloaded wheel (2.8 GiB)
+# beside the installed 5.4 GiB until the end (BENCHMARKS.md). --native-tls: the system's
+# certificates, as pip takes them, which hold a proxy's CA where one stands between this machine
+# and PyPI (uv's own bundle has only the public CAs).
 torch_install() {
   local status=0
   "$venv/bin/uv" pip install -q --native-tls --python "$torch_venv/bin/python" --link-mode hardlink \
