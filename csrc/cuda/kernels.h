@@ -197,13 +197,24 @@ __device__ __forceinline__ int* progress_counter(const KernelParams& p, int64_t 
 __device__ __forceinline__ void announce_progress(int* counter, int chunks) {
   asm volatile("st.release.gpu.global.s32 [%0], %1;" ::"l"(counter), "r"(chunks) : "memory");
 }
+// A correct wait lasts at most one state pass: every state block is resident before an output
+// block starts (the dependent launch). A counter that never arrives, a bug, ends the launch with
+// an error after this long instead of holding the GPU forever.
+constexpr unsigned long long kProgressWaitLimitNs = 30ull * 1000 * 1000 * 1000;
+__device__ __forceinline__ unsigned long long global_timer_ns() {
+  unsigned long long now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  return now;
+}
 // Pass 2's side: waits until the counter exceeds `chunk` (the caller's barrier after it orders
 // the whole block's reads behind the wait).
 __device__ __forceinline__ void wait_for_progress(const int* counter, int chunk) {
+  const unsigned long long started = global_timer_ns();
   for (;;) {
     int written;
     asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(written) : "l"(counter) : "memory");
     if (written > chunk) return;
+    if (global_timer_ns() - started > kProgressWaitLimitNs) __trap();
 #if __CUDA_ARCH__ >= 700
     __nanosleep(256);
 #endif
