@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from seeds import stable_seed
 
 PACKAGE_DIR = Path(__file__).resolve().parents[2] / "package"
 if os.environ.get("CULINA_TEST_INSTALLED") != "1":
@@ -36,4 +37,4 @@ def reference(q, k, v, decay=None, scale=None, initial_state=None, g=None):
 @pytest.fixture
 def rng(request):
     # A fresh seed per test: every test draws new inputs, but a failure is reproducible.
-    return np.random.default_rng(abs(hash(request.node.nodeid)) % 2**32)
+    return np.random.default_rng(stable_seed(request.node.nodeid))
