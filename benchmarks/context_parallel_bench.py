@@ -172,6 +172,7 @@ def main() -> int:
     import torch
     import torch.distributed as dist
 
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "package"))  # the in-place build
     import culina
 
     torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))

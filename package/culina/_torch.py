@@ -321,36 +321,51 @@ def _gradient_rows(d_out, problem: _api.Problem):
     return d_out if d_out.stride(-1) == 1 or shape[-1] == 1 else d_out.contiguous()
 
 
+def cumulative_sum(x: torch.Tensor, reverse: bool = False) -> torch.Tensor:
+    """Inclusive cumulative sums of x along its last axis (from its end with reverse), in float64.
+
+    One 1-D scan of the rows laid end to end, less the total before each row: PyTorch's CUDA
+    cumsum scans a lone axis device-wide (CUB), but along an outer axis gives each column one
+    thread. On the H100 the log gates of a context-parallel shard, [1, 131072, 16] summed over
+    the tokens, took 46 ms through g.cumsum(1) and 0.125 ms here (BENCHMARKS.md)."""
+    if x.numel() == 0:
+        return x.double()
+    rows = (x.flip(-1) if reverse else x).double().reshape(-1, x.shape[-1])
+    through = rows.reshape(-1).cumsum(0).view_as(rows)
+    sums = (through - torch.cat([through.new_zeros(1), through[:-1, -1]]).unsqueeze(1)).view(x.shape)
+    return sums.flip(-1) if reverse else sums
+
+
 def gate_gradient(gate_dots, final, d_final, cu_seqlens, layout: str) -> torch.Tensor:
-    """dL/dg, in g's shape ([B, H, T] or [B, T, H]) and float32, from the [B, H, T] gate dots.
+    """dL/dg, in g's shape ([B, H, T] or [B, T, H]) and float64, from the [B, H, T] gate dots.
 
     With b_t the inclusive cumulative log gate of a sequence, dL/db_t = q_t.dq_t - k_t.dk_t (the
     backward's gate_dots), plus <dS_T, S_T> at the sequence's last token where the final state
     has a gradient; g_t enters every b_s with s >= t, so dL/dg_t is the reverse cumulative sum of
-    dL/db within the sequence (and dL/dgamma_h the sum of dL/dg over the head's tokens)."""
+    dL/db within the sequence (and dL/dgamma_h the sum of dL/dg over the head's tokens).
+    float64 until the caller rounds: the per-head gradient sums these reverse sums over every
+    token, where they largely cancel (in float32 its error reached 2.2e-4 at D96 on the H100)."""
     # The last token's term reaches every token of its sequence through the reverse sum: added
     # after it, per sequence, it needs no index of last tokens. [sequences, H]
-    ends = (d_final * final).sum((-2, -1)) if final is not None and d_final is not None else None
+    ends = (d_final.double() * final).sum((-2, -1)) if final is not None and d_final is not None else None
     in_layout = (lambda d_g: d_g) if layout == "BHTD" else (lambda d_g: d_g.transpose(1, 2))
     if cu_seqlens is None:
-        d_g = gate_dots.flip(2).cumsum(2).flip(2)
+        d_g = cumulative_sum(gate_dots, reverse=True)
         return in_layout(d_g if ends is None else d_g + ends.unsqueeze(2))
-    # Packed: the reverse sum over all tokens, less its value at each token's sequence end (a
-    # device-side lookup, no synchronisation), in float64: the total over every sequence can
-    # dwarf one sequence's sum.
-    axis = 1  # of the [H, T] rows of the one batch entry
-    dots = gate_dots[0].double()
-    seq_len = dots.shape[axis]
-    suffix = dots.flip(axis).cumsum(axis).flip(axis)
+    # Packed: the reverse sum over all tokens of the one batch entry's [H, T] rows, less its value
+    # at each token's sequence end (a device-side lookup, no synchronisation).
+    axis = 1
+    suffix = cumulative_sum(gate_dots[0], reverse=True)
+    seq_len = suffix.shape[axis]
     past_last = list(suffix.shape)
     past_last[axis] = 1
     suffix = torch.cat([suffix, suffix.new_zeros(past_last)], axis)  # the sum past the last token: 0
     ends_at = cu_seqlens[1:].long()
-    sequence = torch.bucketize(torch.arange(seq_len, device=dots.device), ends_at, right=True)
+    sequence = torch.bucketize(torch.arange(seq_len, device=suffix.device), ends_at, right=True)
     d_g = suffix.narrow(axis, 0, seq_len) - suffix.index_select(axis, ends_at[sequence])
     if ends is not None:
-        d_g = d_g + ends.double()[sequence].T  # [H, T]
-    return in_layout(d_g.float().unsqueeze(0))
+        d_g = d_g + ends[sequence].T  # [H, T]
+    return in_layout(d_g.unsqueeze(0))
 
 
 @torch.library.custom_op("culina::linear_attention", mutates_args=())
@@ -422,9 +437,8 @@ def _backward_formula(ctx, d_out, d_final):
     if need_gate_dots:
         d_g = gate_gradient(gate_dots, final, d_final, cu_seqlens, ctx.layout)
         if ctx.needs_input_grad[GAMMA]:
-            d_gamma = d_g.sum((0, _api.AXES[ctx.layout][2]))
-        if not ctx.needs_input_grad[GATES]:
-            d_g = None
+            d_gamma = d_g.sum((0, _api.AXES[ctx.layout][2])).to(gamma.dtype)
+        d_g = d_g.to(g.dtype) if ctx.needs_input_grad[GATES] else None
     return (dq, dk, dv, None, d_gamma, d_g, None, d_initial if need_d_initial else None, None, None, None)
 
 

@@ -44,6 +44,7 @@ import torch
 import torch.distributed as dist
 
 import culina
+from culina._torch import cumulative_sum
 from culina.errors import ArgumentError
 
 
@@ -179,7 +180,7 @@ def _context_parallel(q, k, v, g, g_gamma, scale, initial_state, output_final_st
     out, local_final = culina.chunk_simple_gla(q, k, v, g, g_gamma, scale, local_initial, True,
                                                cu_seqlens=shard.local_cu_seqlens)
     # b_t: the cumulative log gate from the shard's first token, [B, T_r, H] (None: no gates).
-    cumulative = None if g is None else g.float().cumsum(1)
+    cumulative = None if g is None else cumulative_sum(g.transpose(1, 2)).float().transpose(1, 2)
     if g_gamma is not None:
         # (t + 1) g_gamma exactly, rather than a float32 sum over up to a million tokens.
         counts = torch.arange(1, tokens + 1, dtype=torch.float32, device=q.device).reshape(1, tokens, 1)
