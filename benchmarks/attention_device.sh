@@ -5,7 +5,8 @@
 # benchmarks (forward and forward+backward over a spread of shapes, and the host overhead of one
 # tiny call, against fla when its wheels travel in .whl/). Logs go to $OUT.
 # Usage: OUT=/some/dir benchmarks/attention_device.sh [ARCH]   (ARCH defaults to 9.0)
-# CULINA_TESTS: the pytest targets (default tests/payload); CULINA_REP_MS: timed
+# CULINA_TESTS: the pytest targets (default tests/payload; the comparisons with fla run apart,
+# where fla is installed); CULINA_REP_MS: timed
 # milliseconds per benchmark measurement (default 500); CULINA_BENCH_S: the benchmark's time
 # limit in seconds (default 300); CULINA_FIRST: the first shape of the spread (default 0);
 # CULINA_BENCH_ARGS: more arguments for it (--only culina: no fla).
@@ -32,8 +33,24 @@ echo "build: $(( $(date +%s) - start )) s"
 wait $foreign_pid || echo "foreign build failed: see build.log"
 
 (cd package && python3 -m culina info) | tee -a "$out/env.txt"
+# The comparisons with fla, each case in a process of its own beside the other tests: fla
+# autotunes each new shape for minutes, compiling on the CPU, so that one after another they
+# outran a device call (2026-11-27: 157-248 s a case, all seven in 250 s side by side).
+fla_pids=() fla_logs=$(mktemp -d)
+if python3 -c "import fla" 2>/dev/null; then
+  mapfile -t fla_cases < <(python3 -m pytest tests/payload/test_gpu_gates.py --collect-only -q -k equals_fla \
+                            -p no:cacheprovider | grep '::')
+  for case in "${fla_cases[@]}"; do
+    timeout 400 python3 -m pytest "$case" -q -rs -p no:cacheprovider >"$fla_logs/${#fla_pids[@]}.log" 2>&1 &
+    fla_pids+=($!)
+  done
+fi
 CULINA_FOREIGN_BUILD=$foreign/package timeout 400 python3 -m pytest ${CULINA_TESTS:-tests/payload} -q -rs \
-  -p no:cacheprovider 2>&1 | tee "$out/pytest.log" | tail -25
+  -p no:cacheprovider -k "not equals_fla" 2>&1 | tee "$out/pytest.log" | tail -25
+if (( ${#fla_pids[@]} )); then
+  wait "${fla_pids[@]}"  # before the benchmarks: fla's autotuning would share their GPU
+  for log in "$fla_logs"/*.log; do grep -E "^(SKIPPED|FAILED)|passed|failed|skipped|error" "$log"; done | tee "$out/fla.log"
+fi
 timeout "${CULINA_BENCH_S:-300}" python3 benchmarks/attention_bench.py --spread --rep-ms "${CULINA_REP_MS:-500}" --first "${CULINA_FIRST:-0}" ${CULINA_BENCH_ARGS:-} --json "$out/bench.json" \
   2>&1 | tee "$out/bench.log"
 timeout 120 python3 benchmarks/host_overhead_bench.py --json "$out/host_overhead.json" 2>&1 | tee "$out/host_overhead.log"
