@@ -6,8 +6,8 @@ Forward (under torch.no_grad()) and forward+backward (autograd, the gradients of
 gates, from a fixed upstream gradient), bf16, per-token gates g and/or a per-head g_gamma. Times
 are CUDA-event times, the median of --reps after 2 warm-up runs, every run started together on
 all ranks (a barrier first); a parallel run takes as long as its slowest rank. The collectives'
-share: in one profiled parallel run, the device time of the NCCL kernels (the all-gather and the
-wait for the other ranks it includes) over the run's time, the largest over the ranks; and the
+share: the device time of the NCCL kernels (the all-gather and the wait for the other ranks it
+includes) over the run's time, the largest over the ranks, the median of three profiled runs; and the
 all-gather of the forward's payload alone.
 
 Usage: torchrun --nproc_per_node 2 benchmarks/context_parallel_bench.py [--json out.json] [--plot out.png]

@@ -199,8 +199,11 @@ __device__ __forceinline__ void announce_progress(int* counter, int chunks) {
 }
 // A correct wait lasts at most one state pass: every state block is resident before an output
 // block starts (the dependent launch). A counter that never arrives, a bug, ends the launch with
-// an error after this long instead of holding the GPU forever.
-constexpr unsigned long long kProgressWaitLimitNs = 30ull * 1000 * 1000 * 1000;
+// a trap (an error that, as any trap, leaves the CUDA context unusable) instead of holding the
+// GPU forever: after this long, and only after this many polls, so that a GPU halted by a
+// debugger, whose timer runs on while nothing polls, does not trip it.
+constexpr long long kProgressWaitLimitNs = 30ll * 1000 * 1000 * 1000;
+constexpr int kProgressWaitMinPolls = 1 << 20;
 __device__ __forceinline__ unsigned long long global_timer_ns() {
   unsigned long long now;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
@@ -210,11 +213,12 @@ __device__ __forceinline__ unsigned long long global_timer_ns() {
 // the whole block's reads behind the wait).
 __device__ __forceinline__ void wait_for_progress(const int* counter, int chunk) {
   const unsigned long long started = global_timer_ns();
-  for (;;) {
+  for (int polls = 0;; polls += polls < kProgressWaitMinPolls) {
     int written;
     asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(written) : "l"(counter) : "memory");
     if (written > chunk) return;
-    if (global_timer_ns() - started > kProgressWaitLimitNs) __trap();
+    if (polls == kProgressWaitMinPolls && static_cast<long long>(global_timer_ns() - started) > kProgressWaitLimitNs)
+      __trap();
 #if __CUDA_ARCH__ >= 700
     __nanosleep(256);
 #endif

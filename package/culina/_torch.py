@@ -327,7 +327,9 @@ def cumulative_sum(x: torch.Tensor, reverse: bool = False) -> torch.Tensor:
     One 1-D scan of the rows laid end to end, less the total before each row: PyTorch's CUDA
     cumsum scans a lone axis device-wide (CUB), but along an outer axis gives each column one
     thread. On the H100 the log gates of a context-parallel shard, [1, 131072, 16] summed over
-    the tokens, took 46 ms through g.cumsum(1) and 0.125 ms here (BENCHMARKS.md)."""
+    the tokens, took 46 ms through g.cumsum(1) and 0.125 ms here (BENCHMARKS.md). On CUDA the
+    last bits are not reproducible from run to run (CUB's scan), as with PyTorch's cumsum, unless
+    torch.use_deterministic_algorithms is on; the error is about 1e-16 of the running total."""
     if x.numel() == 0:
         return x.double()
     rows = (x.flip(-1) if reverse else x).double().reshape(-1, x.shape[-1])

@@ -37,4 +37,4 @@ def reference(q, k, v, decay=None, scale=None, initial_state=None, g=None):
 @pytest.fixture
 def rng(request):
     # A fresh seed per test: every test draws new inputs, but a failure is reproducible.
-    return np.random.default_rng(stable_seed(request.node.nodeid))
+    return np.random.default_rng(stable_seed(request.node.path.name, request.node.name))

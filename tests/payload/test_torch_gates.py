@@ -59,24 +59,31 @@ EXACT_INPUT_GATE_TOLERANCE = {"dg": 2e-5, "ddecay": 2e-4}
 
 
 @pytest.mark.parametrize("shape", [(3, 4, 50), (1, 70), (2, 0)], ids=str)
+@pytest.mark.parametrize("transposed", [False, True], ids=["contiguous", "transposed"])
 @pytest.mark.parametrize("reverse", [False, True], ids=["forward", "reverse"])
-def test_cumulative_sum_is_cumsum_per_row(shape, reverse):
+def test_cumulative_sum_is_cumsum_per_row(shape, transposed, reverse):
     """_torch.cumulative_sum (one scan over the rows laid end to end, less each row's start)
-    against a per-row cumsum in float64, its gradient included: the gates' gradient and context
+    against a per-row cumsum, on contiguous rows and on a transposed view (as context parallelism
+    passes its [B, H, T] view of g), its gradient included: the gates' gradient and context
     parallelism's cumulative gates ride on it."""
     from culina import _torch
 
-    x = torch.randn(*shape, generator=torch.Generator().manual_seed(len(shape)), dtype=torch.float64,
-                    requires_grad=True)
-    want = (x.flip(-1).cumsum(-1).flip(-1) if reverse else x.cumsum(-1)) if x.numel() else x
-    got = _torch.cumulative_sum(x.float(), reverse=reverse)
+    gen = torch.Generator().manual_seed(len(shape))
+    x = torch.randn(*shape, generator=gen, dtype=torch.float64)
+    if transposed:  # the same values, rows strided across memory
+        x = x.transpose(-1, -2).contiguous().transpose(-1, -2)
+    x.requires_grad_()
+    per_row = (lambda y: y.flip(-1).cumsum(-1).flip(-1)) if reverse else (lambda y: y.cumsum(-1))
+    want = per_row(x) if x.numel() else x
+    got = _torch.cumulative_sum(x, reverse=reverse)
     assert got.dtype == torch.float64 and got.shape == x.shape
-    torch.testing.assert_close(got, want.detach(), rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(got, want, rtol=0, atol=1e-12)
+    assert _torch.cumulative_sum(x.float(), reverse=reverse).dtype == torch.float64
     if x.numel():
         weights = torch.linspace(-1, 1, x.shape[-1], dtype=torch.float64)
         want_grad, = torch.autograd.grad((want * weights).sum(), x)
-        got_grad, = torch.autograd.grad((_torch.cumulative_sum(x, reverse=reverse) * weights).sum(), x)
-        torch.testing.assert_close(got_grad, want_grad)
+        got_grad, = torch.autograd.grad((got * weights).sum(), x)
+        torch.testing.assert_close(got_grad, want_grad, rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize("cu_seqlens", [None, [0, 60, 60, 150]], ids=["padded", "packed"])
