@@ -2,7 +2,7 @@
 each kernel it launches (torch profiler), for comparing two builds side by side in one device
 call: run it once per build, each build's package first on PYTHONPATH.
 
-Usage: PYTHONPATH=<build>/package python benchmarks/kernel_breakdown.py [--fla] [--json out.json]
+Usage: PYTHONPATH=<build>/package python benchmarks/kernel_breakdown.py [--fla] [--json out.json] [--only NAMES...]
 """
 from __future__ import annotations
 
@@ -14,13 +14,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from simple_gla_bench import bench, make_inputs  # noqa: E402
 
-# (name, B, T, H, D, gates): fla's registry shapes with per-token gates, a short and a wide one.
+# (name, B, T, H, D, gates): fla's registry shapes with per-token gates, a short and a wide one,
+# and the head size where culina's forward trails fla's (BENCHMARKS.md).
 SHAPES = [
     ("B2 T16384 H16 D128, g", 2, 16384, 16, 128, "g"),
     ("B2 T16384 H16 D128, g_gamma", 2, 16384, 16, 128, "gamma"),
     ("B4 T4096 H24 D64, g", 4, 4096, 24, 64, "g"),
     ("B1 T8192 H96 D128, g", 1, 8192, 96, 128, "g"),
     ("B8 T1024 H8 D64, g", 8, 1024, 8, 64, "g"),
+    ("B2 T8192 H8 D256, g_gamma", 2, 8192, 8, 256, "gamma"),
 ]
 
 
@@ -45,8 +47,9 @@ def kernel_times(torch, run, repeats=20):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--fla", action="store_true", help="fla's forward beside culina's, twice each")
+    parser.add_argument("--fla", action="store_true", help="fla's forward beside culina's, twice each, and its kernels' times")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--only", nargs="+", help="these shapes alone (their names, as in SHAPES)")
     args = parser.parse_args()
     import torch
 
@@ -57,6 +60,8 @@ def main():
         from fla.ops.simple_gla import chunk_simple_gla as fla
     rows = {}
     for name, b, t, h, d, gates in SHAPES:
+        if args.only and name not in args.only:
+            continue
         q, k, v, g, g_gamma, _ = make_inputs(torch, b, t, h, d, gates, 0, seed=t + d + h)
         run = lambda: culina.chunk_simple_gla(q, k, v, g=g, g_gamma=g_gamma)  # noqa: E731
         row = {}
@@ -66,6 +71,7 @@ def main():
                 run_fla = lambda: fla(q, k, v, g=g, g_gamma=g_gamma)  # noqa: E731
                 row["fla_fwd_ms"] = [bench(run_fla, 100), bench(run_fla, 100)]
                 row["fwd_ms_again"] = bench(run, 100)
+                row["fla_kernels_ms"] = kernel_times(torch, run_fla)
             row["kernels_ms"] = kernel_times(torch, run)
         leaves = [x.detach().clone().requires_grad_() for x in (q, k, v)]
         g_leaf = g.detach().clone().requires_grad_() if g is not None else None
