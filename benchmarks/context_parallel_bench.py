@@ -72,15 +72,15 @@ def runs(torch, attention, inputs):
     return forward, forward_backward
 
 
-def collective_share(torch, dist, run, runs: int = 3) -> float:
+def collective_share(torch, dist, run, profiled: int = 3) -> float:
     """The NCCL kernels' device time over the time of a run, the largest over the ranks: the
-    median of `runs` profiled runs, after one more that is dropped. One profiled run alone was
+    median of `profiled` profiled runs, after one more that is dropped. One profiled run alone was
     noisy: 99.9% for a 256k forward whose all-gather took 5.6% when profiled in another process
     (2 x H100, 2026-11-27)."""
     from torch.profiler import ProfilerActivity, profile
 
     shares = []
-    for attempt in range(runs + 1):
+    for attempt in range(profiled + 1):
         torch.cuda.synchronize()
         dist.barrier()
         with profile(activities=[ProfilerActivity.CUDA]) as prof:

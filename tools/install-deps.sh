@@ -124,15 +124,13 @@ torch_install() {
 }
 if [[ $job == test ]]; then
   # The same interpreter as $venv, so that the extension $venv builds in place imports here too.
-  if compgen -G '/dev/nvidia[0-9]*' >/dev/null; then
-    venv_with "$torch_venv" "$venv/bin/python" tools/requirements-torch.txt 6 \
-      "$(needs_of tools/requirements-torch.txt)" torch_install
-  else
+  overrides=() gib=6
+  if ! compgen -G '/dev/nvidia[0-9]*' >/dev/null; then
     say "no NVIDIA GPU here: PyTorch goes without triton, torch.compile's GPU code generator (1 GiB)"
-    venv_with "$torch_venv" "$venv/bin/python" tools/requirements-torch.txt 5 \
-      "$(needs_of tools/requirements-torch.txt tools/torch-without-triton.txt)" \
-      torch_install --override tools/torch-without-triton.txt
+    overrides=(tools/torch-without-triton.txt) gib=5
   fi
+  venv_with "$torch_venv" "$venv/bin/python" tools/requirements-torch.txt "$gib" \
+    "$(needs_of tools/requirements-torch.txt "${overrides[@]}")" torch_install ${overrides:+--override "${overrides[@]}"}
 fi
 
 # The build's own toolkit search (cuda_build_ext.find_toolkit) decides whether one is needed.
