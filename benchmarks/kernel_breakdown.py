@@ -2,7 +2,8 @@
 each kernel it launches (torch profiler), for comparing two builds side by side in one device
 call: run it once per build, each build's package first on PYTHONPATH.
 
-Usage: PYTHONPATH=<build>/package python benchmarks/kernel_breakdown.py [--fla] [--json out.json] [--only NAMES...]
+Usage: PYTHONPATH=<build>/package python benchmarks/kernel_breakdown.py [--fla] [--train-gamma]
+       [--json out.json] [--only NAMES...]
 """
 from __future__ import annotations
 
@@ -14,15 +15,21 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from simple_gla_bench import bench, make_inputs  # noqa: E402
 
-# (name, B, T, H, D, gates): fla's registry shapes with per-token gates, a short and a wide one,
-# and the head size where culina's forward trails fla's (BENCHMARKS.md).
+# (name, B, T, H, D, gates, packed sequences): fla's registry shapes with per-token gates, a
+# short and a wide one, the head size where culina's forward trails fla's (BENCHMARKS.md), and
+# the shapes whose backward takes the two-pass path (packed sequences; D256 with gates' gradient).
 SHAPES = [
-    ("B2 T16384 H16 D128, g", 2, 16384, 16, 128, "g"),
-    ("B2 T16384 H16 D128, g_gamma", 2, 16384, 16, 128, "gamma"),
-    ("B4 T4096 H24 D64, g", 4, 4096, 24, 64, "g"),
-    ("B1 T8192 H96 D128, g", 1, 8192, 96, 128, "g"),
-    ("B8 T1024 H8 D64, g", 8, 1024, 8, 64, "g"),
-    ("B2 T8192 H8 D256, g_gamma", 2, 8192, 8, 256, "gamma"),
+    ("B2 T16384 H16 D128, g", 2, 16384, 16, 128, "g", 0),
+    ("B2 T16384 H16 D128, g_gamma", 2, 16384, 16, 128, "gamma", 0),
+    ("B4 T4096 H24 D64, g", 4, 4096, 24, 64, "g", 0),
+    ("B1 T8192 H96 D128, g", 1, 8192, 96, 128, "g", 0),
+    ("B8 T1024 H8 D64, g", 8, 1024, 8, 64, "g", 0),
+    ("B2 T8192 H8 D256, g_gamma", 2, 8192, 8, 256, "gamma", 0),
+    ("B2 T8192 H8 D256, g", 2, 8192, 8, 256, "g", 0),
+    ("B4 T4096 H16 D192, g", 4, 4096, 16, 192, "g", 0),
+    ("packed 8 seqs T16384 H16 D128, g", 1, 16384, 16, 128, "g", 8),
+    ("B4 T4096 H16 D192, g_gamma", 4, 4096, 16, 192, "gamma", 0),
+    ("packed 8 seqs T16384 H16 D128, g_gamma", 1, 16384, 16, 128, "gamma", 8),
 ]
 
 
@@ -50,6 +57,8 @@ def main():
     parser.add_argument("--fla", action="store_true", help="fla's forward beside culina's, twice each, and its kernels' times")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--only", nargs="+", help="these shapes alone (their names, as in SHAPES)")
+    parser.add_argument("--train-gamma", action="store_true",
+                        help="forward+backward with g_gamma's gradient too (a trainable per-head decay)")
     args = parser.parse_args()
     import torch
 
@@ -59,28 +68,29 @@ def main():
     if args.fla:
         from fla.ops.simple_gla import chunk_simple_gla as fla
     rows = {}
-    for name, b, t, h, d, gates in SHAPES:
+    for name, b, t, h, d, gates, packed in SHAPES:
         if args.only and name not in args.only:
             continue
-        q, k, v, g, g_gamma, _ = make_inputs(torch, b, t, h, d, gates, 0, seed=t + d + h)
-        run = lambda: culina.chunk_simple_gla(q, k, v, g=g, g_gamma=g_gamma)  # noqa: E731
+        q, k, v, g, g_gamma, cu_seqlens = make_inputs(torch, b, t, h, d, gates, packed, seed=t + d + h)
+        run = lambda: culina.chunk_simple_gla(q, k, v, g=g, g_gamma=g_gamma, cu_seqlens=cu_seqlens)  # noqa: E731
         row = {}
         with torch.no_grad():
             row["fwd_ms"] = bench(run, 100)
             if fla is not None:
-                run_fla = lambda: fla(q, k, v, g=g, g_gamma=g_gamma)  # noqa: E731
+                run_fla = lambda: fla(q, k, v, g=g, g_gamma=g_gamma, cu_seqlens=cu_seqlens)  # noqa: E731
                 row["fla_fwd_ms"] = [bench(run_fla, 100), bench(run_fla, 100)]
                 row["fwd_ms_again"] = bench(run, 100)
                 row["fla_kernels_ms"] = kernel_times(torch, run_fla)
             row["kernels_ms"] = kernel_times(torch, run)
         leaves = [x.detach().clone().requires_grad_() for x in (q, k, v)]
         g_leaf = g.detach().clone().requires_grad_() if g is not None else None
+        gamma_leaf = g_gamma.detach().clone().requires_grad_(args.train_gamma) if g_gamma is not None else None
         do = torch.randn_like(v)
 
         def forward_backward():
             for x in leaves:
                 x.grad = None
-            culina.chunk_simple_gla(*leaves, g=g_leaf, g_gamma=g_gamma)[0].backward(do)
+            culina.chunk_simple_gla(*leaves, g=g_leaf, g_gamma=gamma_leaf, cu_seqlens=cu_seqlens)[0].backward(do)
 
         row["fwdbwd_ms"] = bench(forward_backward, 100)
         rows[name] = row
