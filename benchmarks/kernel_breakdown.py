@@ -16,19 +16,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from simple_gla_bench import bench, make_inputs  # noqa: E402
 
 # (name, B, T, H, D, gates, packed sequences): fla's registry shapes with per-token gates, a
-# short and a wide one, the head size where culina's forward trails fla's (BENCHMARKS.md), and
-# the shapes whose backward takes the two-pass path (packed sequences; D256 with gates' gradient).
+# short and a wide one, the head size where culina's forward trails fla's (BENCHMARKS.md), and a
+# row for each path a backward can take (the 96- and 64-column walks, the two-pass path of packed
+# sequences), each with both kinds of gate (--train-gamma adds the per-head gradient).
 SHAPES = [
     ("B2 T16384 H16 D128, g", 2, 16384, 16, 128, "g", 0),
     ("B2 T16384 H16 D128, g_gamma", 2, 16384, 16, 128, "gamma", 0),
     ("B4 T4096 H24 D64, g", 4, 4096, 24, 64, "g", 0),
     ("B1 T8192 H96 D128, g", 1, 8192, 96, 128, "g", 0),
     ("B8 T1024 H8 D64, g", 8, 1024, 8, 64, "g", 0),
-    ("B2 T8192 H8 D256, g_gamma", 2, 8192, 8, 256, "gamma", 0),
     ("B2 T8192 H8 D256, g", 2, 8192, 8, 256, "g", 0),
+    ("B2 T8192 H8 D256, g_gamma", 2, 8192, 8, 256, "gamma", 0),
     ("B4 T4096 H16 D192, g", 4, 4096, 16, 192, "g", 0),
-    ("packed 8 seqs T16384 H16 D128, g", 1, 16384, 16, 128, "g", 8),
     ("B4 T4096 H16 D192, g_gamma", 4, 4096, 16, 192, "gamma", 0),
+    ("packed 8 seqs T16384 H16 D128, g", 1, 16384, 16, 128, "g", 8),
     ("packed 8 seqs T16384 H16 D128, g_gamma", 1, 16384, 16, 128, "gamma", 8),
 ]
 
