@@ -83,17 +83,20 @@ def main():
                 row["fwd_ms_again"] = bench(run, 100)
                 row["fla_kernels_ms"] = kernel_times(torch, run_fla)
             row["kernels_ms"] = kernel_times(torch, run)
-        leaves = [x.detach().clone().requires_grad_() for x in (q, k, v)]
+        q_leaf, k_leaf, v_leaf = (x.detach().clone().requires_grad_() for x in (q, k, v))
         g_leaf = g.detach().clone().requires_grad_() if g is not None else None
         gamma_leaf = g_gamma.detach().clone().requires_grad_(args.train_gamma) if g_gamma is not None else None
+        trained = [x for x in (q_leaf, k_leaf, v_leaf, g_leaf, gamma_leaf) if x is not None and x.requires_grad]
         do = torch.randn_like(v)
 
         def forward_backward():
-            for x in leaves:
+            for x in trained:  # no gradient accumulates from one call to the next
                 x.grad = None
-            culina.chunk_simple_gla(*leaves, g=g_leaf, g_gamma=gamma_leaf, cu_seqlens=cu_seqlens)[0].backward(do)
+            culina.chunk_simple_gla(q_leaf, k_leaf, v_leaf, g=g_leaf, g_gamma=gamma_leaf,
+                                    cu_seqlens=cu_seqlens)[0].backward(do)
 
         row["fwdbwd_ms"] = bench(forward_backward, 100)
+        row["train_gamma"] = args.train_gamma and g_gamma is not None
         rows[name] = row
         print(name, json.dumps(row), flush=True)
     if args.json:

@@ -1,15 +1,18 @@
-"""A per-head gate's gradient, dL/dgamma (gamma added to every token's log gate), computed two ways
-in float64 with the roundings a 16-bit tensor-core backward makes (the states entering and
-leaving each 64-token chunk, and the attention-like matrix P, rounded to the dtype), against
-the exact value from the token-by-token recurrence:
+"""A per-head gate's gradient, d(loss)/d(gamma) with gamma added to every token's log gate a_t,
+computed two ways in float64 with the roundings a 16-bit tensor-core backward makes (the states
+entering and leaving each 64-token chunk, and the gated dP = scale e^(b_t - b_s) dO_t.v_s, rounded
+to the dtype), against the exact value from the token-by-token recurrence, the sum over t of
+<G_t, e^(a_t) S_(t-1)> (S_t the state, G_t the loss's gradient with respect to it, b_t the
+cumulative log gate):
 
 - gate dots: sum_t (t + 1)(q_t.dq_t - k_t.dk_t) + T <dS_T, S_T>, as culina (and fla, for its
   per-token dg) computes it from the chunked dq and dk; the weights grow with t and the terms
   cancel.
-- partition: the same sum split per chunk into four terms whose weights are local (at most 64):
-  (1) n_c e^{L_c} <G_c, S_c>, (2) sum_t (t - start + 1) e^{b_t - b_in} scale (q_t S_c).dO_t,
-  (3) sum_s (end - s) e^{b_end - b_s} k_s G_c v_s^T, (4) sum_{s<t} (t - s) P_ts (q_t.k_s),
-  with S_c the state entering chunk c and G_c the state's gradient leaving it.
+- partition: the same sum split per chunk c (tokens start .. last, n_c of them, b_in the
+  cumulative gate before it, L_c = b_last - b_in, S_c the state entering it, G_c the state's
+  gradient leaving it) into four terms whose weights are local (at most 64):
+  (1) n_c e^(L_c) <G_c, S_c>, (2) sum_t (t - start + 1) e^(b_t - b_in) scale (q_t S_c).dO_t,
+  (3) sum_s (last - s) e^(b_last - b_s) k_s G_c v_s^T, (4) sum_(s<t) (t - s) dP_ts (q_t.k_s).
 
 python benchmarks/per_head_gradient_emulation.py  (needs PyTorch; CPU only)
 """
@@ -57,7 +60,7 @@ def case(seed, dtype, T=600, D=64, scale=0.125):
         p = rounded(within * scale * (d_out[rows] @ v[rows].T))
         dq[rows] = p @ k[rows] + scale * torch.exp(bb - b_in)[:, None] * (d_out[rows] @ s_in.T)
         dk[rows] = p.T @ q[rows] + torch.exp(bb[-1] - bb)[:, None] * (v[rows] @ g_out.T)
-        partition += float(n * torch.exp(bb[-1] - b_in) * (g_out * entering[c]).sum())
+        partition += float(n * torch.exp(bb[-1] - b_in) * (g_out * s_in).sum())
         partition += float((torch.arange(1, n + 1) * scale * torch.exp(bb - b_in) *
                             ((q[rows] @ s_in) * d_out[rows]).sum(1)).sum())
         partition += float(((n - 1 - torch.arange(n)) * torch.exp(bb[-1] - bb) * ((k[rows] @ g_out) * v[rows]).sum(1)).sum())

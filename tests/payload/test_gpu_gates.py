@@ -28,9 +28,9 @@ GATE_GRADIENTS = ("dg",)
 # The per-head gradient sums dg over every token, where the terms largely cancel and the
 # 16-bit roundings of the states and of P do not: on the H200 (2026-11-27) its relative error on
 # small random problems ran from 1e-3 to 8e-2 (fp16) and 1e-2 to 0.3 (bf16). Giving the dq and dk
-# passes their states at twice the 16-bit precision left several cases above these tolerances
-# (BENCHMARKS.md, "On an H200"). Checked in float32 here; test_per_head_gradient_16bit marks the
-# open work.
+# passes each state as a 16-bit value plus its 16-bit remainder left several cases above
+# TOLERANCE (BENCHMARKS.md, "On an H200", which also says how local weights would fix it).
+# Checked in float32 here; test_per_head_gradient_16bit marks the open work.
 PER_HEAD_GRADIENTS = ("ddecay", "dg_gamma")
 # The gate dots alone, on inputs exact in the dtype: measured on the H100 up to 2.3e-7 (fp32),
 # 2.2e-4 (fp16) and 1.9e-3 (bf16).
