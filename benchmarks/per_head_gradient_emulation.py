@@ -13,6 +13,8 @@ cumulative log gate):
   gradient leaving it) into four terms whose weights are local (at most 64):
   (1) n_c e^(L_c) <G_c, S_c>, (2) sum_t (t - start + 1) e^(b_t - b_in) scale (q_t S_c).dO_t,
   (3) sum_s (last - s) e^(b_last - b_s) k_s G_c v_s^T, (4) sum_(s<t) (t - s) dP_ts (q_t.k_s).
+  The same four terms give each token's dL/da_t (the per-token dg) without the reverse sum over
+  every later token that the gate dots need; both are printed.
 
 python benchmarks/per_head_gradient_emulation.py  (needs PyTorch; CPU only)
 """
@@ -35,10 +37,10 @@ def case(seed, dtype, T=600, D=64, scale=0.125):
     states = [s0]  # S_{t-1} for t = 0 .. T
     for t in range(T):
         states.append(lam[t] * states[-1] + torch.outer(k[t], v[t]))
-    grad, exact = d_final.clone(), 0.0
+    grad, exact = d_final.clone(), torch.zeros(T, dtype=torch.float64)
     for t in reversed(range(T)):  # dL/da_t = <G_t, lam_t S_{t-1}>
         grad = grad + scale * torch.outer(q[t], d_out[t])
-        exact += float((grad * lam[t] * states[t]).sum())
+        exact[t] = (grad * lam[t] * states[t]).sum()
         grad = lam[t] * grad
     starts = list(range(0, T, CHUNK))
     entering = [states[s] for s in starts]
@@ -49,7 +51,8 @@ def case(seed, dtype, T=600, D=64, scale=0.125):
             grad = lam[t] * (grad + scale * torch.outer(q[t], d_out[t]))
     leaving.reverse()
 
-    dq, dk, partition = torch.zeros(T, D, dtype=torch.float64), torch.zeros(T, D, dtype=torch.float64), 0.0
+    dq, dk = torch.zeros(T, D, dtype=torch.float64), torch.zeros(T, D, dtype=torch.float64)
+    partition = torch.zeros(T, dtype=torch.float64)  # each token's dL/da_t from the four local terms
     for c, start in enumerate(starts):
         end = min(T, start + CHUNK)
         rows, n = slice(start, end), end - start
@@ -60,24 +63,29 @@ def case(seed, dtype, T=600, D=64, scale=0.125):
         p = rounded(within * scale * (d_out[rows] @ v[rows].T))
         dq[rows] = p @ k[rows] + scale * torch.exp(bb - b_in)[:, None] * (d_out[rows] @ s_in.T)
         dk[rows] = p.T @ q[rows] + torch.exp(bb[-1] - bb)[:, None] * (v[rows] @ g_out.T)
-        partition += float(n * torch.exp(bb[-1] - b_in) * (g_out * s_in).sum())
-        partition += float((torch.arange(1, n + 1) * scale * torch.exp(bb - b_in) *
-                            ((q[rows] @ s_in) * d_out[rows]).sum(1)).sum())
-        partition += float(((n - 1 - torch.arange(n)) * torch.exp(bb[-1] - bb) * ((k[rows] @ g_out) * v[rows]).sum(1)).sum())
-        distance = (torch.arange(n)[:, None] - torch.arange(n)[None, :]).double()
-        partition += float((distance * p * (q[rows] @ k[rows].T)).sum())
+        # (1) for every token of the chunk; (2) the tokens from t on; (3) those before t; (4) the
+        # pairs s < t <= t' (pair terms m[t', s]).
+        inter_q = scale * torch.exp(bb - b_in) * ((q[rows] @ s_in) * d_out[rows]).sum(1)
+        inter_k = torch.exp(bb[-1] - bb) * ((k[rows] @ g_out) * v[rows]).sum(1)
+        m = (p * (q[rows] @ k[rows].T)).tril(-1)
+        from_t_on = m.flip(0).cumsum(0).flip(0)  # [t, s]: the sum over t' >= t of m[t', s]
+        partition[rows] = (torch.exp(bb[-1] - b_in) * (g_out * s_in).sum() + inter_q.flip(0).cumsum(0).flip(0)
+                           + inter_k.cumsum(0) - inter_k + (from_t_on.tril(-1)).sum(1))
     dots = (q * dq).sum(1) - (k * dk).sum(1)
-    gate_dots = float((torch.arange(1, T + 1) * dots).sum() + T * (d_final * states[-1]).sum())
+    gate_dots = dots.flip(0).cumsum(0).flip(0) + (d_final * states[-1]).sum()  # as culina's gate_gradient
     return exact, gate_dots, partition
 
 
 def main():
-    print("dtype     seed  exact        gate dots (rel err)  partition (rel err)")
+    relative = lambda got, want: float((got - want).norm() / want.norm())  # noqa: E731
+    print("                       per-head gradient (rel err)     per-token dg (rel err)")
+    print("dtype     seed  exact   gate dots     partition        gate dots     partition")
     for dtype in (torch.float64, torch.float16, torch.bfloat16):
         for seed in range(4):
             exact, gate_dots, partition = case(seed, dtype)
-            print(f"{str(dtype)[6:]:9s} {seed:4d}  {exact:11.4f}  {abs(gate_dots - exact) / abs(exact):19.2e}  "
-                  f"{abs(partition - exact) / abs(exact):19.2e}")
+            head = [abs(float(x.sum() - exact.sum())) / abs(float(exact.sum())) for x in (gate_dots, partition)]
+            print(f"{str(dtype)[6:]:9s} {seed:4d}  {float(exact.sum()):7.2f} {head[0]:10.2e}  {head[1]:12.2e}"
+                  f"  {relative(gate_dots, exact):15.2e}  {relative(partition, exact):12.2e}")
 
 
 if __name__ == "__main__":
