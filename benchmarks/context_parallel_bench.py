@@ -34,21 +34,23 @@ def make_inputs(torch, tokens: int, heads: int, head_size: int, gates: str, devi
     return q, k, v, g, g_gamma
 
 
+def event_ms(torch, dist, run, together: bool) -> float:
+    """The CUDA-event time of one run() in ms, started on an idle device; together: every rank
+    starts it at once (a barrier first)."""
+    torch.cuda.synchronize()
+    if together:
+        dist.barrier()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    run()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end)
+
+
 def timed_ms(torch, dist, run, reps: int, together: bool) -> float:
-    """The median CUDA-event time of run() in ms; together: every rank starts each run at once."""
-    times = []
-    for rep in range(reps + 2):
-        torch.cuda.synchronize()
-        if together:
-            dist.barrier()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        run()
-        end.record()
-        torch.cuda.synchronize()
-        if rep >= 2:
-            times.append(start.elapsed_time(end))
-    return statistics.median(times)
+    """The median event_ms of run() over `reps` runs after 2 warm-up runs."""
+    return statistics.median([event_ms(torch, dist, run, together) for _ in range(reps + 2)][2:])
 
 
 def runs(torch, attention, inputs):
@@ -82,15 +84,11 @@ def collective_share(torch, dist, run, profiled: int = 3) -> float:
     shares = []
     for attempt in range(profiled + 1):
         torch.cuda.synchronize()
-        dist.barrier()
+        dist.barrier()  # outside the profile: the barrier's own NCCL kernel is not the run's
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            run()
-            end.record()
-            torch.cuda.synchronize()
+            run_ms = event_ms(torch, dist, run, together=False)
         nccl_us = sum(event.self_device_time_total for event in prof.key_averages() if "nccl" in event.key.lower())
-        share = torch.tensor([nccl_us / 1e3 / start.elapsed_time(end)], device="cuda")
+        share = torch.tensor([nccl_us / 1e3 / run_ms], device="cuda")
         dist.all_reduce(share, op=dist.ReduceOp.MAX)
         if attempt:
             shares.append(share.item())

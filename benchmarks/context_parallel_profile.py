@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "package"))  # the in-place build
-from context_parallel_bench import make_inputs  # noqa: E402
+from context_parallel_bench import event_ms, make_inputs  # noqa: E402
 
 
 def main() -> int:
@@ -45,14 +45,7 @@ def main() -> int:
         for name, run in calls.items():
             for _ in range(3):
                 run()
-            torch.cuda.synchronize()
-            dist.barrier()
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            run()
-            end.record()
-            torch.cuda.synchronize()
-            print(f"rank {rank} {name}: {start.elapsed_time(end):.3f} ms", flush=True)
+            print(f"rank {rank} {name}: {event_ms(torch, dist, run, together=True):.3f} ms", flush=True)
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             calls["distributed"]()
             torch.cuda.synchronize()
