@@ -280,6 +280,7 @@ py::dict device_dict(const culina::gpu::DeviceInfo& d) {
   info["capability"] = py::make_tuple(d.major, d.minor);
   info["supported"] = d.supported;
   info["binary_version"] = d.binary_version;
+  info["arch_specific_version"] = d.arch_specific_version;
   info["error"] = d.error;
   return info;
 }
@@ -349,6 +350,7 @@ void define_module(py::module_& m) {
   m.def("driver_version", &culina::gpu::driver_version);
   m.def("nvml_report", &nvml_report);
   m.def("device_count", &culina::gpu::device_count);
+  m.def("set_arch_specific_kernels", &culina::gpu::set_arch_specific_kernels, py::arg("enabled"));
   m.def("device", [](int ordinal) { return device_dict(culina::gpu::device(ordinal)); }, py::arg("ordinal"));
   m.def("devices", [] {
     py::list out;

@@ -21,6 +21,7 @@ int driver_version() { return 0; }
 int device_count() { return 0; }
 DeviceInfo device(int) { refuse_gpu_work(); }
 std::vector<DeviceInfo> devices() { return {}; }
+void set_arch_specific_kernels(bool) {}
 size_t workspace_bytes(const Problem&, int) { return 0; }
 size_t backward_workspace_bytes(const Problem&, int) { return 0; }
 std::string kernel_path(const Problem&, int) { refuse_gpu_work(); }

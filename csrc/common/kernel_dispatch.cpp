@@ -43,19 +43,21 @@ bool tensor_core_takes(Elements elements, const Pass& pass) {
 
 const std::vector<FamilyRule>& kernel_families() {
   static const std::vector<FamilyRule> families = {
+      // The portable tensor-core passes with pass 1 on wgmma: the same passes taken.
+      {KernelFamily::kHopper, "hopper", "sm_90a", 0, 90, tensor_core_takes},
       {KernelFamily::kTensorCore, "tensor-core", "sm_80+", 80, 0, tensor_core_takes},
       {KernelFamily::kGeneric, "generic", "any", 0, 0, takes_every_pass},
   };
   return families;
 }
 
-std::vector<const FamilyRule*> families_for(int binary_version, Elements elements, const Pass& pass,
+std::vector<const FamilyRule*> families_for(DeviceCode code, Elements elements, const Pass& pass,
                                             const std::vector<FamilyRule>& table) {
   std::vector<const FamilyRule*> out;
   for (const FamilyRule& rule : table) {
-    const bool code = rule.only_binary_version ? binary_version == rule.only_binary_version
-                                               : binary_version >= rule.min_binary_version;
-    if (code && rule.takes(elements, pass)) out.push_back(&rule);
+    const bool runs = rule.only_binary_version ? code.arch_specific_version == rule.only_binary_version
+                                               : code.binary_version >= rule.min_binary_version;
+    if (runs && rule.takes(elements, pass)) out.push_back(&rule);
   }
   return out;
 }

@@ -19,6 +19,9 @@ struct DeviceInfo {
   bool supported = false;
   // Architecture of the code the device would run (e.g. 90), or 0 when unsupported.
   int binary_version = 0;
+  // Architecture of the arch-specific code it would run: 90 where this binary holds sm_90a code
+  // and the device is compute capability 9.0, else 0.
+  int arch_specific_version = 0;
   // CUDA's own reason when the device cannot run this binary.
   std::string error;
 };
@@ -40,6 +43,10 @@ int device_count();
 // One device (an ordinal below device_count()), asked once and then remembered. Asking creates
 // the device's primary context, so a call asks only about the device it runs on.
 DeviceInfo device(int ordinal);
+// Whether passes may run on arch-specific kernel families (common/kernel_dispatch.h: the Hopper
+// kernels) where the device runs their code: on unless switched off (CULINA_KERNELS=portable),
+// which runs every pass on the portable kernels; process-wide, read at each call.
+void set_arch_specific_kernels(bool enabled);
 // Every device: a context on each (`python -m culina info` only).
 std::vector<DeviceInfo> devices();
 // Device scratch memory the problem needs on `device` (0 when the path chosen needs none);

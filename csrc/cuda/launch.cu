@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -14,6 +15,7 @@
 
 #include "common/kernel_dispatch.h"
 #include "cuda/api.h"
+#include "cuda/hopper/hopper_kernels.h"
 #include "cuda/kernels.h"
 #include "cuda/mma_common.cuh"
 
@@ -95,6 +97,11 @@ DeviceInfo describe(int ordinal) {
     cudaGetLastError();  // the failed lookup is an answer, not a sticky error
     info.error = std::string(cudaGetErrorName(err)) + ": " + cudaGetErrorString(err);
   }
+  cudaFuncAttributes hopper{};
+  if (info.supported && hopper_kernel_attributes(&hopper) == cudaSuccess)
+    info.arch_specific_version = hopper.binaryVersion;
+  else
+    cudaGetLastError();  // no sm_90a code for this device: an answer as well
   return info;
 }
 
@@ -121,7 +128,9 @@ const DeviceFacts& facts_of(int device) {
   return known.emplace(device, std::move(facts)).first->second;
 }
 
-// The kernel family that runs a pass on a device, and the tensor-core family's plan.
+std::atomic<bool> arch_specific_kernels{true};  // set_arch_specific_kernels
+
+// The kernel family that runs a pass on a device, and the tensor-core families' plan.
 struct Choice {
   const FamilyRule* family;
   std::optional<MmaPlan> plan;
@@ -131,9 +140,12 @@ struct Choice {
 // runs (its binary version, not its compute capability: PTX of an older target JIT-compiles to
 // that target) whose plan fits: the tensor-core family's working set in one block's shared
 // memory and its workspace in `workspace_limit` bytes (the caller's).
+// The Hopper family runs the tensor-core plan (its pass 1 needs no more shared memory than the
+// portable one's).
 Choice choose(const Problem& problem, const Pass& pass, const DeviceFacts& facts, size_t workspace_limit) {
-  for (const FamilyRule* family : families_for(facts.info.binary_version, problem.elements, pass)) {
-    if (family->family != KernelFamily::kTensorCore) return {family, std::nullopt};
+  const DeviceCode code{facts.info.binary_version, arch_specific_kernels ? facts.info.arch_specific_version : 0};
+  for (const FamilyRule* family : families_for(code, problem.elements, pass)) {
+    if (family->family == KernelFamily::kGeneric) return {family, std::nullopt};
     std::optional<MmaPlan> plan = plan_mma(problem, pass, facts.multiprocessors, size_t(facts.shared_per_block_optin));
     if (plan && plan->workspace <= workspace_limit) return {family, plan};
   }
@@ -185,7 +197,8 @@ void run_pass(const Problem& problem, const Pass& pass, const DeviceFacts& facts
   params.early_launch = facts.info.binary_version >= 90;
   for (int64_t h = 0; h < problem.heads; ++h) params.log2_decay[h] = std::log2(problem.decay_of(h));
 
-  const std::optional<MmaPlan> plan = choose(problem, pass, facts, problem.workspace_bytes).plan;
+  const Choice choice = choose(problem, pass, facts, problem.workspace_bytes);
+  const std::optional<MmaPlan>& plan = choice.plan;
   const bool mma = plan.has_value();
   if (mma) {
     char* workspace = static_cast<char*>(problem.workspace);
@@ -205,7 +218,8 @@ void run_pass(const Problem& problem, const Pass& pass, const DeviceFacts& facts
       params.state_progress = reinterpret_cast<int*>(workspace + plan->state_progress_at);
   }
   const int sequences = int(problem.sequences());
-  const cudaError_t err = mma ? launch_mma(params, sequences, problem.elements, stream)
+  const cudaError_t err = mma ? launch_mma(params, sequences, problem.elements, stream,
+                                           choice.family->family == KernelFamily::kHopper)
                               : launch_generic(params, sequences, problem.elements.storage, stream);
   check(err, mma ? "launching the tensor-core kernels" : "launching the generic kernel");
 }
@@ -257,6 +271,8 @@ int device_count() {
 }
 
 DeviceInfo device(int ordinal) { return facts_of(ordinal).info; }
+
+void set_arch_specific_kernels(bool enabled) { arch_specific_kernels = enabled; }
 
 std::vector<DeviceInfo> devices() {
   std::vector<DeviceInfo> out;

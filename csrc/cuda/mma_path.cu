@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "cuda/hopper/hopper_kernels.h"
 #include "cuda/kernels.h"
 #include "cuda/mma_common.cuh"
 
@@ -22,10 +23,12 @@ using mma::padded_head_size;
 constexpr int kMinSegmentChunks = 8;
 
 template <typename T, typename S>
-cudaError_t launch_passes(const KernelParams& params, int sequences, cudaStream_t stream) {
+cudaError_t launch_passes(const KernelParams& params, int sequences, cudaStream_t stream, bool hopper) {
   const bool gates = params.chunk_gates != nullptr, states = !params.fused || params.segments > 1;
   cudaError_t err = gates ? launch_chunk_gates(params, sequences, stream) : cudaSuccess;
-  if (err == cudaSuccess && states) err = launch_chunk_states<T, S>(params, sequences, stream, gates);
+  if (err == cudaSuccess && states)
+    err = hopper ? launch_hopper_chunk_states<T, S>(params, sequences, stream, gates)
+                 : launch_chunk_states<T, S>(params, sequences, stream, gates);
   // The fused pass joins the segments' end states itself (chunk_walk_mma.cu).
   if (err == cudaSuccess && params.segments > 1 && !params.fused) err = launch_segment_scan(params, sequences, stream);
   if (err != cudaSuccess) return err;
@@ -118,13 +121,14 @@ std::optional<MmaPlan> plan_mma(const Problem& problem, const Pass& pass, int mu
 }
 
 // The pairs the dispatch table's tensor_core_takes admits.
-cudaError_t launch_mma(const KernelParams& params, int sequences, Elements elements, cudaStream_t stream) {
+cudaError_t launch_mma(const KernelParams& params, int sequences, Elements elements, cudaStream_t stream,
+                       bool hopper) {
   if (elements.compute == DType::kFloat16 && elements.storage == DType::kFloat16)
-    return launch_passes<__half, __half>(params, sequences, stream);
+    return launch_passes<__half, __half>(params, sequences, stream, hopper);
   if (elements.compute == DType::kBFloat16 && elements.storage == DType::kBFloat16)
-    return launch_passes<__nv_bfloat16, __nv_bfloat16>(params, sequences, stream);
+    return launch_passes<__nv_bfloat16, __nv_bfloat16>(params, sequences, stream, hopper);
   if (elements.compute == DType::kBFloat16 && elements.storage == DType::kFloat32)
-    return launch_passes<__nv_bfloat16, float>(params, sequences, stream);
+    return launch_passes<__nv_bfloat16, float>(params, sequences, stream, hopper);
   return cudaErrorInvalidValue;
 }
 

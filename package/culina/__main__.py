@@ -88,14 +88,18 @@ def float32_rule_text(rule: dict) -> str:
 def gather() -> dict:
     record = _build.build_record()
     driver = _C.driver_version()
+    kernels = _api.apply_kernel_choice()
     devices = []
     for info in _C.devices():
         major, minor = info["capability"]
         entry = {"index": info["ordinal"], "name": info["name"], "capability": f"{major}.{minor}",
                  "supported": info["supported"]}
         if info["supported"]:
-            bv = info["binary_version"]
+            bv, arch_specific = info["binary_version"], info["arch_specific_version"]
             entry["runs"] = f"sm_{bv} code" if bv else "unknown"
+            if arch_specific:
+                entry["runs"] += f" and sm_{arch_specific}a code" + (" (off: CULINA_KERNELS=portable)"
+                                                                      if kernels == "portable" else "")
             entry["kernel_paths"] = kernel_paths(info["ordinal"])
         else:
             entry["reason"] = info["error"]

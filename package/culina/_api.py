@@ -8,12 +8,13 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+import os
 import typing
 
 import numpy as np
 
 from . import _C, _build, _frameworks
-from .errors import ArgumentError, ArgumentTypeError, UnsupportedDeviceError
+from .errors import ArgumentError, ArgumentTypeError, CulinaError, UnsupportedDeviceError
 
 MAX_HEAD_DIM = _C.MAX_HEAD_DIM
 MAX_HEADS = _C.MAX_HEADS
@@ -431,6 +432,31 @@ def _run_cpu(arrays: dict, decay, scale, output_final_state, layout):
     return (out, final) if output_final_state else out
 _ready_devices: set = set()
 
+# Which kernel families GPU calls may run, read once, before the first: `auto` lets a device
+# run the kernels built for its architecture alone (Hopper's sm_90a kernels on compute
+# capability 9.0) where this binary holds them; `portable` runs every pass on the kernels every
+# GPU shares (for comparing the two, or working around a defect in one).
+KERNELS_SETTING = "CULINA_KERNELS"
+KERNELS_CHOICES = ("auto", "portable")
+
+
+def kernel_choice(environ: typing.Mapping[str, str]) -> str:
+    """CULINA_KERNELS in `environ` as one of KERNELS_CHOICES (unset or empty: auto)."""
+    raw = environ.get(KERNELS_SETTING, "")
+    value = raw.strip().lower() or "auto"
+    if value not in KERNELS_CHOICES:
+        raise CulinaError(f"{KERNELS_SETTING}={raw!r} is not understood",
+                          f"set it to {' or '.join(KERNELS_CHOICES)}, or unset it (auto)")
+    return value
+
+
+@functools.cache
+def apply_kernel_choice() -> str:
+    """Reads CULINA_KERNELS once and hands the extension its value."""
+    choice = kernel_choice(os.environ)
+    _C.set_arch_specific_kernels(choice == "auto")
+    return choice
+
 
 def ready_device(device: int) -> None:
     """Raises UnsupportedDeviceError unless this culina can run on CUDA device `device`. CUDA's
@@ -438,6 +464,7 @@ def ready_device(device: int) -> None:
     so later calls cost a set lookup."""
     if device in _ready_devices:
         return
+    apply_kernel_choice()
     if not _C.built_with_cuda():
         raise _unsupported(device, "this culina was built without CUDA (no nvcc at build time)")
     driver_problem = _build.driver_problem(_C.driver_version())

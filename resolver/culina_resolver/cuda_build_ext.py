@@ -255,6 +255,20 @@ class CudaExtension(Extension):
         self.source_flags = dict(source_flags or {})
 
 
+def arch_specific_targets(folders: dict[str, str], sass: list[Arch]) -> dict[str, Arch]:
+    """The folders of `folders` (the project's arch_specific_sources: folder -> "9.0a") that a
+    build of SASS `sass` compiles for their target: those whose target's base architecture is
+    listed. Their .cu files are compiled for that target alone, with the macro <prefix>SM90A
+    defined so that their host code knows; elsewhere they are compiled as the other sources and
+    hold no code for it."""
+    out = {}
+    for folder, label in folders.items():
+        (target,) = adapter_settings.arch_list(label)
+        if any(a.digits == target.arch.digits for a in sass):
+            out[folder] = target.arch
+    return out
+
+
 class CudaBuildExt(build_ext):
     """build_ext for extensions whose sources mix .cpp and .cu files."""
 
@@ -286,6 +300,7 @@ class CudaBuildExt(build_ext):
                   "resolver": dict(decision.document) if decision else None,
                   "cache_root": str(helper_build.cache_root(settings)) if decision else None}
         nvcc_flags: list[str] = []
+        special_flags: dict[str, list[str]] = {}  # folder -> nvcc flags of its arch-specific build
         if cpu_only:
             say("building the CPU-only module, as the resolver decided")
             ext.define_macros.append((cpu_only_macro, "1"))
@@ -300,12 +315,18 @@ class CudaBuildExt(build_ext):
             say(f"nvcc {toolkit.full_version} at {toolkit.nvcc} (from {toolkit.source}); SASS {[a.label for a in sass]}, "
                 f"PTX {[a.label for a in ptx]}")
             nvcc_flags = cuda_flags(ext, sass, ptx)
+            special = arch_specific_targets(settings.project.arch_specific_sources, sass)
+            for folder, arch in special.items():
+                say(f"{folder}: SASS {arch.label} only (its kernels are written for it)")
+                special_flags[folder] = [*cuda_flags(ext, [arch], []), f"-D{settings.var('SM' + arch.digits + arch.suffix.upper())}"]
             ext.extra_link_args += [str(toolkit.cudart_static()), "-lrt", "-lpthread", "-ldl"]
+            all_sass = [*sass, *[a for a in special.values() if a not in sass]]
             record.update(variant=cuda_facts.variant_label(toolkit.version), cpu_only=False,
                           cuda_version=toolkit.version, nvcc_version=toolkit.full_version, nvcc=str(toolkit.nvcc),
                           toolkit_source=toolkit.source,
-                          sass_archs=[a.label for a in sass], ptx_archs=[a.label for a in ptx])
-        objects = self._compile(ext, cpp_sources, cu_sources if toolkit else [], toolkit, nvcc_flags, settings)
+                          sass_archs=[a.label for a in all_sass], ptx_archs=[a.label for a in ptx])
+        objects = self._compile(ext, cpp_sources, cu_sources if toolkit else [], toolkit, nvcc_flags, special_flags,
+                                settings)
         # Every object is built above; setuptools only links them.
         ext.depends = [*ext.depends, *ext.sources]
         ext.sources, ext.extra_objects = [], [*objects, *ext.extra_objects]
@@ -326,10 +347,11 @@ class CudaBuildExt(build_ext):
             target = Path(build_py.get_package_dir(package), BUILD_RECORD)
             self.copy_file(str(source), str(target), level=self.verbose)
 
-    def _compile(self, ext, cpp_sources, cu_sources, toolkit, nvcc_flags, settings) -> list[str]:
+    def _compile(self, ext, cpp_sources, cu_sources, toolkit, nvcc_flags, special_flags, settings) -> list[str]:
         """Objects for every source, compiling only those older than their inputs; the C++ and
-        CUDA files share one job pool (compile_pool)."""
-        headers = [str(p) for d in ext.include_dirs for p in Path(d).rglob("*.h")]
+        CUDA files share one job pool (compile_pool). A .cu file under a folder of `special_flags`
+        takes that folder's flags instead of `nvcc_flags`."""
+        headers = [str(p) for d in ext.include_dirs for pattern in ("*.h", "*.cuh") for p in Path(d).rglob(pattern)]
         newest_header = max((os.path.getmtime(p) for p in headers), default=0.0)
         ccache = compile_pool.ccache_prefix()
         if ccache:
@@ -357,14 +379,14 @@ class CudaBuildExt(build_ext):
                                  debug=self.debug, extra_postargs=flags, depends=ext.depends)
             jobs.append(compile_pool.CompileJob(src, compile_cpp))
         if cu_sources:
-            cuda_dir = Path(self.build_temp) / "cuda" / _tag([str(toolkit.nvcc), *nvcc_flags])
             for src in sorted(cu_sources, key=os.path.getsize, reverse=True):
-                obj = cuda_dir / Path(src).with_suffix(".o")
+                flags = next((f for folder, f in special_flags.items() if src.startswith(folder)), nvcc_flags)
+                obj = Path(self.build_temp) / "cuda" / _tag([str(toolkit.nvcc), *flags]) / Path(src).with_suffix(".o")
                 objects.append(str(obj))
                 if not _stale(src, obj, newest_header):
                     say(f"up to date: {src}")
                     continue
-                command = [*ccache, str(toolkit.nvcc), *nvcc_flags, "-c", src, "-o", str(obj)]
+                command = [*ccache, str(toolkit.nvcc), *flags, "-c", src, "-o", str(obj)]
                 jobs.append(compile_pool.CompileJob(src, lambda src=src, command=command: _run_nvcc(src, command)))
         try:
             compile_pool.run_all(jobs)

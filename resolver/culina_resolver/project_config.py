@@ -91,6 +91,10 @@ class ProjectConfig:
     # CUDA major -> the list a release wheel carries (<prefix>CUDA_ARCHS=all)
     release_archs: dict[int, str] = dataclasses.field(hash=False)
     table: str = "[tool.culina-resolver]"  # where these came from, for messages
+    # A folder of .cu sources -> the one arch-specific target its kernels are written for
+    # ("csrc/cuda/hopper/" -> "9.0a"): built for that target alone wherever a build's list holds
+    # its base architecture (cuda_build_ext.arch_specific_targets).
+    arch_specific_sources: dict[str, str] = dataclasses.field(default_factory=dict, hash=False)
 
     @classmethod
     def load(cls, root: Path) -> "ProjectConfig":
@@ -120,9 +124,16 @@ class ProjectConfig:
         if not isinstance(archs, dict) or not all(str(k).isdigit() and isinstance(v, str) for k, v in archs.items()):
             raise ConfigError(f"{path}: {table} release_archs = {archs!r} must be a table of CUDA major to list, "
                               f'e.g. [{table[1:-1]}.release_archs] "13" = "7.5;8.0;12.0+PTX"')
+        special = tool.get("arch_specific_sources", {})
+        if not isinstance(special, dict) or not all(
+                isinstance(folder, str) and folder.endswith("/") and isinstance(arch, str)
+                and re.fullmatch(r"\d+\.\da", arch) for folder, arch in special.items()):
+            raise ConfigError(f"{path}: {table} arch_specific_sources = {special!r} must be a table of source folder "
+                              f'(ending in "/") to one arch-specific target, e.g. [{table[1:-1]}.arch_specific_sources] '
+                              '"csrc/cuda/hopper/" = "9.0a"')
         return cls(name, project["version"], extension, prefix, release_base(path, table, tool["release_url"],
                                                                              project["version"]),
-                   {int(major): value for major, value in archs.items()}, table)
+                   {int(major): value for major, value in archs.items()}, table, dict(special))
 
     @property
     def package(self) -> str:

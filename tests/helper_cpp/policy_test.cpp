@@ -117,6 +117,16 @@ const PolicyCase kCases[] = {
      {"GPU 0 (9.0) via sm_90a SASS"}, {}},
     {"sm90a_only_wheel_on_10_0", {"10.0"}, "13.0", "13.0", {wheel("cu130", "13.0", {"sm_90a"}, {})}, "auto", Action::build_local, "",
      {"GPU 0 (10.0) not covered: binary has sm_90a"}, {"10.0"}},
+    // The release's fat wheel: Hopper's own kernels as sm_90a beside the portable list, which
+    // still serves every other GPU.
+    {"fat_wheel_with_sm90a_on_9_0", {"9.0"}, "13.0", "", {wheel("cu130", "13.0", {"sm_80", "sm_90", "sm_90a", "sm_100", "sm_120"}, {"compute_120"})},
+     "auto", Action::install_wheel, "cu130", {"GPU 0 (9.0) via sm_90"}, {}},
+    {"fat_wheel_with_sm90a_on_8_6", {"8.6"}, "13.0", "", {wheel("cu130", "13.0", {"sm_80", "sm_90", "sm_90a", "sm_100", "sm_120"}, {"compute_120"})},
+     "auto", Action::install_wheel, "cu130", {"GPU 0 (8.6) via sm_80 SASS"}, {}},
+    {"fat_wheel_with_sm90a_on_10_0", {"10.0"}, "13.0", "", {wheel("cu130", "13.0", {"sm_80", "sm_90", "sm_90a", "sm_100", "sm_120"}, {"compute_120"})},
+     "auto", Action::install_wheel, "cu130", {"GPU 0 (10.0) via sm_100 SASS"}, {}},
+    {"fat_wheel_with_sm90a_on_12_0", {"12.0"}, "13.0", "", {wheel("cu130", "13.0", {"sm_80", "sm_90", "sm_90a", "sm_100", "sm_120"}, {"compute_120"})},
+     "auto", Action::install_wheel, "cu130", {"GPU 0 (12.0) via sm_120 SASS"}, {}},
     {"sm120f_on_12_1", {"12.1"}, "13.0", "", {wheel("cu130", "13.0", {"sm_100f", "sm_120f"}, {})}, "auto", Action::install_wheel,
      "cu130", {"GPU 0 (12.1) via sm_120f SASS"}, {"12.1"}},
     {"sm121f_not_on_12_0", {"12.0"}, "13.0", "", {wheel("cu130", "13.0", {"sm_121f"}, {})}, "auto", Action::error, "",

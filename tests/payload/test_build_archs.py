@@ -67,3 +67,16 @@ def test_rejected_with_variable_value_and_accepted_forms(value, why):
 def test_cuda13_refuses_pre_turing():
     with pytest.raises(adapter.BuildError, match=r"'7.0': CUDA 13 targets 7.5 and newer only"):
         adapter.parse_archs("7.0", TOOLKIT)
+
+
+@pytest.mark.parametrize("value,expected", [
+    ("8.0;9.0;10.0+PTX", {"csrc/cuda/hopper/": "9.0a"}),
+    ("9.0a", {"csrc/cuda/hopper/": "9.0a"}),
+    ("9.0", {"csrc/cuda/hopper/": "9.0a"}),
+    ("8.0;8.6;12.0+PTX", {}),
+    ("10.0", {}),
+])
+def test_arch_specific_folders_build_for_their_target_where_its_base_is_listed(value, expected):
+    sass, _ = adapter.parse_archs(value, TOOLKIT)
+    targets = adapter.arch_specific_targets({"csrc/cuda/hopper/": "9.0a"}, sass)
+    assert {folder: arch.label for folder, arch in targets.items()} == expected

@@ -39,9 +39,11 @@ def test_one_labelled_manylinux_wheel_named_after_its_toolkit(release, toolkit):
 def test_architectures_in_the_binary_match_the_manifest_and_the_request(release, toolkit):
     entry, = release.manifest["wheels"]
     read = binary_archs.wheel_archs(only_wheel(release), binary_archs.find_cuobjdump(toolkit.root), "culina._C")
-    assert read == (entry["sass"], entry["ptx"]) == (["sm_90"], [])
+    # sm_90 from the list, sm_90a from the Hopper kernels' folder (pyproject's arch_specific_sources).
+    assert read == (entry["sass"], entry["ptx"]) == (["sm_90", "sm_90a"], [])
     assert entry["cuda"] == toolkit.version
     assert "nvidia :: sm_arch :: 90_real" in entry["variant_properties"]
+    assert "nvidia :: sm_arch :: 90a_real" in entry["variant_properties"]
 
 
 def test_manifest_hash_and_size_are_the_wheels(release):

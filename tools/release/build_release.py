@@ -129,10 +129,13 @@ def python_tag(python: str, project: Project) -> str:
 
 
 def requested_archs(archs: str, toolkit: adapter.Toolkit, config: ProjectConfig) -> tuple[list[str], list[str]]:
+    """The SASS and PTX targets a module built from `archs` holds: the list's, and the
+    arch-specific targets of the project's arch_specific_sources that the list brings in."""
     try:
         sass, ptx = adapter.parse_archs(archs, toolkit, config)
     except adapter.BuildError as error:
         raise ReleaseError(f"--archs: {error}") from None
+    sass += [a for a in adapter.arch_specific_targets(config.arch_specific_sources, sass).values() if a not in sass]
     return [f"sm_{a.digits}{a.suffix}" for a in sass], [f"compute_{a.digits}{a.suffix}" for a in ptx]
 
 

@@ -1,0 +1,23 @@
+// The Hopper family's launchers (sm_90a code; common/kernel_dispatch.h's "hopper" row). Its
+// sources are built for sm_90a alone, and only where the build's architectures include 9.0
+// (the build defines CULINA_SM90A for them then); elsewhere they compile to kernels that are
+// never launched, and hopper_kernel_attributes says so.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "cuda/kernels.h"
+
+namespace culina::gpu {
+
+// Attributes of a Hopper kernel on the current device: an error (cudaErrorNoKernelImageForDevice)
+// where this binary holds no sm_90a code or the device is not compute capability 9.0.
+cudaError_t hopper_kernel_attributes(cudaFuncAttributes* attributes);
+
+// The tensor-core path's pass 1 (kernels.h: launch_chunk_states) on wgmma: the same grid,
+// workspace and results.
+size_t hopper_states_shared_bytes(bool fused);
+template <typename T, typename S>
+cudaError_t launch_hopper_chunk_states(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own);
+
+}  // namespace culina::gpu

@@ -1,0 +1,92 @@
+"""Hopper's own kernels (the "hopper" family: the tensor-core passes with pass 1 on wgmma, sm_90a
+code) against the portable family on the same inputs, on a device that runs them; and the switch
+that turns them off (CULINA_KERNELS=portable). The rest of the GPU tests run whichever family
+the device takes, so running them once as they are and once with CULINA_KERNELS=portable covers
+both families against the float64 reference."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import culina
+from culina import _api, _C
+
+torch = pytest.importorskip("torch", reason="the GPU kernel checks use PyTorch tensors, which is not installed")
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available() or _C.device_count() == 0
+                                or _C.device(0)["arch_specific_version"] != 90,
+                                reason="needs a compute capability 9.0 GPU and a build with sm_90a code")
+
+# (B, T, H, D, gates, packed sequences, dtype): fused runs (one segment, several), Dk padded
+# (96), 256 (four state blocks), packed sequences (the two-pass path, every chunk's state
+# published), float32 rows rounded on load.
+CASES = [
+    (2, 4096, 4, 128, "g", 0, "bfloat16"),
+    (2, 4096, 4, 128, "gamma", 0, "bfloat16"),
+    (2, 3000, 4, 128, "", 0, "float16"),
+    (3, 2500, 5, 64, "g+gamma", 0, "bfloat16"),
+    (1, 4096, 2, 256, "gamma", 0, "bfloat16"),
+    (2, 2049, 3, 96, "g", 0, "bfloat16"),
+    (1, 8192, 4, 128, "g", 5, "bfloat16"),
+    (1, 8192, 4, 64, "", 7, "float16"),
+    (2, 2048, 2, 128, "g", 0, "float32"),
+]
+
+
+def inputs(b, t, h, d, gates, packed, dtype, seed):
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    q, k, v = (torch.randn(b, t, h, d, device="cuda", generator=gen, dtype=getattr(torch, dtype)) * 0.5
+               for _ in range(3))
+    g = (torch.nn.functional.logsigmoid(torch.randn(b, t, h, device="cuda", generator=gen)) / 16
+         if "g" in gates.split("+") else None)
+    g_gamma = -torch.rand(h, device="cuda", generator=gen) * 0.1 - 0.01 if "gamma" in gates else None
+    cu_seqlens = None
+    if packed:
+        cuts = np.sort(np.random.default_rng(seed).choice(np.arange(1, t), packed - 1, replace=False))
+        cu_seqlens = torch.tensor([0, *cuts, t], device="cuda", dtype=torch.int64)
+    s0 = torch.randn(packed or b, h, d, d, device="cuda", generator=gen) * 0.1
+    return q, k, v, g, g_gamma, cu_seqlens, s0
+
+
+def run(arch_specific, q, k, v, g, g_gamma, cu_seqlens, s0, dtype):
+    """Forward, final state and every gradient with the Hopper kernels on or off."""
+    _C.set_arch_specific_kernels(arch_specific)
+    precision = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("medium" if dtype == "float32" else precision)
+    try:
+        leaves = [x.detach().clone().requires_grad_() for x in (q, k, v)]
+        g_leaf = g.detach().clone().requires_grad_() if g is not None else None
+        o, state = culina.chunk_simple_gla(*leaves, g=g_leaf, g_gamma=g_gamma, initial_state=s0,
+                                           output_final_state=True, cu_seqlens=cu_seqlens)
+        do, ds = torch.randn_like(o), torch.randn_like(state)
+        torch.autograd.backward([o, state], [do, ds])
+        torch.cuda.synchronize()
+        return {"o": o, "final state": state, "dq": leaves[0].grad, "dk": leaves[1].grad, "dv": leaves[2].grad,
+                **({"dg": g_leaf.grad} if g_leaf is not None else {})}
+    finally:
+        torch.set_float32_matmul_precision(precision)
+        _C.set_arch_specific_kernels(_api.apply_kernel_choice() == "auto")
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "B{}-T{}-H{}-D{}-{}-packed{}-{}".format(*c))
+def test_hopper_family_equals_the_portable_one(case):
+    args = inputs(*case, seed=sum(case[:4]))
+    torch.manual_seed(0)
+    hopper = run(True, *args, case[-1])
+    torch.manual_seed(0)
+    portable = run(False, *args, case[-1])
+    for name, want in portable.items():
+        got = hopper[name]
+        assert torch.isfinite(got).all(), name
+        err = ((got.float() - want.float()).norm() / want.float().norm()).item()
+        # Both sum the same fp32 products of the same 16-bit operands: equal, or nearly.
+        assert err < 1e-5, (name, err)
+
+
+def test_the_hopper_family_takes_the_tensor_core_passes_and_the_switch_turns_it_off():
+    assert _C.kernel_path(0, 2, 128, 128, 2) == "hopper, fused (sm_90a)" or _api.apply_kernel_choice() == "portable"
+    code = "from culina import _api, _C; _api.apply_kernel_choice(); print(_C.kernel_path(0, 2, 128, 128, 2))"
+    env = {**os.environ, "CULINA_KERNELS": "portable", "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "tensor-core, fused (sm_80+)"
