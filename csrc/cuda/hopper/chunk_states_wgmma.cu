@@ -33,7 +33,7 @@ constexpr int kWords = kChunk * kRowWords / kThreads;    // words per thread per
 [[maybe_unused]] constexpr int kRowsPerCopy = kThreads / kRowWords;
 constexpr int kGateStages = kStages + 1;
 constexpr int kLdStage = kBlock + 8;  // a warp's h rows on their way to 16-byte stores
-constexpr int kChunksPerAnnouncement = 8;
+[[maybe_unused]] constexpr int kChunksPerAnnouncement = 8;
 static_assert(kWords * kThreads == kChunk * kRowWords, "whole words per thread");
 
 // PUBLISH as in the portable pass: only the two-pass path writes every chunk's state.
