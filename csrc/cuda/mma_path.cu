@@ -32,8 +32,10 @@ cudaError_t launch_passes(const KernelParams& params, int sequences, cudaStream_
   // The fused pass joins the segments' end states itself (chunk_walk_mma.cu).
   if (err == cudaSuccess && params.segments > 1 && !params.fused) err = launch_segment_scan(params, sequences, stream);
   if (err != cudaSuccess) return err;
-  return params.fused ? launch_chunk_walk<T, S>(params, sequences, stream, gates || states)
-                      : launch_chunk_output<T, S>(params, sequences, stream);
+  if (!params.fused) return launch_chunk_output<T, S>(params, sequences, stream);
+  if (hopper && hopper_walk_takes(params.dk_padded))
+    return launch_hopper_chunk_walk<T, S>(params, sequences, stream, gates || states);
+  return launch_chunk_walk<T, S>(params, sequences, stream, gates || states);
 }
 
 // Segments that give `blocks` blocks per segment about `waves` blocks per multiprocessor, each

@@ -80,8 +80,10 @@ def test_hopper_family_equals_the_portable_one(case):
         got = hopper[name]
         assert torch.isfinite(got).all(), name
         err = ((got.float() - want.float()).norm() / want.float().norm()).item()
-        # Both sum the same fp32 products of the same 16-bit operands: equal, or nearly.
-        assert err < 1e-5, (name, err)
+        # The two round at different places (the state update's weights go onto v's columns
+        # here, onto k's fragments there; P comes from the accumulators here, through shared
+        # memory there): equal to 16-bit rounding, not bit for bit (H200: bf16 1e-3 to 3e-3).
+        assert err < (1e-3 if case[-1] == "float16" else 1e-2), (name, err)
 
 
 def test_the_hopper_family_takes_the_tensor_core_passes_and_the_switch_turns_it_off():

@@ -73,6 +73,7 @@ def test_build_record_inside_the_wheel(release, toolkit):
     assert record["cpu_only"] is False
     assert (record["cuda_version"], record["nvcc_version"]) == (toolkit.version, toolkit.full_version)
     assert (record["sass_archs"], record["ptx_archs"]) == ([TEST_ARCHS], [])
+    assert record["arch_specific_sass"] == ["9.0a"]  # the Hopper kernels' folder, beside the list's 9.0
     assert record["resolver"] is None
 
 

@@ -201,7 +201,7 @@ __global__ void __launch_bounds__(kThreads) chunk_states_wgmma_kernel(KernelPara
     wgmma::fence();
 #pragma unroll
     for (int kk = 0; kk < kChunk / 16; ++kk)
-      wgmma::mma_64x64x16<T>(acc, wgmma::tile_descriptor(k_tile + kk * 2 * wgmma::kSwizzleAtomBytes),
+      wgmma::mma_64x64x16<T, 1, 1>(acc, wgmma::tile_descriptor(k_tile + kk * 2 * wgmma::kSwizzleAtomBytes),
                              wgmma::tile_descriptor(v_tile + kk * 2 * wgmma::kSwizzleAtomBytes));
     wgmma::commit();
     wgmma::wait<0>();

@@ -1,4 +1,5 @@
-// The Hopper family's launchers (sm_90a code; common/kernel_dispatch.h's "hopper" row). Its
+// The Hopper family's launchers (sm_90a code; common/kernel_dispatch.h's "hopper" row): the
+// tensor-core plan with pass 1 and, where it takes the pass, the fused pass on wgmma. Its
 // sources are built for sm_90a alone, and only where the build's architectures include 9.0
 // (the build defines CULINA_SM90A for them then); elsewhere they compile to kernels that are
 // never launched, and hopper_kernel_attributes says so.
@@ -19,5 +20,11 @@ cudaError_t hopper_kernel_attributes(cudaFuncAttributes* attributes);
 size_t hopper_states_shared_bytes(bool fused);
 template <typename T, typename S>
 cudaError_t launch_hopper_chunk_states(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own);
+
+// The fused pass (kernels.h: launch_chunk_walk) on wgmma, for dk_padded of 64 or 128
+// (hopper_walk_takes): the same grid (walk_slice's columns per block) and results.
+constexpr bool hopper_walk_takes(int dk_padded) { return dk_padded <= 128; }
+template <typename T, typename S>
+cudaError_t launch_hopper_chunk_walk(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own);
 
 }  // namespace culina::gpu

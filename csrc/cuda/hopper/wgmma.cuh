@@ -1,15 +1,17 @@
 // Hopper's warpgroup matrix instructions (sm_90a only: wgmma.mma_async, its fences and groups)
-// and the shared-memory tile layout they read here: 64 rows of 64 16-bit features, each row
-// one 128-byte line, 16-byte words swizzled (word w of row i at w ^ (i % 8)), every tile on a
-// 1024-byte boundary. wgmma reads such a tile as an MN-major operand (its 64 features along M
-// or N, its rows along K), which is how culina's [token][feature] rows arrive: K^T V needs no
-// transpose in memory.
+// and the shared-memory tile layout they read here: rows of 64 16-bit features, each row one
+// 128-byte line, 16-byte words swizzled (word w of row i at w ^ (i % 8)), every tile on a
+// 1024-byte boundary; wider rows are blocks of 64 features, one after another. wgmma reads
+// such a tile either way: K-major (its rows along M or N, the features along K: Q K^T from
+// [token][feature] q and k) or MN-major (the features along M or N, the rows along K: K^T V).
+// The descriptor is the same for both; the instruction's transpose flag says which.
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace culina::gpu::wgmma {
 
@@ -23,15 +25,19 @@ __host__ __device__ constexpr int swizzled_offset(int row, int word) {
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
-// The matrix descriptor of a swizzled tile starting at `tile` (1024-byte aligned), read as an
-// MN-major operand: bits 0-13 the address / 16, 16-29 the leading byte offset / 16 (the next
-// 64 features along M or N: none here, one atom wide), 32-45 the stride byte offset / 16 (the
-// next 8 rows along K), 62-63 the layout (1: 128-byte swizzle).
+// The matrix descriptor of a swizzled tile at `tile` (a 1024-byte boundary, or 32 bytes per
+// 16 features on from one, for K-major steps within a row): bits 0-13 the address / 16, 16-29
+// the leading byte offset / 16 (unused: one 64-feature block per operand), 32-45 the stride
+// byte offset / 16 (the next 8 rows), 62-63 the layout (1: 128-byte swizzle).
 __device__ __forceinline__ uint64_t tile_descriptor(const void* tile) {
   const uint64_t address = static_cast<uint32_t>(__cvta_generic_to_shared(tile));
   return ((address & 0x3FFFF) >> 4) | (uint64_t(1) << 16) | (uint64_t(kSwizzleAtomBytes >> 4) << 32) |
          (uint64_t(1) << 62);
 }
+
+// The descriptor of the tile `bytes` on from the one `descriptor` describes (16-byte steps, within
+// shared memory: the address field cannot overflow), without forming a new address.
+__device__ __forceinline__ uint64_t advanced(uint64_t descriptor, int bytes) { return descriptor + uint64_t(bytes >> 4); }
 
 // Shared-memory writes by this thread through the generic proxy (ordinary stores, landed
 // cp.async copies) become visible to the async proxy wgmma reads through; a barrier after it
@@ -67,24 +73,39 @@ __device__ __forceinline__ void pin(float (&d)[N][4]) {
       "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]),       \
       "+f"(d[7][2]), "+f"(d[7][3])
 
-// d += A B for A 64 x 16 and B 16 x 64, both MN-major tiles in shared memory (descriptors), d
-// fp32 in the mma.sync layout per warp: warp w holds rows 16 w .., d[c] its m16n8 tile of
-// columns 8 c .., as common/mma_common.cuh's mma_16816 leaves it.
-template <typename T>
-__device__ __forceinline__ void mma_64x64x16(float (&d)[8][4], uint64_t a, uint64_t b);
-
-template <>
-__device__ __forceinline__ void mma_64x64x16<__nv_bfloat16>(float (&d)[8][4], uint64_t a, uint64_t b) {
-  asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " CULINA_WGMMA_D32 ", %32, %33, 1, 1, 1, 1, 1;\n"
-               : CULINA_WGMMA_OUT32(d)
-               : "l"(a), "l"(b));
+// d += A B for A 64 x 16 and B 16 x 64, both tiles in shared memory (descriptors): TRANS_A = 0
+// reads A K-major (rows of A along the tile's rows, its 16 columns within them), 1 MN-major; the
+// same for B with TRANS_B (0: B's columns along the tile's rows). d is fp32 in the mma.sync
+// layout per warp: warp w holds rows 16 w .., d[c] its m16n8 tile of columns 8 c .., as
+// cuda/mma_common.cuh's mma_16816 leaves it.
+template <typename T, int TRANS_A, int TRANS_B>
+__device__ __forceinline__ void mma_64x64x16(float (&d)[8][4], uint64_t a, uint64_t b) {
+  static_assert(std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>, "16-bit operands");
+  if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " CULINA_WGMMA_D32 ", %32, %33, 1, 1, 1, %34, %35;\n"
+                 : CULINA_WGMMA_OUT32(d)
+                 : "l"(a), "l"(b), "n"(TRANS_A), "n"(TRANS_B));
+  else
+    asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " CULINA_WGMMA_D32 ", %32, %33, 1, 1, 1, %34, %35;\n"
+                 : CULINA_WGMMA_OUT32(d)
+                 : "l"(a), "l"(b), "n"(TRANS_A), "n"(TRANS_B));
 }
 
-template <>
-__device__ __forceinline__ void mma_64x64x16<__half>(float (&d)[8][4], uint64_t a, uint64_t b) {
-  asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " CULINA_WGMMA_D32 ", %32, %33, 1, 1, 1, 1, 1;\n"
-               : CULINA_WGMMA_OUT32(d)
-               : "l"(a), "l"(b));
+// The same with A from registers: this warp's 16 rows of A in the mma.m16n8k16 A-fragment
+// layout (a[0] rows g, columns 2 t (+1); a[1] rows g + 8; a[2], a[3] the same 8 columns on).
+template <typename T, int TRANS_B>
+__device__ __forceinline__ void mma_64x64x16(float (&d)[8][4], const uint32_t (&a)[4], uint64_t b) {
+  static_assert(std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>, "16-bit operands");
+  if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " CULINA_WGMMA_D32
+                 ", {%32, %33, %34, %35}, %36, 1, 1, 1, %37;\n"
+                 : CULINA_WGMMA_OUT32(d)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(TRANS_B));
+  else
+    asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " CULINA_WGMMA_D32
+                 ", {%32, %33, %34, %35}, %36, 1, 1, 1, %37;\n"
+                 : CULINA_WGMMA_OUT32(d)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(TRANS_B));
 }
 
 #undef CULINA_WGMMA_D32

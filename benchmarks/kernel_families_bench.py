@@ -1,0 +1,186 @@
+"""culina's Hopper kernels (the "hopper" family: wgmma, sm_90a) against its portable tensor-core
+kernels on the same GPU, with flash-linear-attention's chunk_simple_gla beside them, all through
+the public APIs, interleaved in one process: each round times every implementation once per
+shape, and the figures are the medians over rounds (these GPUs' clocks drift between runs,
+which a side-by-side comparison cancels and separate runs do not).
+
+Per shape and implementation: forward (torch.no_grad()) and forward+backward (autograd, to the
+gradients of q, k, v and g) wall time per call, and the forward's GPU time (the sum of its
+kernels' CUDA time, torch profiler), which host work does not touch. The family is switched
+with culina._C.set_arch_specific_kernels, what CULINA_KERNELS sets once per process. HBM
+fraction: the forward's 8 N D bytes (N = B H T, bf16) over its GPU time and the device's peak.
+
+Usage: python benchmarks/kernel_families_bench.py [--fla] [--rounds 3] [--json out.json] [--plot out.png]
+       python benchmarks/kernel_families_bench.py --plot-only out.json --plot out.png
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from simple_gla_bench import HBM_PEAK, bench, make_inputs  # noqa: E402
+
+# (name, B, T, H, D, gates, packed sequences): fla's registry shapes, the head sizes each Hopper
+# kernel covers (the wgmma walk: D 64..128; the wgmma state pass: every size) and the two-pass
+# path of packed sequences (wgmma state pass, portable output pass).
+SHAPES = [
+    ("B1 T8192 H96 D128, g", 1, 8192, 96, 128, "g", 0),
+    ("B2 T16384 H16 D128, g", 2, 16384, 16, 128, "g", 0),
+    ("B2 T16384 H16 D128, g_gamma", 2, 16384, 16, 128, "gamma", 0),
+    ("B4 T4096 H16 D128, g", 4, 4096, 16, 128, "g", 0),
+    ("B4 T4096 H16 D96, g", 4, 4096, 16, 96, "g", 0),
+    ("B4 T4096 H24 D64, g", 4, 4096, 24, 64, "g", 0),
+    ("B8 T1024 H8 D64, g", 8, 1024, 8, 64, "g", 0),
+    ("B2 T8192 H8 D256, g_gamma", 2, 8192, 8, 256, "gamma", 0),
+    ("packed 8 seqs T16384 H16 D128, g", 1, 16384, 16, 128, "g", 8),
+]
+IMPLS = ("hopper", "portable", "fla")
+
+
+def gpu_ms(torch, run, repeats=20):
+    """Milliseconds of CUDA time per call, summed over every kernel `run` launches."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(repeats):
+            run()
+        torch.cuda.synchronize()
+    return sum(getattr(e, "self_device_time_total", 0) for e in prof.key_averages()) / repeats / 1000
+
+
+def measure(torch, shape, impls, rounds, rep_ms):
+    import culina
+    from culina import _C
+
+    name, b, t, h, d, gates, packed = shape
+    q, k, v, g, g_gamma, cu_seqlens = make_inputs(torch, b, t, h, d, gates, packed, seed=t + d + h)
+    leaves = [x.detach().clone().requires_grad_() for x in (q, k, v)]
+    g_leaf = g.detach().clone().requires_grad_() if g is not None else None
+    trained = [x for x in (*leaves, g_leaf) if x is not None]
+    do = torch.randn_like(v)
+    fla = None
+    if "fla" in impls:
+        from fla.ops.simple_gla import chunk_simple_gla as fla
+
+    def calls(impl):
+        api = fla if impl == "fla" else culina.chunk_simple_gla
+
+        def forward():
+            return api(q, k, v, g=g, g_gamma=g_gamma, cu_seqlens=cu_seqlens)
+
+        def forward_backward():
+            for x in trained:
+                x.grad = None
+            api(*leaves, g=g_leaf, g_gamma=g_gamma, cu_seqlens=cu_seqlens)[0].backward(do)
+        return forward, forward_backward
+
+    samples = {impl: {"fwd_ms": [], "fwdbwd_ms": [], "fwd_gpu_ms": []} for impl in impls}
+    for _ in range(rounds):
+        for impl in impls:
+            if impl != "fla":
+                _C.set_arch_specific_kernels(impl == "hopper")
+            forward, forward_backward = calls(impl)
+            with torch.no_grad():
+                samples[impl]["fwd_ms"].append(bench(forward, rep_ms))
+                samples[impl]["fwd_gpu_ms"].append(gpu_ms(torch, forward))
+            samples[impl]["fwdbwd_ms"].append(bench(forward_backward, rep_ms))
+    _C.set_arch_specific_kernels(True)
+    row = {"shape": name, "n_d": b * h * t * d}
+    for impl, values in samples.items():
+        for key, series in values.items():
+            row[f"{impl}_{key}"] = statistics.median(series)
+    return row
+
+
+def table(result) -> str:
+    peak = result["peak_bytes_per_s"]
+    lines = [f"{result['gpu']}, bf16, medians of {result['rounds']} interleaved rounds (ms; speed-ups as ratios of the same column)", "",
+             "| shape | hopper fwd | portable fwd | fla fwd | hopper fwd GPU | portable fwd GPU | fla fwd GPU | "
+             "hopper / portable fwd (GPU) | hopper / fla fwd (GPU) | hopper fwd+bwd | portable fwd+bwd | fla fwd+bwd | "
+             "hopper fwd HBM |",
+             "| --- |" + " ---: |" * 13]
+    for r in result["rows"]:
+        get = lambda key: r.get(key, math.nan)  # noqa: E731
+        hbm = 8 * r["n_d"] / (get("hopper_fwd_gpu_ms") / 1e3) / peak  # the forward's 8 N D bytes
+        lines.append(
+            f"| {r['shape']} | {get('hopper_fwd_ms'):.3f} | {get('portable_fwd_ms'):.3f} | {get('fla_fwd_ms'):.3f} | "
+            f"{get('hopper_fwd_gpu_ms'):.3f} | {get('portable_fwd_gpu_ms'):.3f} | {get('fla_fwd_gpu_ms'):.3f} | "
+            f"{get('portable_fwd_ms') / get('hopper_fwd_ms'):.2f}x ({get('portable_fwd_gpu_ms') / get('hopper_fwd_gpu_ms'):.2f}x) | "
+            f"{get('fla_fwd_ms') / get('hopper_fwd_ms'):.2f}x ({get('fla_fwd_gpu_ms') / get('hopper_fwd_gpu_ms'):.2f}x) | "
+            f"{get('hopper_fwdbwd_ms'):.3f} | {get('portable_fwdbwd_ms'):.3f} | {get('fla_fwdbwd_ms'):.3f} | {hbm:.0%} |")
+    return "\n".join(lines)
+
+
+def plot(result, out: Path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = result["rows"]
+    names = [r["shape"] for r in rows]
+    y = range(len(rows))
+    fig, ax = plt.subplots(figsize=(11, 0.5 * len(rows) + 1.8))
+    bars = [("portable_fwd_gpu_ms", "forward GPU time: portable / hopper"),
+            ("fla_fwd_gpu_ms", "forward GPU time: fla / hopper"),
+            ("fla_fwd_ms", "forward wall time: fla / hopper")]
+    width = 0.8 / len(bars)
+    for n, (key, label) in enumerate(bars):
+        ax.barh([i - 0.4 + width * (n + 0.5) for i in y],
+                [r.get(key, math.nan) / r[key.replace("portable", "hopper").replace("fla", "hopper")] for r in rows],
+                height=width, label=label)
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.set_yticks(list(y), names)
+    ax.invert_yaxis()
+    ax.set_xlabel("speed-up of culina's Hopper kernels (higher is better)")
+    ax.set_title(f"culina's sm_90a kernels against its portable ones and fla, bf16, {result['gpu']}", fontsize=10)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--fla", action="store_true", help="flash-linear-attention's chunk_simple_gla beside culina's")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rep-ms", type=int, default=100)
+    parser.add_argument("--only", nargs="+", help="these shapes alone (their names, as in SHAPES)")
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--plot", type=Path, help="a PNG of the speed-ups")
+    parser.add_argument("--plot-only", type=Path, help="a --json result to tabulate and plot, without running")
+    args = parser.parse_args()
+    if args.plot_only:
+        result = json.loads(args.plot_only.read_text())
+    else:
+        import torch
+
+        from culina import _api, _C
+
+        _api.apply_kernel_choice()
+        if _C.device(0)["arch_specific_version"] != 90:
+            sys.exit("this device runs no sm_90a code of this build: nothing to compare")
+        gpu = torch.cuda.get_device_name()
+        impls = IMPLS if args.fla else IMPLS[:2]
+        rows = []
+        for shape in SHAPES:
+            if args.only and shape[0] not in args.only:
+                continue
+            rows.append(measure(torch, shape, impls, args.rounds, args.rep_ms))
+            print(json.dumps(rows[-1]), flush=True)
+        peak = next((v for key, v in HBM_PEAK.items() if key in gpu), math.nan)
+        result = {"gpu": gpu, "rounds": args.rounds, "peak_bytes_per_s": peak, "rows": rows}
+        if args.json:
+            args.json.write_text(json.dumps(result, indent=1))
+    print(table(result))
+    if args.plot:
+        plot(result, args.plot)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,355 @@
+// The fused tensor-core pass on Hopper (sm_90a): the portable walk (cuda/chunk_walk_mma.cu)
+// with wgmma, the same grid, plan and results, for dk up to 128. One block
+// walks one segment of one (sequence, head)'s chunks in order (common/passes.h; c_i the chunk's
+// cumulative log2 gates, L its total):
+//   out_i = scale sum_(j<=i) 2^(c_i - c_j) (q_i.k_j) v_j + w 2^(c_i) q_i H_c
+//   H_(c+1) = 2^L H_c + K_c^T (u 2^(L - c_j) V_c)
+// Each warpgroup owns 64 value columns of the block's slice, of both the state (DK x 64 in
+// wgmma accumulators) and the output, so the warpgroups never wait on each other's results;
+// they share the chunk's q, k and v tiles (hopper/wgmma.cuh's swizzled layout, filled by
+// asynchronous copies one chunk ahead), and each computes the chunk's scores itself. Per chunk
+// and warpgroup: S = Q K^T and O = Q H_c (H_c through shared memory as 16-bit), then
+// P = scale S 2^(c_i - c_j) below the diagonal, straight from the accumulators into registers as
+// the A operand of O += P V (O's rows first times w 2^(c_i)), and H = 2^L H + K^T V', V' the
+// warpgroup's v columns times u 2^(L - c_j). In the backward's dq and dk passes (DOTS) each warp
+// dots its output rows' fp32 values with the partner rows (chunk_rows_mma.cuh: add_gate_dots).
+#include "cuda/chunk_rows_mma.cuh"
+#include "cuda/hopper/hopper_kernels.h"
+#include "cuda/hopper/wgmma.cuh"
+#include "cuda/kernels.h"
+#include "cuda/sequence_rows.cuh"
+
+namespace culina::gpu {
+namespace {
+
+using namespace mma;
+
+constexpr int kGroupCols = 64;    // value columns per warpgroup
+constexpr int kGroupThreads = 128;
+#ifndef CULINA_HOPPER_WALK_SLOTS
+#define CULINA_HOPPER_WALK_SLOTS 2  // a tuning knob: ring slots (copies slots - 1 chunks ahead)
+#endif
+constexpr int kSlots = CULINA_HOPPER_WALK_SLOTS;
+constexpr int kBlockBytes = kChunk * wgmma::kLineBytes;  // one 64-feature block of a chunk's 64 rows
+
+template <int SLICE>
+__host__ __device__ constexpr int walk_threads() { return SLICE / kGroupCols * kGroupThreads; }
+
+// A ring slot: q and k (DK / 64 blocks each), v (SLICE / 64 blocks), the chunk's gates; then
+// per warpgroup its state H_c and its scaled v columns V', the warps' output staging rows and a
+// constant gate's powers.
+template <int DK, int SLICE>
+struct Layout {
+  static constexpr int kGroups = SLICE / kGroupCols;
+  static constexpr size_t q = 0;
+  static constexpr size_t k = q + size_t(DK / 64) * kBlockBytes;
+  static constexpr size_t v = k + size_t(DK / 64) * kBlockBytes;
+  static constexpr size_t gates = v + size_t(kGroups) * kBlockBytes;
+  static constexpr size_t slot_bytes = (gates + kGateSlot * 4 + wgmma::kSwizzleAtomBytes - 1) /
+                                       wgmma::kSwizzleAtomBytes * wgmma::kSwizzleAtomBytes;
+  static constexpr size_t h = kSlots * slot_bytes;                          // kGroups x [DK][64] 16-bit
+  static constexpr size_t scaled_v = h + size_t(kGroups) * DK * wgmma::kLineBytes;  // kGroups blocks
+  static constexpr size_t stage = scaled_v + size_t(kGroups) * kBlockBytes;
+  static constexpr size_t powers = stage + size_t(walk_threads<SLICE>() / 32) * staging_bytes<kGroupCols>();
+  static constexpr size_t used = powers + (kChunk + 1) * 4;
+  static constexpr size_t bytes = used + wgmma::kSwizzleAtomBytes;  // room to align the base to 1024
+};
+
+// Waits for the 128 threads of warpgroup `group`: barrier 1 + group (0 is __syncthreads').
+__device__ __forceinline__ void sync_group(int group) {
+  if (group == 0) asm volatile("bar.sync 1, 128;\n" ::: "memory");
+  else asm volatile("bar.sync 2, 128;\n" ::: "memory");
+}
+
+// Rows stored as S (T, or float32 rounded to T as it loads: mma_common.cuh).
+template <typename T, typename S, int DK, int SLICE, bool GATED, bool DOTS>
+__global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_wgmma_kernel(KernelParams p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using L = Layout<DK, SLICE>;
+  constexpr int kThreads = walk_threads<SLICE>();
+  constexpr int kDkBlocks = DK / 64;
+  static_assert(L::kGroups <= 2, "two warpgroup barriers");
+  extern __shared__ __align__(16) unsigned char smem_unaligned[];
+  const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem_unaligned));
+  unsigned char* smem = smem_unaligned + ((wgmma::kSwizzleAtomBytes - base % wgmma::kSwizzleAtomBytes) %
+                                          wgmma::kSwizzleAtomBytes);
+  float* s_powers = reinterpret_cast<float*>(smem + L::powers);
+
+  const int tid = threadIdx.x, warp = tid / 32, group = tid / kGroupThreads, group_warp = warp % 4;
+  const LaneRoles lane(tid % 32);
+  const int dk = p.dk, dv = p.dv, v0 = blockIdx.x * SLICE, col0 = v0 + group * kGroupCols;
+  const int segment = blockIdx.y, head = blockIdx.z % p.heads;
+  const SequenceRows rows = sequence_rows(p, blockIdx.z / p.heads, head);
+  const int all_chunks = (rows.length + kChunk - 1) / kChunk;
+  const int first_chunk = segment * p.segment_chunks;
+  const int chunks = max(0, min(all_chunks - first_chunk, p.segment_chunks));
+  const float log2g = p.log2_decay[head];
+  const float w_state = state_weight(p), w_update = update_weight(p);
+
+  const S* q_rows = static_cast<const S*>(p.q) + rows.at(p.q_at, 0);
+  const S* k_rows = static_cast<const S*>(p.k) + rows.at(p.k_at, 0);
+  const S* v_rows = static_cast<const S*>(p.v) + rows.at(p.v_at, 0) + v0;
+  const int64_t q_step = rows.stride(p.q_at), k_step = rows.stride(p.k_at), v_step = rows.stride(p.v_at);
+  auto slot = [&](int c) { return smem + (c % kSlots) * L::slot_bytes; };
+  // A chunk's rows of kRowWords 16-byte words into their swizzled 64-feature blocks (zeros past
+  // `n` rows and past `cols` features): every thread's words in flight together. A thread's
+  // words are one column word of rows i0, i0 + kRowStep, ..., so one pointer and one offset
+  // step through them (per-word addresses cost registers the walk needs for its state).
+  auto stage_tile = [&](unsigned char* to, const S* from, int64_t step, int n, int cols, auto words_per_row) {
+    constexpr int kRowWords = decltype(words_per_row)::value, kPerThread = kChunk * kRowWords / kThreads;
+    constexpr int kRowStep = kThreads / kRowWords;
+    static_assert(kPerThread * kThreads == kChunk * kRowWords && kRowStep % 8 == 0, "whole words, one swizzle phase");
+    const int i0 = tid / kRowWords, w = tid % kRowWords;
+    const bool column_inside = 8 * w < cols;
+    unsigned char* word_to = to + (w / 8) * kBlockBytes + wgmma::swizzled_offset(i0, w % 8);
+    const S* word_from = from + i0 * step + 8 * w;
+    WordCopies<T, S, kPerThread> words;
+#pragma unroll
+    for (int x = 0; x < kPerThread; ++x, word_from += kRowStep * step) {
+      const bool inside = column_inside && i0 + x * kRowStep < n;
+      words.fetch(x, word_to + x * kRowStep * wgmma::kLineBytes, inside ? word_from : from, inside);
+    }
+#pragma unroll
+    for (int x = 0; x < kPerThread; ++x) words.land(x, word_to + x * kRowStep * wgmma::kLineBytes);
+  };
+  auto issue_rows = [&](int c) {
+    if (c < chunks) {
+      const int t0 = (first_chunk + c) * kChunk, n = min(kChunk, rows.length - t0);
+      unsigned char* to = slot(c);
+      stage_tile(to + L::q, q_rows + t0 * q_step, q_step, n, dk, std::integral_constant<int, DK / 8>{});
+      stage_tile(to + L::k, k_rows + t0 * k_step, k_step, n, dk, std::integral_constant<int, DK / 8>{});
+      stage_tile(to + L::v, v_rows + t0 * v_step, v_step, n, dv - v0, std::integral_constant<int, SLICE / 8>{});
+    }
+  };
+  auto issue_gates = [&](int c) {  // and close chunk c's group of copies
+    if (GATED && c < chunks && tid < kGateSlot / 4)
+      copy16_async(slot(c) + L::gates + 16 * tid, p.chunk_gates + (rows.chunk_base + first_chunk + c) * kGateSlot + 4 * tid,
+                   true);
+    commit_async_copies();
+  };
+  // The first chunks' rows come from the caller's tensors, complete before the kernels ahead
+  // (chunk gates, state pass) began; their gates and the entering state come from those kernels.
+#pragma unroll
+  for (int c = 0; c < kSlots - 1; ++c) issue_rows(c);
+  wait_for_previous_grid();
+#pragma unroll
+  for (int c = 0; c < kSlots - 1; ++c) issue_gates(c);
+  if (!GATED && tid <= kChunk) s_powers[tid] = exp2f(float(tid) * log2g);
+
+  // This lane's state elements: rows 64 t + state_row (+ 8), columns state_col + 8 c (+ 1).
+  const int state_row = 16 * group_warp + lane.group, state_col = col0 + lane.pair;
+  float acc[kDkBlocks][8][4];
+  if (segment == 0) {
+    const float* from = p.initial_state ? p.initial_state + rows.state_index * dk * dv : nullptr;
+    const bool transposed = p.initial_transposed;
+    const int64_t next_col = transposed ? dk : 1, next_rows = transposed ? 8 : 8 * int64_t(dv);
+#pragma unroll
+    for (int t = 0; t < kDkBlocks; ++t)
+#pragma unroll
+      for (int c = 0; c < 8; ++c) {
+        const int d = 64 * t + state_row, col = state_col + c * 8;
+        const float* at = from + (transposed ? int64_t(col) * dk + d : int64_t(d) * dv + col);
+        const bool top = from && col < dv && d < dk, bottom = from && col < dv && d + 8 < dk;
+        acc[t][c][0] = top ? at[0] : 0.0f;
+        acc[t][c][1] = top ? at[next_col] : 0.0f;
+        acc[t][c][2] = bottom ? at[next_rows] : 0.0f;
+        acc[t][c][3] = bottom ? at[next_rows + next_col] : 0.0f;
+      }
+  } else {
+    // Joined from the segments' end states as the portable walk does (chunk_walk_mma.cu).
+    const int64_t size = int64_t(p.dk_padded) * p.dv_padded, ld = p.dv_padded;
+    const float* ends = p.segment_states + rows.state_index * p.segments * size;
+    const int segment_rows = p.segment_chunks * kChunk;
+#pragma unroll 1
+    for (int r = 0; r < segment; ++r) {
+      const float decay = r == 0 ? 0.0f
+                          : GATED ? exp2f(p.segment_gates[rows.state_index * p.segments + r])
+                                  : exp2f(float(min(rows.length - r * segment_rows, segment_rows)) * log2g);
+      const float* end = ends + r * size;
+#pragma unroll
+      for (int t = 0; t < kDkBlocks; ++t)
+#pragma unroll
+        for (int c = 0; c < 8; ++c) {
+          const float* at = end + int64_t(64 * t + state_row) * ld + state_col + c * 8;
+          const float2 top = *reinterpret_cast<const float2*>(at), bottom = *reinterpret_cast<const float2*>(at + 8 * ld);
+          const float e[4] = {top.x, top.y, bottom.x, bottom.y};
+#pragma unroll
+          for (int x = 0; x < 4; ++x) acc[t][c][x] = r == 0 ? e[x] : decay * acc[t][c][x] + e[x];
+        }
+    }
+  }
+
+  unsigned char* s_h = smem + L::h + size_t(group) * DK * wgmma::kLineBytes;  // [DK][64] 16-bit
+  unsigned char* s_scaled_v = smem + L::scaled_v + size_t(group) * kBlockBytes;
+  T* stage = reinterpret_cast<T*>(smem + L::stage + warp * staging_bytes<kGroupCols>());
+  const int lt = tid % kGroupThreads;  // this thread within its warpgroup
+  const uint64_t h_tile = wgmma::tile_descriptor(s_h), scaled_v_tile = wgmma::tile_descriptor(s_scaled_v);
+
+  for (int c = 0; c < chunks; ++c) {
+    wait_async_copies<kSlots - 2>();  // chunk c's copies; later ones may fly
+    __syncthreads();  // chunk c's rows are in; every warp is past chunk c - 1 (its slot, H and V' are free)
+    const int t0 = (first_chunk + c) * kChunk, n = min(kChunk, rows.length - t0);
+    const int first_row = t0 + 16 * group_warp, valid = n - 16 * group_warp;
+    // The gates' gradient terms: the partner rows into this warp's staging rows, a group of
+    // copies before the ring's next, so that waiting for it leaves the ring's in flight.
+    if constexpr (DOTS) stage_partner_rows<T, kGroupCols>(p, rows, stage, first_row, valid, col0, tid % 32);
+    issue_rows(c + kSlots - 1);
+    issue_gates(c + kSlots - 1);
+    const unsigned char* here = slot(c);
+    GatePowers<GATED> gates;
+    if constexpr (GATED) gates = {reinterpret_cast<const float*>(here + L::gates)};
+    else gates = {s_powers, p.adjoint ? 0 : 1, n};
+
+    // H_c as 16-bit into the warpgroup's [DK][64] tile, the B operand of Q H_c.
+#pragma unroll
+    for (int t = 0; t < kDkBlocks; ++t)
+#pragma unroll
+      for (int x = 0; x < 8; ++x) {
+        const int r = 64 * t + state_row;
+        *reinterpret_cast<uint32_t*>(s_h + wgmma::swizzled_offset(r, x) + 2 * lane.pair) =
+            pack2<T>(acc[t][x][0], acc[t][x][1]);
+        *reinterpret_cast<uint32_t*>(s_h + wgmma::swizzled_offset(r + 8, x) + 2 * lane.pair) =
+            pack2<T>(acc[t][x][2], acc[t][x][3]);
+      }
+    // V': the warpgroup's v columns times u 2^(L - c_j), zero past the chunk's rows.
+    const unsigned char* v_block = here + L::v + size_t(group) * kBlockBytes;
+#pragma unroll
+    for (int x = 0; x < kChunk * 8 / kGroupThreads; ++x) {
+      const int e = lt + x * kGroupThreads, j = e / 8, w = e % 8, at = wgmma::swizzled_offset(j, w);
+      const float weight = j < n ? w_update * gates.to_end(j) : 0.0f;
+      *reinterpret_cast<uint4*>(s_scaled_v + at) = scale8<T>(*reinterpret_cast<const uint4*>(v_block + at), weight);
+    }
+    wgmma::fence_for_async_reads();
+    sync_group(group);  // H_c and V' are the warpgroup's
+
+    // S = Q K^T and O = Q H_c, over DK in steps of 16 features (32 bytes within a 64-feature block).
+    float s[8][4], o[8][4];
+#pragma unroll
+    for (int x = 0; x < 8; ++x)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[x][e] = o[x][e] = 0.0f;
+    // Two groups: the scores are turned into P while Q H_c runs. Descriptors are stepped from
+    // the tiles' first (a register each) rather than formed from addresses.
+    const uint64_t q_tile = wgmma::tile_descriptor(here + L::q), k_tile = wgmma::tile_descriptor(here + L::k);
+    wgmma::fence();
+#pragma unroll
+    for (int kk = 0; kk < DK / 16; ++kk) {
+      const int within = (kk / 4) * kBlockBytes + (kk % 4) * 32;
+      wgmma::mma_64x64x16<T, 0, 0>(s, wgmma::advanced(q_tile, within), wgmma::advanced(k_tile, within));
+    }
+    wgmma::commit();
+#pragma unroll
+    for (int kk = 0; kk < DK / 16; ++kk)
+      wgmma::mma_64x64x16<T, 0, 1>(o, wgmma::advanced(q_tile, (kk / 4) * kBlockBytes + (kk % 4) * 32),
+                                   wgmma::advanced(h_tile, kk * 16 * wgmma::kLineBytes));
+    wgmma::commit();
+    wgmma::wait<1>();
+    wgmma::pin(s);
+
+    // P below the diagonal (selected, not multiplied: above it a power may overflow), as A
+    // fragments; O's rows times w 2^(c_i).
+    const int i_top = 16 * group_warp + lane.group;
+    uint32_t pa[4][4];
+#pragma unroll
+    for (int x = 0; x < 8; ++x) {
+      float masked[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int i = i_top + 8 * (e / 2), j = 8 * x + lane.pair + (e % 2);
+        masked[e] = j <= i ? p.scale * s[x][e] * gates.between(i, j) : 0.0f;
+      }
+      pa[x / 2][2 * (x % 2)] = pack2<T>(masked[0], masked[1]);
+      pa[x / 2][2 * (x % 2) + 1] = pack2<T>(masked[2], masked[3]);
+    }
+    const float decay_top = w_state * gates.at(i_top), decay_bottom = w_state * gates.at(i_top + 8);
+    wgmma::wait<0>();
+    wgmma::pin(o);
+#pragma unroll
+    for (int x = 0; x < 8; ++x) {
+      o[x][0] *= decay_top, o[x][1] *= decay_top;
+      o[x][2] *= decay_bottom, o[x][3] *= decay_bottom;
+    }
+    const float chunk_decay = gates.total();
+#pragma unroll
+    for (int t = 0; t < kDkBlocks; ++t)
+#pragma unroll
+      for (int x = 0; x < 8; ++x)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[t][x][e] *= chunk_decay;
+
+    // O += P V (P's key steps of 16 rows), then H = 2^L H + K^T V': O goes out while H updates.
+    const uint64_t v_tile = wgmma::tile_descriptor(v_block);
+    wgmma::fence();
+#pragma unroll
+    for (int kk = 0; kk < kChunk / 16; ++kk)
+      wgmma::mma_64x64x16<T, 1>(o, pa[kk], wgmma::advanced(v_tile, kk * 16 * wgmma::kLineBytes));
+    wgmma::commit();
+#pragma unroll
+    for (int t = 0; t < kDkBlocks; ++t)
+#pragma unroll
+      for (int kk = 0; kk < kChunk / 16; ++kk)
+        wgmma::mma_64x64x16<T, 1, 1>(acc[t], wgmma::advanced(k_tile, t * kBlockBytes + kk * 16 * wgmma::kLineBytes),
+                                     wgmma::advanced(scaled_v_tile, kk * 16 * wgmma::kLineBytes));
+    wgmma::commit();
+    wgmma::wait<1>();
+    wgmma::pin(o);
+    if constexpr (DOTS) {
+      wait_async_copies<1>();  // the partner rows (the ring's next chunk may still fly)
+      __syncwarp();            // and every lane's copies of them
+      add_gate_dots<T, kGroupCols>(p, rows, o, stage, staging_ld<kGroupCols>(), first_row, valid, col0, lane);
+    }
+    S* out = static_cast<S*>(p.out) + rows.at(p.out_at, first_row) + col0;
+    store_rows<T, kGroupCols>(o, stage, out, rows.stride(p.out_at), valid, dv - col0, lane, tid % 32);
+    wgmma::wait<0>();
+#pragma unroll
+    for (int t = 0; t < kDkBlocks; ++t) wgmma::pin(acc[t]);
+  }
+
+  // The segment holding the sequence's last chunk (segment 0 for an empty sequence) ends in
+  // the final state, [dk][dv]: only the real rows and columns go out.
+  const int last_segment = max(0, all_chunks - 1) / p.segment_chunks;
+  if (p.final_state && segment == last_segment) {
+    float* to = p.final_state + rows.state_index * dk * dv;
+#pragma unroll
+    for (int t = 0; t < kDkBlocks; ++t)
+#pragma unroll
+      for (int x = 0; x < 8; ++x) {
+        const int d = 64 * t + state_row, col = state_col + x * 8;
+        float* at = to + int64_t(d) * dv + col;
+        if (col < dv && d < dk) *reinterpret_cast<float2*>(at) = make_float2(acc[t][x][0], acc[t][x][1]);
+        if (col < dv && d + 8 < dk) *reinterpret_cast<float2*>(at + 8 * dv) = make_float2(acc[t][x][2], acc[t][x][3]);
+      }
+  }
+#else
+  __trap();  // unreachable: the dispatch runs this family only where sm_90a code loads
+#endif
+}
+
+template <typename T, typename S, int DK, int SLICE>
+cudaError_t launch_shape(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own) {
+  const dim3 grid(params.dv_padded / SLICE, params.segments, sequences * params.heads);
+  return with_gate_kinds<T, S>(params, [&](auto gated, auto dots) {
+    const auto kernel = chunk_walk_wgmma_kernel<T, S, DK, SLICE, decltype(gated)::value, decltype(dots)::value>;
+    return launch_with_shared(kernel, grid, walk_threads<SLICE>(), Layout<DK, SLICE>::bytes, stream, params, after_own);
+  });
+}
+
+}  // namespace
+
+template <typename T, typename S>
+cudaError_t launch_hopper_chunk_walk(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own) {
+  const int slice = walk_slice(params.dk, params.dv);
+  if (params.dk_padded == 64)
+    return slice == 128 ? launch_shape<T, S, 64, 128>(params, sequences, stream, after_own)
+                        : launch_shape<T, S, 64, 64>(params, sequences, stream, after_own);
+  if (params.dk_padded == 128)
+    return slice == 128 ? launch_shape<T, S, 128, 128>(params, sequences, stream, after_own)
+                        : launch_shape<T, S, 128, 64>(params, sequences, stream, after_own);
+  return cudaErrorInvalidValue;
+}
+
+template cudaError_t launch_hopper_chunk_walk<__half, __half>(const KernelParams&, int, cudaStream_t, bool);
+template cudaError_t launch_hopper_chunk_walk<__nv_bfloat16, __nv_bfloat16>(const KernelParams&, int, cudaStream_t, bool);
+template cudaError_t launch_hopper_chunk_walk<__nv_bfloat16, float>(const KernelParams&, int, cudaStream_t, bool);
+
+}  // namespace culina::gpu
