@@ -37,7 +37,8 @@ def local_build_reason(record: dict) -> str | None:
 def describe_archs(record: dict) -> str:
     sass = ", ".join(record.get("sass_archs") or []) or "none"
     ptx = ", ".join(record.get("ptx_archs") or []) or "none"
-    return f"SASS for {sass}; PTX for {ptx}"
+    special = ", ".join(record.get("arch_specific_sass") or [])
+    return f"SASS for {sass}; PTX for {ptx}" + (f"; and {special} for the kernels written for it alone" if special else "")
 
 
 def minimum_linux_driver(cuda_major: int) -> str | None:

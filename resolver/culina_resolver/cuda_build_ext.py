@@ -296,6 +296,7 @@ class CudaBuildExt(build_ext):
         record = {"kind": "release" if settings.release_build else "local",
                   "variant": cuda_facts.variant_label(None), "cpu_only": True,
                   "cuda_version": None, "nvcc_version": None, "toolkit_source": None, "sass_archs": [], "ptx_archs": [],
+                  "arch_specific_sass": [],
                   "compiler": compiler_version(self.compiler.compiler_so[0]),
                   "resolver": dict(decision.document) if decision else None,
                   "cache_root": str(helper_build.cache_root(settings)) if decision else None}
@@ -320,11 +321,12 @@ class CudaBuildExt(build_ext):
                 say(f"{folder}: SASS {arch.label} only (its kernels are written for it)")
                 special_flags[folder] = [*cuda_flags(ext, [arch], []), f"-D{settings.var('SM' + arch.digits + arch.suffix.upper())}"]
             ext.extra_link_args += [str(toolkit.cudart_static()), "-lrt", "-lpthread", "-ldl"]
-            all_sass = [*sass, *[a for a in special.values() if a not in sass]]
             record.update(variant=cuda_facts.variant_label(toolkit.version), cpu_only=False,
                           cuda_version=toolkit.version, nvcc_version=toolkit.full_version, nvcc=str(toolkit.nvcc),
                           toolkit_source=toolkit.source,
-                          sass_archs=[a.label for a in all_sass], ptx_archs=[a.label for a in ptx])
+                          sass_archs=[a.label for a in sass], ptx_archs=[a.label for a in ptx],
+                          # what the arch-specific folders add beside the list (the module holds both)
+                          arch_specific_sass=sorted({a.label for a in special.values()}))
         objects = self._compile(ext, cpp_sources, cu_sources if toolkit else [], toolkit, nvcc_flags, special_flags,
                                 settings)
         # Every object is built above; setuptools only links them.

@@ -83,7 +83,10 @@ def test_hopper_family_equals_the_portable_one(case):
         # The two round at different places (the state update's weights go onto v's columns
         # here, onto k's fragments there; P comes from the accumulators here, through shared
         # memory there): equal to 16-bit rounding, not bit for bit (H200: bf16 1e-3 to 3e-3).
-        assert err < (1e-3 if case[-1] == "float16" else 1e-2), (name, err)
+        # dg, a sum over later tokens of differences of dots, magnifies those roundings (1.4e-2
+        # to 3e-2); the gate tests bound each family's dg against the float64 recurrence.
+        bound = 6e-2 if name == "dg" else 1e-3 if case[-1] == "float16" else 1e-2
+        assert err < bound, (name, err)
 
 
 def test_the_hopper_family_takes_the_tensor_core_passes_and_the_switch_turns_it_off():
