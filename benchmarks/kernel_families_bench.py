@@ -80,6 +80,7 @@ def measure(torch, shape, impls, rounds, rep_ms):
         return forward, forward_backward
 
     samples = {impl: {"fwd_ms": [], "fwdbwd_ms": [], "fwd_gpu_ms": []} for impl in impls}
+    refused = {}  # impl -> why its backward did not run (fla 0.6 refuses gated backwards on some Tritons)
     for _ in range(rounds):
         for impl in impls:
             if impl != "fla":
@@ -88,12 +89,17 @@ def measure(torch, shape, impls, rounds, rep_ms):
             with torch.no_grad():
                 samples[impl]["fwd_ms"].append(bench(forward, rep_ms))
                 samples[impl]["fwd_gpu_ms"].append(gpu_ms(torch, forward))
-            samples[impl]["fwdbwd_ms"].append(bench(forward_backward, rep_ms))
+            if impl in refused:
+                continue
+            try:
+                samples[impl]["fwdbwd_ms"].append(bench(forward_backward, rep_ms))
+            except RuntimeError as error:
+                refused[impl] = str(error).splitlines()[0][:200]
     _C.set_arch_specific_kernels(True)
-    row = {"shape": name, "n_d": b * h * t * d}
+    row = {"shape": name, "n_d": b * h * t * d, **{f"{impl}_fwdbwd_refused": why for impl, why in refused.items()}}
     for impl, values in samples.items():
         for key, series in values.items():
-            row[f"{impl}_{key}"] = statistics.median(series)
+            row[f"{impl}_{key}"] = statistics.median(series) if series else math.nan
     return row
 
 
@@ -103,7 +109,7 @@ def table(result) -> str:
              "| shape | hopper fwd | portable fwd | fla fwd | hopper fwd GPU | portable fwd GPU | fla fwd GPU | "
              "hopper / portable fwd (GPU) | hopper / fla fwd (GPU) | hopper fwd+bwd | portable fwd+bwd | fla fwd+bwd | "
              "hopper fwd HBM |",
-             "| --- |" + " ---: |" * 13]
+             "| --- |" + " ---: |" * 12]
     for r in result["rows"]:
         get = lambda key: r.get(key, math.nan)  # noqa: E731
         hbm = 8 * r["n_d"] / (get("hopper_fwd_gpu_ms") / 1e3) / peak  # the forward's 8 N D bytes
