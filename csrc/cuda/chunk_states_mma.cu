@@ -28,6 +28,7 @@
 #include "cuda/kernels.h"
 #include "cuda/mma_common.cuh"
 #include "cuda/sequence_rows.cuh"
+#include "cuda/state_tiles.cuh"
 
 namespace culina::gpu {
 namespace {
@@ -127,15 +128,7 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
   const float* initial_state =
       segment == 0 && p.initial_state ? p.initial_state + rows.state_index * dk * dv : nullptr;
   float acc[kColTiles][4];
-#pragma unroll
-  for (int c = 0; c < kColTiles; ++c)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int d = state_row + 8 * (e / 2), col = state_col + c * 8 + (e % 2);
-      acc[c][e] = !initial_state || d >= dk || col >= dv ? 0.0f
-                  : p.initial_transposed                 ? initial_state[int64_t(col) * dk + d]
-                                                         : initial_state[int64_t(d) * dv + col];
-    }
+  load_initial_tile(acc, initial_state, p.initial_transposed, dk, dv, state_row, state_col);
 
   // Each thread copies the same words of every step, which lets it decay its own v words as
   // soon as its own copies have landed. A step's gates (the chunk_gates slots of its chunks)
@@ -182,18 +175,7 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
   // Two passes alongside each other: this block's count of written states (kernels.h).
   // With one segment, blockIdx.z is the (sequence, head)'s state index.
   int* progress = PUBLISH && p.state_progress ? progress_counter(p, blockIdx.z, blockIdx.y, blockIdx.x) : nullptr;
-  wait_for_previous_grid();  // the chunk gates
-  // The zero must be in device memory before pass 2 may launch and read it: the first of the
-  // block's threads to let the next grid launch does so for the whole block, so the others wait
-  // at the barrier for thread 0's fenced store.
-  if (progress) {
-    if (tid == 0) {
-      announce_progress(progress, 0);
-      __threadfence();
-    }
-    __syncthreads();
-  }
-  allow_next_grid();         // the walk's or the output's blocks may launch as these end
+  begin_state_pass(progress);
   issue_gates(0);
   commit_async_copies();
 #pragma unroll
@@ -291,22 +273,10 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
   // state ([dk_padded][dv_padded]), for the scan or the walk, in slot [item][segment], which is
   // blockIdx.z, and with gates its total log2 gate, written by one block of the (item, segment).
   if (p.segments > 1) {
-    float* end_state = p.segment_states + blockIdx.z * state_size + int64_t(state_row) * p.dv_padded + state_col;
-#pragma unroll
-    for (int c = 0; c < kColTiles; ++c) {
-      *reinterpret_cast<float2*>(end_state + c * 8) = make_float2(acc[c][0], acc[c][1]);
-      *reinterpret_cast<float2*>(end_state + 8 * p.dv_padded + c * 8) = make_float2(acc[c][2], acc[c][3]);
-    }
-    if (GATED && p.segments > 1 && blockIdx.x == 0 && blockIdx.y == 0 && tid == 0) p.segment_gates[blockIdx.z] = segment_gate;
+    store_padded_tile(acc, p.segment_states + blockIdx.z * state_size, p.dv_padded, state_row, state_col);
+    if (GATED && blockIdx.x == 0 && blockIdx.y == 0 && tid == 0) p.segment_gates[blockIdx.z] = segment_gate;
   } else if (p.final_state) {
-    float* final_state = p.final_state + rows.state_index * dk * dv + int64_t(state_row) * dv + state_col;
-#pragma unroll
-    for (int c = 0; c < kColTiles; ++c) {
-      if (state_col + c * 8 >= dv) continue;
-      if (state_row < dk) *reinterpret_cast<float2*>(final_state + c * 8) = make_float2(acc[c][0], acc[c][1]);
-      if (state_row + 8 < dk)
-        *reinterpret_cast<float2*>(final_state + 8 * dv + c * 8) = make_float2(acc[c][2], acc[c][3]);
-    }
+    store_final_tile(acc, p.final_state + rows.state_index * dk * dv, dk, dv, state_row, state_col);
   }
   if (progress) {  // the states of the last step's later chunks
     __syncthreads();

@@ -26,6 +26,7 @@
 #include "cuda/chunk_rows_mma.cuh"
 #include "cuda/kernels.h"
 #include "cuda/sequence_rows.cuh"
+#include "cuda/state_tiles.cuh"
 
 namespace culina::gpu {
 namespace {
@@ -154,49 +155,25 @@ __global__ void __launch_bounds__(threads<SLICE>(), 1) chunk_walk_kernel(KernelP
 
   float acc[kStateTiles][kColTiles][4];
   if (segment == 0) {
-    // Segment 0 starts from the initial state ([dk][dv], or [dv][dk] transposed). One address
-    // per tile, and the steps to the next column and to 8 rows on (per-element masked
-    // addresses spilled).
+    // Segment 0 starts from the initial state ([dk][dv], or [dv][dk] transposed).
     const float* from = p.initial_state ? p.initial_state + rows.state_index * dk * dv : nullptr;
-    const bool transposed = p.initial_transposed;
-    const int64_t next_col = transposed ? dk : 1, next_rows = transposed ? 8 : 8 * int64_t(dv);
 #pragma unroll
     for (int t = 0; t < kStateTiles; ++t)
-#pragma unroll
-      for (int c = 0; c < kColTiles; ++c) {
-        const int d = state_row + t * kTile, col = state_col + c * 8;  // col < dv: col + 1 too
-        const float* at = from + (transposed ? int64_t(col) * dk + d : int64_t(d) * dv + col);
-        const bool top = from && col < dv && d < dk, bottom = from && col < dv && d + 8 < dk;
-        acc[t][c][0] = top ? at[0] : 0.0f;
-        acc[t][c][1] = top ? at[next_col] : 0.0f;
-        acc[t][c][2] = bottom ? at[next_rows] : 0.0f;
-        acc[t][c][3] = bottom ? at[next_rows + next_col] : 0.0f;
-      }
+      load_initial_tile(acc[t], from, p.initial_transposed, dk, dv, state_row + t * kTile, state_col);
   } else {
     // The others from the end states the state pass left for the segments before this one
     // ([dk_padded][dv_padded], the padding zero; segment 0's from the initial state, the
     // rest from zero), joined here rather than by a scan kernel: S = E_0, then S = 2^(G_r) S +
     // E_r for r = 1 .. segment - 1, G_r segment r's total log2 gate. These reads from L2 cost
     // less than the scan kernel they replace (11 us on the H100 at B2 T16384 H16 D128).
-    const int64_t size = int64_t(p.dk_padded) * p.dv_padded, ld = p.dv_padded;
+    const int64_t size = int64_t(p.dk_padded) * p.dv_padded;
     const float* ends = p.segment_states + rows.state_index * p.segments * size;
-    const int segment_rows = p.segment_chunks * kChunk;
 #pragma unroll 2
     for (int r = 0; r < segment; ++r) {
-      const float decay = r == 0 ? 0.0f
-                          : GATED ? exp2f(p.segment_gates[rows.state_index * p.segments + r])
-                                  : exp2f(float(min(rows.length - r * segment_rows, segment_rows)) * log2g);
-      const float* end = ends + r * size;
+      const float decay = r == 0 ? 0.0f : segment_decay(p, rows, r, GATED, log2g);
 #pragma unroll
       for (int t = 0; t < kStateTiles; ++t)
-#pragma unroll
-        for (int c = 0; c < kColTiles; ++c) {
-          const float* at = end + int64_t(state_row + t * kTile) * ld + state_col + c * 8;
-          const float2 top = *reinterpret_cast<const float2*>(at), bottom = *reinterpret_cast<const float2*>(at + 8 * ld);
-          const float e[4] = {top.x, top.y, bottom.x, bottom.y};
-#pragma unroll
-          for (int x = 0; x < 4; ++x) acc[t][c][x] = r == 0 ? e[x] : decay * acc[t][c][x] + e[x];
-        }
+        join_padded_tile(acc[t], ends + r * size, p.dv_padded, state_row + t * kTile, state_col, decay, r == 0);
     }
   }
 
@@ -320,16 +297,9 @@ __global__ void __launch_bounds__(threads<SLICE>(), 1) chunk_walk_kernel(KernelP
   // of 8, so a column pair is real or not as a whole).
   const int last_segment = max(0, all_chunks - 1) / p.segment_chunks;
   if (p.final_state && segment == last_segment) {
-    float* to = p.final_state + rows.state_index * dk * dv;
 #pragma unroll
     for (int t = 0; t < kStateTiles; ++t)
-#pragma unroll
-      for (int x = 0; x < kColTiles; ++x) {
-        const int d = state_row + t * kTile, col = state_col + x * 8;
-        float* at = to + int64_t(d) * dv + col;
-        if (col < dv && d < dk) *reinterpret_cast<float2*>(at) = make_float2(acc[t][x][0], acc[t][x][1]);
-        if (col < dv && d + 8 < dk) *reinterpret_cast<float2*>(at + 8 * dv) = make_float2(acc[t][x][2], acc[t][x][3]);
-      }
+      store_final_tile(acc[t], p.final_state + rows.state_index * dk * dv, dk, dv, state_row + t * kTile, state_col);
   }
 #else
   __trap();  // unreachable: launch_mma runs only where the device executes sm_80+ code

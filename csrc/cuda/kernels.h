@@ -198,6 +198,22 @@ __device__ __forceinline__ int* progress_counter(const KernelParams& p, int64_t 
 __device__ __forceinline__ void announce_progress(int* counter, int chunks) {
   asm volatile("st.release.gpu.global.s32 [%0], %1;" ::"l"(counter), "r"(chunks) : "memory");
 }
+// Pass 1's start, by every thread of its block, `progress` its counter (null: none): waits for the
+// kernel ahead (the chunk gates), announces that no state is written yet, and lets the next grid
+// launch. The zero must be in device memory before pass 2 may launch and read it: the first of
+// the block's threads to let the next grid launch does so for the whole block, so the others
+// wait at the barrier for thread 0's fenced store.
+__device__ __forceinline__ void begin_state_pass(int* progress) {
+  wait_for_previous_grid();
+  if (progress) {
+    if (threadIdx.x == 0) {
+      announce_progress(progress, 0);
+      __threadfence();
+    }
+    __syncthreads();
+  }
+  allow_next_grid();  // the walk's or the output's blocks may launch as these end
+}
 // A correct wait lasts at most one state pass: every state block is resident before an output
 // block starts (the dependent launch). A counter that never arrives, a bug, ends the launch with
 // a trap (an error that, as any trap, leaves the CUDA context unusable) instead of holding the

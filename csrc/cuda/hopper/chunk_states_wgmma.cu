@@ -17,6 +17,7 @@
 #include "cuda/kernels.h"
 #include "cuda/mma_common.cuh"
 #include "cuda/sequence_rows.cuh"
+#include "cuda/state_tiles.cuh"
 
 namespace culina::gpu {
 namespace {
@@ -25,7 +26,7 @@ using namespace mma;
 
 constexpr int kBlock = 64;     // state rows and columns per block
 constexpr int kThreads = 128;  // one warpgroup
-[[maybe_unused]] constexpr int kColTiles = kBlock / 8;
+constexpr int kColTiles = kBlock / 8;
 constexpr int kStages = 4;
 constexpr int kTileBytes = kChunk * wgmma::kLineBytes;  // one chunk's 64 rows of 64 features
 constexpr int kRowWords = kBlock / 8;                    // 16-byte words of a row
@@ -85,15 +86,7 @@ __global__ void __launch_bounds__(kThreads) chunk_states_wgmma_kernel(KernelPara
   const float* initial_state =
       segment == 0 && p.initial_state ? p.initial_state + rows.state_index * dk * dv : nullptr;
   float acc[kColTiles][4];
-#pragma unroll
-  for (int c = 0; c < kColTiles; ++c)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int d = state_row + 8 * (e / 2), col = state_col + c * 8 + (e % 2);
-      acc[c][e] = !initial_state || d >= dk || col >= dv ? 0.0f
-                  : p.initial_transposed                 ? initial_state[int64_t(col) * dk + d]
-                                                         : initial_state[int64_t(d) * dv + col];
-    }
+  load_initial_tile(acc, initial_state, p.initial_transposed, dk, dv, state_row, state_col);
 
   // This thread's words of every tile: rows i0 + kRowsPerCopy x, word w (features 8 w ..).
   const int i0 = tid / kRowWords, w = tid % kRowWords;
@@ -132,15 +125,7 @@ __global__ void __launch_bounds__(kThreads) chunk_states_wgmma_kernel(KernelPara
   };
 
   int* progress = PUBLISH && p.state_progress ? progress_counter(p, blockIdx.z, blockIdx.y, blockIdx.x) : nullptr;
-  wait_for_previous_grid();  // the chunk gates
-  if (progress) {
-    if (tid == 0) {
-      announce_progress(progress, 0);
-      __threadfence();
-    }
-    __syncthreads();
-  }
-  allow_next_grid();
+  begin_state_pass(progress);
   issue_gates(0);
   commit_async_copies();
 #pragma unroll
@@ -208,22 +193,10 @@ __global__ void __launch_bounds__(kThreads) chunk_states_wgmma_kernel(KernelPara
     wgmma::pin(acc);
   }
   if (p.segments > 1) {
-    float* end_state = p.segment_states + blockIdx.z * state_size + int64_t(state_row) * p.dv_padded + state_col;
-#pragma unroll
-    for (int c = 0; c < kColTiles; ++c) {
-      *reinterpret_cast<float2*>(end_state + c * 8) = make_float2(acc[c][0], acc[c][1]);
-      *reinterpret_cast<float2*>(end_state + 8 * p.dv_padded + c * 8) = make_float2(acc[c][2], acc[c][3]);
-    }
+    store_padded_tile(acc, p.segment_states + blockIdx.z * state_size, p.dv_padded, state_row, state_col);
     if (GATED && blockIdx.x == 0 && blockIdx.y == 0 && tid == 0) p.segment_gates[blockIdx.z] = segment_gate;
   } else if (p.final_state) {
-    float* final_state = p.final_state + rows.state_index * dk * dv + int64_t(state_row) * dv + state_col;
-#pragma unroll
-    for (int c = 0; c < kColTiles; ++c) {
-      if (state_col + c * 8 >= dv) continue;
-      if (state_row < dk) *reinterpret_cast<float2*>(final_state + c * 8) = make_float2(acc[c][0], acc[c][1]);
-      if (state_row + 8 < dk)
-        *reinterpret_cast<float2*>(final_state + 8 * dv + c * 8) = make_float2(acc[c][2], acc[c][3]);
-    }
+    store_final_tile(acc, p.final_state + rows.state_index * dk * dv, dk, dv, state_row, state_col);
   }
   if (progress) {
     __syncthreads();

@@ -18,6 +18,7 @@
 #include "cuda/hopper/wgmma.cuh"
 #include "cuda/kernels.h"
 #include "cuda/sequence_rows.cuh"
+#include "cuda/state_tiles.cuh"
 
 namespace culina::gpu {
 namespace {
@@ -55,12 +56,6 @@ struct Layout {
   static constexpr size_t bytes = used + wgmma::kSwizzleAtomBytes;  // room to align the base to 1024
 };
 
-// Waits for the 128 threads of warpgroup `group`: barrier 1 + group (0 is __syncthreads').
-__device__ __forceinline__ void sync_group(int group) {
-  if (group == 0) asm volatile("bar.sync 1, 128;\n" ::: "memory");
-  else asm volatile("bar.sync 2, 128;\n" ::: "memory");
-}
-
 // Rows stored as S (T, or float32 rounded to T as it loads: mma_common.cuh).
 template <typename T, typename S, int DK, int SLICE, bool GATED, bool DOTS>
 __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_wgmma_kernel(KernelParams p) {
@@ -68,7 +63,7 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_wgmma_ker
   using L = Layout<DK, SLICE>;
   constexpr int kThreads = walk_threads<SLICE>();
   constexpr int kDkBlocks = DK / 64;
-  static_assert(L::kGroups <= 2, "two warpgroup barriers");
+  static_assert(L::kGroups <= 2, "wgmma::sync_warpgroup has two barriers");
   extern __shared__ __align__(16) unsigned char smem_unaligned[];
   const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem_unaligned));
   unsigned char* smem = smem_unaligned + ((wgmma::kSwizzleAtomBytes - base % wgmma::kSwizzleAtomBytes) %
@@ -141,41 +136,19 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_wgmma_ker
   float acc[kDkBlocks][8][4];
   if (segment == 0) {
     const float* from = p.initial_state ? p.initial_state + rows.state_index * dk * dv : nullptr;
-    const bool transposed = p.initial_transposed;
-    const int64_t next_col = transposed ? dk : 1, next_rows = transposed ? 8 : 8 * int64_t(dv);
 #pragma unroll
     for (int t = 0; t < kDkBlocks; ++t)
-#pragma unroll
-      for (int c = 0; c < 8; ++c) {
-        const int d = 64 * t + state_row, col = state_col + c * 8;
-        const float* at = from + (transposed ? int64_t(col) * dk + d : int64_t(d) * dv + col);
-        const bool top = from && col < dv && d < dk, bottom = from && col < dv && d + 8 < dk;
-        acc[t][c][0] = top ? at[0] : 0.0f;
-        acc[t][c][1] = top ? at[next_col] : 0.0f;
-        acc[t][c][2] = bottom ? at[next_rows] : 0.0f;
-        acc[t][c][3] = bottom ? at[next_rows + next_col] : 0.0f;
-      }
+      load_initial_tile(acc[t], from, p.initial_transposed, dk, dv, 64 * t + state_row, state_col);
   } else {
     // Joined from the segments' end states as the portable walk does (chunk_walk_mma.cu).
-    const int64_t size = int64_t(p.dk_padded) * p.dv_padded, ld = p.dv_padded;
+    const int64_t size = int64_t(p.dk_padded) * p.dv_padded;
     const float* ends = p.segment_states + rows.state_index * p.segments * size;
-    const int segment_rows = p.segment_chunks * kChunk;
 #pragma unroll 1
     for (int r = 0; r < segment; ++r) {
-      const float decay = r == 0 ? 0.0f
-                          : GATED ? exp2f(p.segment_gates[rows.state_index * p.segments + r])
-                                  : exp2f(float(min(rows.length - r * segment_rows, segment_rows)) * log2g);
-      const float* end = ends + r * size;
+      const float decay = r == 0 ? 0.0f : segment_decay(p, rows, r, GATED, log2g);
 #pragma unroll
       for (int t = 0; t < kDkBlocks; ++t)
-#pragma unroll
-        for (int c = 0; c < 8; ++c) {
-          const float* at = end + int64_t(64 * t + state_row) * ld + state_col + c * 8;
-          const float2 top = *reinterpret_cast<const float2*>(at), bottom = *reinterpret_cast<const float2*>(at + 8 * ld);
-          const float e[4] = {top.x, top.y, bottom.x, bottom.y};
-#pragma unroll
-          for (int x = 0; x < 4; ++x) acc[t][c][x] = r == 0 ? e[x] : decay * acc[t][c][x] + e[x];
-        }
+        join_padded_tile(acc[t], ends + r * size, p.dv_padded, 64 * t + state_row, state_col, decay, r == 0);
     }
   }
 
@@ -220,7 +193,7 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_wgmma_ker
       *reinterpret_cast<uint4*>(s_scaled_v + at) = scale8<T>(*reinterpret_cast<const uint4*>(v_block + at), weight);
     }
     wgmma::fence_for_async_reads();
-    sync_group(group);  // H_c and V' are the warpgroup's
+    wgmma::sync_warpgroup(group);  // H_c and V' are the warpgroup's
 
     // S = Q K^T and O = Q H_c, over DK in steps of 16 features (32 bytes within a 64-feature block).
     float s[8][4], o[8][4];
@@ -309,16 +282,9 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_wgmma_ker
   // the final state, [dk][dv]: only the real rows and columns go out.
   const int last_segment = max(0, all_chunks - 1) / p.segment_chunks;
   if (p.final_state && segment == last_segment) {
-    float* to = p.final_state + rows.state_index * dk * dv;
 #pragma unroll
     for (int t = 0; t < kDkBlocks; ++t)
-#pragma unroll
-      for (int x = 0; x < 8; ++x) {
-        const int d = 64 * t + state_row, col = state_col + x * 8;
-        float* at = to + int64_t(d) * dv + col;
-        if (col < dv && d < dk) *reinterpret_cast<float2*>(at) = make_float2(acc[t][x][0], acc[t][x][1]);
-        if (col < dv && d + 8 < dk) *reinterpret_cast<float2*>(at + 8 * dv) = make_float2(acc[t][x][2], acc[t][x][3]);
-      }
+      store_final_tile(acc[t], p.final_state + rows.state_index * dk * dv, dk, dv, 64 * t + state_row, state_col);
   }
 #else
   __trap();  // unreachable: the dispatch runs this family only where sm_90a code loads

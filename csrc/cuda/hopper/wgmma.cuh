@@ -44,6 +44,13 @@ __device__ __forceinline__ uint64_t advanced(uint64_t descriptor, int bytes) { r
 // extends that to the other threads' wgmma.
 __device__ __forceinline__ void fence_for_async_reads() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
+// Waits for the 128 threads of warpgroup `group` (0 or 1) of the block: barrier 1 + group (0 is
+// __syncthreads').
+__device__ __forceinline__ void sync_warpgroup(int group) {
+  if (group == 0) asm volatile("bar.sync 1, 128;\n" ::: "memory");
+  else asm volatile("bar.sync 2, 128;\n" ::: "memory");
+}
+
 // Orders earlier register accesses of the accumulators before the wgmma that follow.
 __device__ __forceinline__ void fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }

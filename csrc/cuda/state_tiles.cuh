@@ -1,0 +1,79 @@
+// A warp's piece of a pass's fp32 state in accumulators, to and from device memory, for every
+// tensor-core kernel that carries a state (the portable and the Hopper state passes and walks):
+// an m16 x 8C tile in the mma.sync layout, which wgmma's accumulators share per warp. The lane's
+// elements are rows `row` and row + 8, columns col + 8 c and the next (c < C); dk and dv are
+// multiples of 8, so a column pair is inside them or outside as a whole.
+#pragma once
+
+#include "cuda/kernels.h"
+#include "cuda/sequence_rows.cuh"
+
+namespace culina::gpu {
+
+// From the initial state ([dk][dv], or [dv][dk] transposed; `from` null: none), zero past dk and
+// dv. One address per column tile and the steps to the next column and 8 rows on (per-element
+// masked addresses spilled in the walk).
+template <int C>
+__device__ __forceinline__ void load_initial_tile(float (&acc)[C][4], const float* from, bool transposed, int dk, int dv,
+                                                  int row, int col) {
+  const int64_t next_col = transposed ? dk : 1, next_rows = transposed ? 8 : 8 * int64_t(dv);
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    const int at_col = col + c * 8;
+    const float* at = from + (transposed ? int64_t(at_col) * dk + row : int64_t(row) * dv + at_col);
+    const bool top = from && at_col < dv && row < dk, bottom = from && at_col < dv && row + 8 < dk;
+    acc[c][0] = top ? at[0] : 0.0f;
+    acc[c][1] = top ? at[next_col] : 0.0f;
+    acc[c][2] = bottom ? at[next_rows] : 0.0f;
+    acc[c][3] = bottom ? at[next_rows + next_col] : 0.0f;
+  }
+}
+
+// Into a final state ([dk][dv] at `to`): the real rows and columns only.
+template <int C>
+__device__ __forceinline__ void store_final_tile(const float (&acc)[C][4], float* to, int dk, int dv, int row, int col) {
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    const int at_col = col + c * 8;
+    float* at = to + int64_t(row) * dv + at_col;
+    if (at_col < dv && row < dk) *reinterpret_cast<float2*>(at) = make_float2(acc[c][0], acc[c][1]);
+    if (at_col < dv && row + 8 < dk) *reinterpret_cast<float2*>(at + 8 * dv) = make_float2(acc[c][2], acc[c][3]);
+  }
+}
+
+// Into a padded state (rows of `ld` floats at `to`: a segment's end state).
+template <int C>
+__device__ __forceinline__ void store_padded_tile(const float (&acc)[C][4], float* to, int64_t ld, int row, int col) {
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    float* at = to + int64_t(row) * ld + col + c * 8;
+    *reinterpret_cast<float2*>(at) = make_float2(acc[c][0], acc[c][1]);
+    *reinterpret_cast<float2*>(at + 8 * ld) = make_float2(acc[c][2], acc[c][3]);
+  }
+}
+
+// One step of a walk's join of the segments before its own: S = E_r for r = 0, else
+// S = decay S + E_r, E_r padded (rows of `ld` floats at `end`).
+template <int C>
+__device__ __forceinline__ void join_padded_tile(float (&acc)[C][4], const float* end, int64_t ld, int row, int col,
+                                                 float decay, bool first) {
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    const float* at = end + int64_t(row) * ld + col + c * 8;
+    const float2 top = *reinterpret_cast<const float2*>(at), bottom = *reinterpret_cast<const float2*>(at + 8 * ld);
+    const float e[4] = {top.x, top.y, bottom.x, bottom.y};
+#pragma unroll
+    for (int x = 0; x < 4; ++x) acc[c][x] = first ? e[x] : decay * acc[c][x] + e[x];
+  }
+}
+
+// The decay across segment r (r > 0) of a walk's (sequence, head): 2^(its total log2 gate), from
+// segment_gates with gates, from its length and the constant's log2 otherwise.
+__device__ __forceinline__ float segment_decay(const KernelParams& p, const SequenceRows& rows, int r, bool gated,
+                                               float log2g) {
+  const int segment_rows = p.segment_chunks * kStateChunk;
+  return gated ? exp2f(p.segment_gates[rows.state_index * p.segments + r])
+               : exp2f(float(min(rows.length - r * segment_rows, segment_rows)) * log2g);
+}
+
+}  // namespace culina::gpu
