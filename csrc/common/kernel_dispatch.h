@@ -18,7 +18,7 @@ namespace culina {
 enum class KernelFamily {
   kTensorCore,  // cuda/mma_path.cu: mma.sync tensor cores, fp16/bf16 (float32 rows rounded), head sizes 16..256 by 8
   kGeneric,     // cuda/chunked_generic.cu: CUDA cores, fp32 math, every dtype and head size
-  kHopper,      // the tensor-core family with its state pass on wgmma (cuda/hopper/, sm_90a code)
+  kHopper,      // cuda/hopper/: the tensor-core plan with its state pass and walk on wgmma (sm_90a code)
 };
 
 // The code a device runs from this build: the binary version of the portable code it executes

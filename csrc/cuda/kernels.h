@@ -126,7 +126,8 @@ constexpr int kMaxSegments = 32;
 // At most this many packed sequences for pass 2 alongside pass 1: one warp ranks their chunks,
 // four sequences per lane (sequence_rows.cuh: sequence_of_rank).
 constexpr int kMaxRankedSequences = 128;
-// `hopper`: pass 1 on the Hopper family's wgmma kernel (cuda/hopper/), the rest as it is.
+// `hopper`: the Hopper family (cuda/hopper/hopper_kernels.h): pass 1 on wgmma, and the fused pass
+// where its wgmma walk takes dk; the rest as it is.
 cudaError_t launch_mma(const KernelParams& params, int sequences, Elements elements, cudaStream_t stream, bool hopper);
 // The kernels, for mma_path.cu: T (__half or __nv_bfloat16) what they multiply in, S what the
 // rows are stored as (T, or float for __nv_bfloat16: mma_common.cuh).

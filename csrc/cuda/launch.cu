@@ -291,8 +291,12 @@ size_t backward_workspace_bytes(const Problem& problem, int device) {
 std::string kernel_path(const Problem& problem, int device) {
   const Choice choice = choose(problem, forward_pass(problem), runnable_facts_of(device), SIZE_MAX);
   if (!choice.plan) return choice.family->name;
-  return std::string(choice.family->name) + (choice.plan->fused ? ", fused (" : ", two passes (") +
-         choice.family->code + ")";
+  std::string path = std::string(choice.family->name) + (choice.plan->fused ? ", fused (" : ", two passes (") +
+                     choice.family->code + ")";
+  // The Hopper family's walk takes dk up to 128; its state pass every pass.
+  const bool hopper_walk = choice.plan->fused && hopper_walk_takes(mma::padded_head_size(int(problem.dk)));
+  if (choice.family->family == KernelFamily::kHopper && !hopper_walk) path += ", wgmma state pass only";
+  return path;
 }
 
 void linear_attention(const Problem& problem, int device, uintptr_t stream) {
