@@ -464,9 +464,9 @@ def ready_device(device: int) -> None:
     so later calls cost a set lookup."""
     if device in _ready_devices:
         return
-    apply_kernel_choice()
     if not _C.built_with_cuda():
         raise _unsupported(device, "this culina was built without CUDA (no nvcc at build time)")
+    apply_kernel_choice()
     driver_problem = _build.driver_problem(_C.driver_version())
     if driver_problem:
         raise UnsupportedDeviceError(*driver_problem)

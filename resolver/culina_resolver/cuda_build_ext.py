@@ -255,18 +255,29 @@ class CudaExtension(Extension):
         self.source_flags = dict(source_flags or {})
 
 
-def arch_specific_targets(folders: dict[str, str], sass: list[Arch]) -> dict[str, Arch]:
+def arch_specific_targets(folders: dict[str, str], sass: list[Arch], toolkit: Toolkit) -> dict[str, Arch]:
     """The folders of `folders` (the project's arch_specific_sources: folder -> "9.0a") that a
-    build of SASS `sass` compiles for their target: those whose target's base architecture is
-    listed. Their .cu files are compiled for that target alone, with the macro <prefix>SM90A
-    defined so that their host code knows; elsewhere they are compiled as the other sources and
-    hold no code for it."""
+    build of SASS `sass` with `toolkit` compiles for their target: those whose target's base
+    architecture is listed, where the toolkit knows the target's suffix (sm_90a from CUDA 12.0 on:
+    cuda_facts.json). Their .cu files are compiled for that target alone, with the macro
+    <prefix>SM90A defined so that their host code knows; elsewhere they are compiled as the other
+    sources and hold no code for it."""
     out = {}
     for folder, label in folders.items():
         (target,) = adapter_settings.arch_list(label)
-        if any(a.digits == target.arch.digits for a in sass):
-            out[folder] = target.arch
+        if not any(a.digits == target.arch.digits for a in sass):
+            continue
+        first_cuda = cuda_facts.facts()["arch_suffixes"][target.arch.suffix]["first_cuda"]
+        if _version_tuple(toolkit.version) < _version_tuple(first_cuda):
+            say(f"{folder}: nvcc {toolkit.version} cannot target {label} (CUDA {first_cuda} and newer): its kernels "
+                "are left out, the portable ones serve")
+            continue
+        out[folder] = target.arch
     return out
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split(".")[:2])
 
 
 class CudaBuildExt(build_ext):
@@ -316,7 +327,11 @@ class CudaBuildExt(build_ext):
             say(f"nvcc {toolkit.full_version} at {toolkit.nvcc} (from {toolkit.source}); SASS {[a.label for a in sass]}, "
                 f"PTX {[a.label for a in ptx]}")
             nvcc_flags = cuda_flags(ext, sass, ptx)
-            special = arch_specific_targets(settings.project.arch_specific_sources, sass)
+            special = arch_specific_targets(settings.project.arch_specific_sources, sass, toolkit)
+            for folder in special:
+                if not any(src.startswith(folder) for src in cu_sources):
+                    raise BuildError(f"pyproject's arch_specific_sources names {folder!r}, which holds none of the "
+                                     f"extension's .cu sources (paths as setup.py gives them, relative to the project)")
             for folder, arch in special.items():
                 say(f"{folder}: SASS {arch.label} only (its kernels are written for it)")
                 special_flags[folder] = [*cuda_flags(ext, [arch], []), f"-D{settings.var('SM' + arch.digits + arch.suffix.upper())}"]

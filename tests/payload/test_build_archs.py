@@ -78,5 +78,12 @@ def test_cuda13_refuses_pre_turing():
 ])
 def test_arch_specific_folders_build_for_their_target_where_its_base_is_listed(value, expected):
     sass, _ = adapter.parse_archs(value, TOOLKIT)
-    targets = adapter.arch_specific_targets({"csrc/cuda/hopper/": "9.0a"}, sass)
+    targets = adapter.arch_specific_targets({"csrc/cuda/hopper/": "9.0a"}, sass, TOOLKIT)
     assert {folder: arch.label for folder, arch in targets.items()} == expected
+
+
+def test_arch_specific_folders_are_left_out_where_the_toolkit_predates_their_suffix(capsys):
+    sass, _ = adapter.parse_archs("9.0", TOOLKIT)
+    old = dataclasses.replace(TOOLKIT, version="11.8")  # this nvcc, taken for CUDA 11.8 (sm_90a came in 12.0)
+    assert adapter.arch_specific_targets({"csrc/cuda/hopper/": "9.0a"}, sass, old) == {}
+    assert "nvcc 11.8 cannot target 9.0a (CUDA 12.0 and newer)" in capsys.readouterr().err

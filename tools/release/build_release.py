@@ -135,7 +135,7 @@ def requested_archs(archs: str, toolkit: adapter.Toolkit, config: ProjectConfig)
         sass, ptx = adapter.parse_archs(archs, toolkit, config)
     except adapter.BuildError as error:
         raise ReleaseError(f"--archs: {error}") from None
-    sass += [a for a in adapter.arch_specific_targets(config.arch_specific_sources, sass).values() if a not in sass]
+    sass += [a for a in adapter.arch_specific_targets(config.arch_specific_sources, sass, toolkit).values() if a not in sass]
     return [f"sm_{a.digits}{a.suffix}" for a in sass], [f"compute_{a.digits}{a.suffix}" for a in ptx]
 
 

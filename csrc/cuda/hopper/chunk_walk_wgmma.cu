@@ -61,6 +61,7 @@ template <typename T, typename S, int DK, int SLICE, bool GATED, bool DOTS>
 __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_wgmma_kernel(KernelParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using L = Layout<DK, SLICE>;
+  static_assert(L::bytes <= 227 * 1024, "what one sm_90 block may opt in to");
   constexpr int kThreads = walk_threads<SLICE>();
   constexpr int kDkBlocks = DK / 64;
   static_assert(L::kGroups <= 2, "wgmma::sync_warpgroup has two barriers");
@@ -160,6 +161,7 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_wgmma_ker
 
   for (int c = 0; c < chunks; ++c) {
     wait_async_copies<kSlots - 2>();  // chunk c's copies; later ones may fly
+    wgmma::fence_for_async_reads();   // this thread's landed copies, for the other warpgroup's wgmma too
     __syncthreads();  // chunk c's rows are in; every warp is past chunk c - 1 (its slot, H and V' are free)
     const int t0 = (first_chunk + c) * kChunk, n = min(kChunk, rows.length - t0);
     const int first_row = t0 + 16 * group_warp, valid = n - 16 * group_warp;
@@ -251,7 +253,16 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_wgmma_ker
         for (int e = 0; e < 4; ++e) acc[t][x][e] *= chunk_decay;
 
     // O += P V (P's key steps of 16 rows), then H = 2^L H + K^T V': O goes out while H updates.
+    // P's registers, O's and H's are pinned before the fence: computed after it, ptxas inserts
+    // a warpgroup sync of its own before each wgmma that reads them (C7519).
     const uint64_t v_tile = wgmma::tile_descriptor(v_block);
+#pragma unroll
+    for (int kk = 0; kk < kChunk / 16; ++kk)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(pa[kk][e])::"memory");
+    wgmma::pin(o);
+#pragma unroll
+    for (int t = 0; t < kDkBlocks; ++t) wgmma::pin(acc[t]);
     wgmma::fence();
 #pragma unroll
     for (int kk = 0; kk < kChunk / 16; ++kk)
@@ -267,7 +278,9 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_wgmma_ker
     wgmma::wait<1>();
     wgmma::pin(o);
     if constexpr (DOTS) {
-      wait_async_copies<1>();  // the partner rows (the ring's next chunk may still fly)
+      // The partner rows: with two ring slots the ring's one later group may still fly (with
+      // more, groups retire in order, so this waits for all but the newest).
+      wait_async_copies<1>();
       __syncwarp();            // and every lane's copies of them
       add_gate_dots<T, kGroupCols>(p, rows, o, stage, staging_ld<kGroupCols>(), first_row, valid, col0, lane);
     }
