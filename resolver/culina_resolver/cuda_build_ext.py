@@ -327,11 +327,11 @@ class CudaBuildExt(build_ext):
             say(f"nvcc {toolkit.full_version} at {toolkit.nvcc} (from {toolkit.source}); SASS {[a.label for a in sass]}, "
                 f"PTX {[a.label for a in ptx]}")
             nvcc_flags = cuda_flags(ext, sass, ptx)
-            special = arch_specific_targets(settings.project.arch_specific_sources, sass, toolkit)
-            for folder in special:
-                if not any(src.startswith(folder) for src in cu_sources):
-                    raise BuildError(f"pyproject's arch_specific_sources names {folder!r}, which holds none of the "
-                                     f"extension's .cu sources (paths as setup.py gives them, relative to the project)")
+            # Folders holding none of this extension's sources (as setup.py names them, relative to
+            # the project) add no code, so the record does not claim their target.
+            special = {folder: arch for folder, arch in
+                       arch_specific_targets(settings.project.arch_specific_sources, sass, toolkit).items()
+                       if any(src.startswith(folder) for src in cu_sources)}
             for folder, arch in special.items():
                 say(f"{folder}: SASS {arch.label} only (its kernels are written for it)")
                 special_flags[folder] = [*cuda_flags(ext, [arch], []), f"-D{settings.var('SM' + arch.digits + arch.suffix.upper())}"]
