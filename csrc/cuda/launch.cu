@@ -140,8 +140,8 @@ struct Choice {
 // runs (its binary version, not its compute capability: PTX of an older target JIT-compiles to
 // that target) whose plan fits: the tensor-core family's working set in one block's shared
 // memory and its workspace in `workspace_limit` bytes (the caller's).
-// The Hopper family runs the tensor-core plan (its pass 1 needs no more shared memory than the
-// portable one's).
+// The Hopper family runs the tensor-core plan: its state pass needs less shared memory than the
+// portable one, and its walk no more than an sm_90 block may have (a static_assert there).
 Choice choose(const Problem& problem, const Pass& pass, const DeviceFacts& facts, size_t workspace_limit) {
   const DeviceCode code{facts.info.binary_version, arch_specific_kernels ? facts.info.arch_specific_version : 0};
   for (const FamilyRule* family : families_for(code, problem.elements, pass)) {

@@ -15,6 +15,7 @@
 // with K_c and V_c in a ring of kStages swizzled tiles (hopper/wgmma.cuh), one chunk each,
 // filled by asynchronous copies kStages - 1 chunks ahead; K_c^T V_c is four m64n64k16 wgmma
 // on the tiles as they lie. A chunk's gates come in with the previous chunk's copies.
+#include "cuda/chunk_rows_mma.cuh"
 #include "cuda/hopper/hopper_kernels.h"
 #include "cuda/hopper/wgmma.cuh"
 #include "cuda/kernels.h"
@@ -29,14 +30,13 @@ using namespace mma;
 
 constexpr int kBlock = 64;     // state rows and columns per block
 constexpr int kThreads = 128;  // one warpgroup
-constexpr int kColTiles = kBlock / 8;
+[[maybe_unused]] constexpr int kColTiles = kBlock / 8;
 constexpr int kStages = 4;
 constexpr int kTileBytes = kChunk * wgmma::kLineBytes;  // one chunk's 64 rows of 64 features
 constexpr int kRowWords = kBlock / 8;                    // 16-byte words of a row
 constexpr int kWords = kChunk * kRowWords / kThreads;    // words per thread per tile
 [[maybe_unused]] constexpr int kRowsPerCopy = kThreads / kRowWords;
 constexpr int kGateStages = kStages + 1;
-constexpr int kLdStage = kBlock + 8;  // a warp's h rows on their way to 16-byte stores
 [[maybe_unused]] constexpr int kChunksPerAnnouncement = 8;
 static_assert(kWords * kThreads == kChunk * kRowWords, "whole words per thread");
 
@@ -46,8 +46,8 @@ struct Layout {
   static constexpr size_t k = 0;                               // kStages swizzled tiles
   static constexpr size_t v = k + size_t(kStages) * kTileBytes;  // kStages swizzled tiles
   static constexpr size_t gates = v + size_t(kStages) * kTileBytes;  // kGateStages x kGateSlot floats
-  static constexpr size_t stage = gates + size_t(kGateStages) * kGateSlot * 4;  // 4 x [16][kLdStage] 16-bit
-  static constexpr size_t used = stage + (PUBLISH ? size_t(4) * 16 * kLdStage * 2 : 0);
+  static constexpr size_t stage = gates + size_t(kGateStages) * kGateSlot * 4;  // 4 warps' staging rows
+  static constexpr size_t used = stage + (PUBLISH ? 4 * staging_bytes<kBlock>() : 0);
   // Dynamic shared memory is 16-byte aligned; the swizzle needs 1024.
   static constexpr size_t bytes = used + wgmma::kSwizzleAtomBytes;
 };
@@ -57,9 +57,7 @@ __global__ void __launch_bounds__(kThreads) chunk_states_wgmma_kernel(KernelPara
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using L = Layout<PUBLISH>;
   extern __shared__ __align__(16) unsigned char smem_unaligned[];
-  const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem_unaligned));
-  unsigned char* smem = smem_unaligned + ((wgmma::kSwizzleAtomBytes - base % wgmma::kSwizzleAtomBytes) %
-                                          wgmma::kSwizzleAtomBytes);
+  unsigned char* smem = wgmma::swizzle_aligned(smem_unaligned);
   float* s_gates = reinterpret_cast<float*>(smem + L::gates);
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -81,7 +79,7 @@ __global__ void __launch_bounds__(kThreads) chunk_states_wgmma_kernel(KernelPara
   const int state_row = d0 + 16 * warp + group, state_col = v0 + pair;
   T* h = static_cast<T*>(p.states) + (rows.chunk_base + first_chunk) * state_size +
          (int64_t(d0 + 16 * warp) * p.dv_padded + v0);
-  T* stage = reinterpret_cast<T*>(smem + L::stage) + warp * 16 * kLdStage;
+  T* stage = reinterpret_cast<T*>(smem + L::stage + warp * staging_bytes<kBlock>());
 
   const float log2g = p.log2_decay[head];
   const float w_update = update_weight(p);
@@ -136,21 +134,11 @@ __global__ void __launch_bounds__(kThreads) chunk_states_wgmma_kernel(KernelPara
   wait_async_copies<kStages - 1>();  // chunk 0's gates, the oldest group
   __syncthreads();
 
-  // The state entering `chunk`, regrouped through the warp's staging rows into 16-byte stores.
+  // The state entering `chunk`, through the warp's staging rows into 16-byte stores: the output
+  // kernels' store_rows, 16 whole rows of 64 columns (the staging rows are free again after it).
+  const LaneRoles roles(lane);
   auto publish = [&](int chunk) {
-#pragma unroll
-    for (int c = 0; c < kColTiles; ++c) {
-      *reinterpret_cast<uint32_t*>(stage + group * kLdStage + c * 8 + pair) = pack2<T>(acc[c][0], acc[c][1]);
-      *reinterpret_cast<uint32_t*>(stage + (group + 8) * kLdStage + c * 8 + pair) = pack2<T>(acc[c][2], acc[c][3]);
-    }
-    __syncwarp();
-    T* h_chunk = h + chunk * state_size;
-#pragma unroll
-    for (int x = 0; x < 16 * kBlock / 8 / 32; ++x) {
-      const int e = lane + 32 * x, row = e / kRowWords, c8 = (e % kRowWords) * 8;
-      *reinterpret_cast<uint4*>(h_chunk + int64_t(row) * p.dv_padded + c8) =
-          *reinterpret_cast<const uint4*>(stage + row * kLdStage + c8);
-    }
+    store_rows<T, kBlock>(acc, stage, h + chunk * state_size, p.dv_padded, 16, kBlock, roles, lane);
     __syncwarp();
   };
 
@@ -221,8 +209,6 @@ cudaError_t hopper_kernel_attributes(cudaFuncAttributes* attributes) {
 #endif
 }
 
-size_t hopper_states_shared_bytes(bool fused) { return fused ? Layout<false>::bytes : Layout<true>::bytes; }
-
 template <typename T, typename S>
 cudaError_t launch_hopper_chunk_states(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own) {
   const dim3 grid(params.dv_padded / kBlock, params.dk_padded / kBlock, sequences * params.heads * params.segments);
@@ -232,7 +218,7 @@ cudaError_t launch_hopper_chunk_states(const KernelParams& params, int sequences
                                                          : chunk_states_wgmma_kernel<T, S, false, true>);
   const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                                cudaSharedmemCarveoutMaxShared);
-  return err == cudaSuccess ? launch_with_shared(kernel, grid, kThreads, hopper_states_shared_bytes(params.fused),
+  return err == cudaSuccess ? launch_with_shared(kernel, grid, kThreads, params.fused ? Layout<false>::bytes : Layout<true>::bytes,
                                                  stream, params, after_own)
                             : err;
 }

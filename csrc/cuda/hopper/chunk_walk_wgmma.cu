@@ -66,9 +66,7 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_wgmma_ker
   constexpr int kDkBlocks = DK / 64;
   static_assert(L::kGroups <= 2, "wgmma::sync_warpgroup has two barriers");
   extern __shared__ __align__(16) unsigned char smem_unaligned[];
-  const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem_unaligned));
-  unsigned char* smem = smem_unaligned + ((wgmma::kSwizzleAtomBytes - base % wgmma::kSwizzleAtomBytes) %
-                                          wgmma::kSwizzleAtomBytes);
+  unsigned char* smem = wgmma::swizzle_aligned(smem_unaligned);
   float* s_powers = reinterpret_cast<float*>(smem + L::powers);
 
   const int tid = threadIdx.x, warp = tid / 32, group = tid / kGroupThreads, group_warp = warp % 4;

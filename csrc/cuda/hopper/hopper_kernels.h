@@ -17,7 +17,6 @@ cudaError_t hopper_kernel_attributes(cudaFuncAttributes* attributes);
 
 // The tensor-core path's pass 1 (kernels.h: launch_chunk_states) on wgmma: the same grid,
 // workspace and results.
-size_t hopper_states_shared_bytes(bool fused);
 template <typename T, typename S>
 cudaError_t launch_hopper_chunk_states(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own);
 

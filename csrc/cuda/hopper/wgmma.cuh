@@ -25,6 +25,13 @@ __host__ __device__ constexpr int swizzled_offset(int row, int word) {
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
+// The first 1024-byte boundary in a kernel's dynamic shared memory (which is only 16-byte
+// aligned; the swizzle needs 1024): a layout reserves kSwizzleAtomBytes more for it.
+__device__ __forceinline__ unsigned char* swizzle_aligned(unsigned char* dynamic_smem) {
+  const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(dynamic_smem));
+  return dynamic_smem + (kSwizzleAtomBytes - base % kSwizzleAtomBytes) % kSwizzleAtomBytes;
+}
+
 // The matrix descriptor of a swizzled tile at `tile` (a 1024-byte boundary, or 32 bytes per
 // 16 features on from one, for K-major steps within a row): bits 0-13 the address / 16, 16-29
 // the leading byte offset / 16 (unused: one 64-feature block per operand), 32-45 the stride
