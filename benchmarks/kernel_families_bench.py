@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kernel_breakdown import kernel_times  # noqa: E402
 from simple_gla_bench import HBM_PEAK, bench, make_inputs  # noqa: E402
 
 # (name, B, T, H, D, gates, packed sequences): fla's registry shapes, the head sizes each Hopper
@@ -42,15 +43,9 @@ SHAPES = [
 IMPLS = ("hopper", "portable", "fla")
 
 
-def gpu_ms(torch, run, repeats=20):
+def gpu_ms(torch, run):
     """Milliseconds of CUDA time per call, summed over every kernel `run` launches."""
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(repeats):
-            run()
-        torch.cuda.synchronize()
-    return sum(getattr(e, "self_device_time_total", 0) for e in prof.key_averages()) / repeats / 1000
+    return sum(kernel_times(torch, run).values())
 
 
 def measure(torch, shape, impls, rounds, rep_ms):

@@ -134,8 +134,7 @@ def decided_toolkit(decision: Decision) -> Toolkit:
                              f"{decided.cuda_at_most}), which this build environment does not have",
                              f"Fix: with --no-build-isolation install it first: pip install {wanted}")
         toolkit = toolkit_at(root / "bin" / "nvcc", "PyPI packages")
-        at_most = tuple(int(part) for part in decided.cuda_at_most.split("."))
-        if toolkit.major != decided.major or tuple(int(p) for p in toolkit.version.split(".")) > at_most:
+        if toolkit.major != decided.major or _version_tuple(toolkit.version) > _version_tuple(decided.cuda_at_most):
             raise BuildError(f"the PyPI toolkit in this build environment ({root}) is CUDA {toolkit.version}; the "
                              f"resolver decided CUDA {decided.major} up to {decided.cuda_at_most}, what the driver runs",
                              f"Fix: pip install {wanted}")
@@ -277,6 +276,7 @@ def arch_specific_targets(folders: dict[str, str], sass: list[Arch], toolkit: To
 
 
 def _version_tuple(version: str) -> tuple[int, ...]:
+    """A CUDA release ("13.0") as numbers, major and minor, for comparing."""
     return tuple(int(part) for part in version.split(".")[:2])
 
 
