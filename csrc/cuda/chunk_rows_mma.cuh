@@ -52,6 +52,14 @@ __device__ __forceinline__ void sync_row_warps(int row_warp) {
   }
 }
 
+// 2^x on the special-function unit alone: exp2f's extra steps only keep results below 2^-126
+// from flushing to zero, and a weight that small is lost in its sum anyway.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // The powers of one chunk's gates (common/passes.h: c_i its cumulative log2 gates, L their
 // total, n its rows): GATED, from the c_i and L themselves (kGateSlot floats, as in
 // KernelParams::chunk_gates); else, for one constant gate g with c_i = (i + first) log2 g
@@ -60,22 +68,21 @@ __device__ __forceinline__ void sync_row_warps(int row_warp) {
 template <bool GATED>
 struct GatePowers;
 
-// between(i, j) = 2^(c_i - c_j) for j <= i, at(i) = 2^(c_i), to_end(j) = 2^(L - c_j) for j < n,
-// total() = 2^L.
+// at(i) = 2^(c_i), to_end(j) = 2^(L - c_j) for j < n, total() = 2^L; a score's weight
+// 2^(c_i - c_j) is causal_tile's.
 template <>
 struct GatePowers<true> {
   const float* cumulative;
-  __device__ __forceinline__ float between(int i, int j) const { return exp2f(cumulative[i] - cumulative[j]); }
-  __device__ __forceinline__ float at(int i) const { return exp2f(cumulative[i]); }
-  __device__ __forceinline__ float to_end(int j) const { return exp2f(cumulative[kChunk] - cumulative[j]); }
-  __device__ __forceinline__ float total() const { return exp2f(cumulative[kChunk]); }
+  __device__ __forceinline__ float at(int i) const { return fast_exp2(cumulative[i]); }
+  __device__ __forceinline__ float to_end(int j) const { return fast_exp2(cumulative[kChunk] - cumulative[j]); }
+  __device__ __forceinline__ float total() const { return fast_exp2(cumulative[kChunk]); }
 };
 
 template <>
 struct GatePowers<false> {
   const float* powers;
   int first, n;
-  __device__ __forceinline__ float between(int i, int j) const { return powers[i - j]; }
+  __device__ __forceinline__ float between(int i, int j) const { return powers[i - j]; }  // 2^(c_i - c_j)
   __device__ __forceinline__ float at(int i) const { return powers[i + first]; }
   __device__ __forceinline__ float to_end(int j) const { return powers[n - first - j]; }
   __device__ __forceinline__ float total() const { return powers[n]; }
@@ -95,6 +102,45 @@ __device__ __forceinline__ void load_rows_a(uint32_t (&a)[4], const uint16_t* ro
   load_matrices(a, rows + (row_warp * kTile + lane.r + 8 * (lane.m % 2)) * ld + kk * kTile + 8 * (lane.m / 2));
 }
 
+// The exponents c_i of this lane's two query rows (i_top, i_top + 8) in causal_tile, read once
+// per chunk (a constant gate's come from its table there).
+template <bool GATED>
+__device__ __forceinline__ float2 causal_rows(const GatePowers<GATED>& gates, int i_top) {
+  if constexpr (GATED) return make_float2(gates.cumulative[i_top], gates.cumulative[i_top + 8]);
+  else return make_float2(0.0f, 0.0f);
+}
+
+// P = scale S 2^(c_i - c_j) for one m16n8 tile of scores, key tile t (keys 8 t ..) of row_warp's
+// 16 query rows: this lane's rows i_top = 16 row_warp + lane.group and i_top + 8 (`exponents`:
+// causal_rows), its keys 8 t + lane.pair (+ 1). Zero above the diagonal (selected, not
+// multiplied: a power there may overflow); the tiles past it are zero without a score's work
+// (row_warp is the same across the warp). As 16-bit pairs: rows i_top, then i_top + 8. Gated,
+// a weight is an addition and an exponential (the keys' c_j two at a time); a constant gate's
+// is a load from its table.
+template <typename T, bool GATED>
+__device__ __forceinline__ void causal_tile(uint32_t& top_pair, uint32_t& bottom_pair, const float (&s)[4], int t,
+                                            int row_warp, float scale, float2 exponents, const GatePowers<GATED>& gates,
+                                            const LaneRoles& lane) {
+  if (t > 2 * row_warp + 1) {
+    top_pair = bottom_pair = 0;
+    return;
+  }
+  float w[4];
+  if constexpr (GATED) {
+    const float2 key = *reinterpret_cast<const float2*>(gates.cumulative + 8 * t + lane.pair);
+    w[0] = scale * s[0] * fast_exp2(exponents.x - key.x), w[1] = scale * s[1] * fast_exp2(exponents.x - key.y);
+    w[2] = scale * s[2] * fast_exp2(exponents.y - key.x), w[3] = scale * s[3] * fast_exp2(exponents.y - key.y);
+  }
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const int i = kTile * row_warp + lane.group + 8 * (e / 2), j = 8 * t + lane.pair + (e % 2);
+    if constexpr (GATED) w[e] = j <= i ? w[e] : 0.0f;
+    else w[e] = j <= i ? scale * s[e] * gates.between(i, j) : 0.0f;
+  }
+  top_pair = pack2<T>(w[0], w[1]);
+  bottom_pair = pack2<T>(w[2], w[3]);
+}
+
 // P = scale (Q K^T) 2^(c_i - c_j) for keys j <= i, as 16-bit into s_p ([64][kLdP]): this warp's
 // 16 rows, for the key-tile pairs kp = first, first + stride, ... up to the diagonal (warps
 // that share rows share the work; the tiles above the diagonal are never read).
@@ -107,6 +153,7 @@ __device__ __forceinline__ void causal_scores(void* s_p, const void* s_q, const 
   const uint16_t* k = static_cast<const uint16_t*>(s_k);
   T* out = static_cast<T*>(s_p);
   const int i_top = row_warp * kTile + lane.group;  // this lane's rows: i_top and i_top + 8
+  const float2 exponents = causal_rows(gates, i_top);
   for (int kp = first; kp <= row_warp; kp += stride) {
     float s[2][2][4] = {};  // [parity of kk][key tile 2kp, 2kp+1][element]
 #pragma unroll
@@ -120,15 +167,12 @@ __device__ __forceinline__ void causal_scores(void* s_p, const void* s_q, const 
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const int t = 2 * kp + half;
-      float masked[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int i = i_top + 8 * (e / 2), j = t * 8 + lane.pair + (e % 2);
-        // Selected, not multiplied: above the diagonal a power may overflow.
-        masked[e] = j <= i ? scale * (s[0][half][e] + s[1][half][e]) * gates.between(i, j) : 0.0f;
-      }
-      *reinterpret_cast<uint32_t*>(out + i_top * kLdP + t * 8 + lane.pair) = pack2<T>(masked[0], masked[1]);
-      *reinterpret_cast<uint32_t*>(out + (i_top + 8) * kLdP + t * 8 + lane.pair) = pack2<T>(masked[2], masked[3]);
+      const float sums[4] = {s[0][half][0] + s[1][half][0], s[0][half][1] + s[1][half][1],
+                             s[0][half][2] + s[1][half][2], s[0][half][3] + s[1][half][3]};
+      uint32_t top_pair, bottom_pair;
+      causal_tile<T>(top_pair, bottom_pair, sums, t, row_warp, scale, exponents, gates, lane);
+      *reinterpret_cast<uint32_t*>(out + i_top * kLdP + t * 8 + lane.pair) = top_pair;
+      *reinterpret_cast<uint32_t*>(out + (i_top + 8) * kLdP + t * 8 + lane.pair) = bottom_pair;
     }
   }
 }

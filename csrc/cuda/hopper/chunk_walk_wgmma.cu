@@ -155,6 +155,8 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_wgmma_ker
   unsigned char* s_scaled_v = smem + L::scaled_v + size_t(group) * kBlockBytes;
   T* stage = reinterpret_cast<T*>(smem + L::stage + warp * staging_bytes<kGroupCols>());
   const int lt = tid % kGroupThreads;  // this thread within its warpgroup
+  // store_matrices' matrices: rows +0..7 and +8..15 of the warp's 16, words x and x + 1.
+  const int h_row = 16 * group_warp + lane.r + 8 * (lane.m % 2), x_step = lane.m / 2;
   const uint64_t h_tile = wgmma::tile_descriptor(s_h), scaled_v_tile = wgmma::tile_descriptor(s_scaled_v);
 
   for (int c = 0; c < chunks; ++c) {
@@ -173,17 +175,15 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_wgmma_ker
     if constexpr (GATED) gates = {reinterpret_cast<const float*>(here + L::gates)};
     else gates = {s_powers, p.adjoint ? 0 : 1, n};
 
-    // H_c as 16-bit into the warpgroup's [DK][64] tile, the B operand of Q H_c.
+    // H_c as 16-bit into the warpgroup's [DK][64] tile, the B operand of Q H_c: a store of four
+    // 8 x 8 matrices per two column tiles (this lane addresses row h_row's word x + x_step).
 #pragma unroll
     for (int t = 0; t < kDkBlocks; ++t)
 #pragma unroll
-      for (int x = 0; x < 8; ++x) {
-        const int r = 64 * t + state_row;
-        *reinterpret_cast<uint32_t*>(s_h + wgmma::swizzled_offset(r, x) + 2 * lane.pair) =
-            pack2<T>(acc[t][x][0], acc[t][x][1]);
-        *reinterpret_cast<uint32_t*>(s_h + wgmma::swizzled_offset(r + 8, x) + 2 * lane.pair) =
-            pack2<T>(acc[t][x][2], acc[t][x][3]);
-      }
+      for (int x = 0; x < 8; x += 2)
+        wgmma::store_matrices(s_h + wgmma::swizzled_offset(64 * t + h_row, x + x_step),
+                              pack2<T>(acc[t][x][0], acc[t][x][1]), pack2<T>(acc[t][x][2], acc[t][x][3]),
+                              pack2<T>(acc[t][x + 1][0], acc[t][x + 1][1]), pack2<T>(acc[t][x + 1][2], acc[t][x + 1][3]));
     // V': the warpgroup's v columns times u 2^(L - c_j), zero past the chunk's rows.
     const unsigned char* v_block = here + L::v + size_t(group) * kBlockBytes;
 #pragma unroll
@@ -204,6 +204,8 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_wgmma_ker
     // Two groups: the scores are turned into P while Q H_c runs. Descriptors are stepped from
     // the tiles' first (a register each) rather than formed from addresses.
     const uint64_t q_tile = wgmma::tile_descriptor(here + L::q), k_tile = wgmma::tile_descriptor(here + L::k);
+    wgmma::pin(s);  // zeroed before the fence (C7519, as below)
+    wgmma::pin(o);
     wgmma::fence();
 #pragma unroll
     for (int kk = 0; kk < DK / 16; ++kk) {
@@ -219,21 +221,14 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_wgmma_ker
     wgmma::wait<1>();
     wgmma::pin(s);
 
-    // P below the diagonal (selected, not multiplied: above it a power may overflow), as A
-    // fragments; O's rows times w 2^(c_i).
+    // P (causal_tile: zero above the diagonal) as A fragments; O's rows times w 2^(c_i).
     const int i_top = 16 * group_warp + lane.group;
+    const float2 exponents = causal_rows(gates, i_top);
     uint32_t pa[4][4];
 #pragma unroll
-    for (int x = 0; x < 8; ++x) {
-      float masked[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int i = i_top + 8 * (e / 2), j = 8 * x + lane.pair + (e % 2);
-        masked[e] = j <= i ? p.scale * s[x][e] * gates.between(i, j) : 0.0f;
-      }
-      pa[x / 2][2 * (x % 2)] = pack2<T>(masked[0], masked[1]);
-      pa[x / 2][2 * (x % 2) + 1] = pack2<T>(masked[2], masked[3]);
-    }
+    for (int x = 0; x < 8; ++x)
+      causal_tile<T>(pa[x / 2][2 * (x % 2)], pa[x / 2][2 * (x % 2) + 1], s[x], x, group_warp, p.scale, exponents, gates,
+                     lane);
     const float decay_top = w_state * gates.at(i_top), decay_bottom = w_state * gates.at(i_top + 8);
     wgmma::wait<0>();
     wgmma::pin(o);
