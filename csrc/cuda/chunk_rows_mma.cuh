@@ -52,14 +52,6 @@ __device__ __forceinline__ void sync_row_warps(int row_warp) {
   }
 }
 
-// 2^x on the special-function unit alone: exp2f's extra steps only keep results below 2^-126
-// from flushing to zero, and a weight that small is lost in its sum anyway.
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-
 // The powers of one chunk's gates (common/passes.h: c_i its cumulative log2 gates, L their
 // total, n its rows): GATED, from the c_i and L themselves (kGateSlot floats, as in
 // KernelParams::chunk_gates); else, for one constant gate g with c_i = (i + first) log2 g
@@ -68,8 +60,9 @@ __device__ __forceinline__ float fast_exp2(float x) {
 template <bool GATED>
 struct GatePowers;
 
-// at(i) = 2^(c_i), to_end(j) = 2^(L - c_j) for j < n, total() = 2^L; a score's weight
-// 2^(c_i - c_j) is causal_tile's.
+// at(i) = 2^(c_i), to_end(j) = 2^(L - c_j) for j < n (read for any row of the chunk, so that a
+// caller selects rather than branches), total() = 2^L; a score's weight 2^(c_i - c_j) is
+// causal_tile's.
 template <>
 struct GatePowers<true> {
   const float* cumulative;
@@ -84,7 +77,7 @@ struct GatePowers<false> {
   int first, n;
   __device__ __forceinline__ float between(int i, int j) const { return powers[i - j]; }  // 2^(c_i - c_j)
   __device__ __forceinline__ float at(int i) const { return powers[i + first]; }
-  __device__ __forceinline__ float to_end(int j) const { return powers[n - first - j]; }
+  __device__ __forceinline__ float to_end(int j) const { return powers[max(n - first - j, 0)]; }  // any j < 64
   __device__ __forceinline__ float total() const { return powers[n]; }
 };
 

@@ -228,7 +228,7 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
       uint4* word = reinterpret_cast<uint4*>(buf_v + i * kLd + c8);
       if (j < n) {
         const float power = GATED ? gates[kChunk] - gates[j] : float(p.adjoint ? n - j : n - 1 - j) * log2g;
-        *word = scale8<T>(*word, w_update * exp2f(power));
+        *word = scale8<T>(*word, w_update * fast_exp2(power));
       }
     }
     if constexpr (PUBLISH) publish(step * kPerStep);
@@ -248,7 +248,7 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
       const float total = GATED ? step_gates[sub * kGateSlot + kChunk]
                                         : float(min(kChunk, t_end - (first_chunk + chunk) * kChunk)) * log2g;  // L
       segment_gate += total;
-      const float chunk_decay = exp2f(total);
+      const float chunk_decay = fast_exp2(total);
 #pragma unroll
       for (int c = 0; c < kColTiles; ++c)
 #pragma unroll

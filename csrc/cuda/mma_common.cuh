@@ -229,6 +229,14 @@ __device__ __forceinline__ void mma_16816<__half>(float (&d)[4], const uint32_t 
 #endif
 }
 
+// 2^x on the special-function unit alone: exp2f's extra steps only keep results below 2^-126
+// from flushing to zero, and a weight that small is lost in its sum anyway.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // Two floats as two 16-bit values in one word (first in the low half: the lower address).
 template <typename T>
 __device__ __forceinline__ uint32_t pack2(float lo, float hi) {

@@ -155,7 +155,7 @@ __global__ void __launch_bounds__(kThreads) chunk_states_wgmma_kernel(KernelPara
       if (j < n) {
         const float power = GATED ? gates[kChunk] - gates[j] : float(p.adjoint ? n - j : n - 1 - j) * log2g;
         uint4* word = reinterpret_cast<uint4*>(v_tile + wgmma::swizzled_offset(j, w));
-        *word = scale8<T>(*word, w_update * exp2f(power));
+        *word = scale8<T>(*word, w_update * fast_exp2(power));
       }
     }
     wgmma::fence_for_async_reads();
@@ -168,7 +168,7 @@ __global__ void __launch_bounds__(kThreads) chunk_states_wgmma_kernel(KernelPara
     if constexpr (PUBLISH) publish(chunk);
     const float total = GATED ? gates[kChunk] : float(n) * log2g;  // L
     segment_gate += total;
-    const float chunk_decay = exp2f(total);
+    const float chunk_decay = fast_exp2(total);
 #pragma unroll
     for (int c = 0; c < kColTiles; ++c)
 #pragma unroll

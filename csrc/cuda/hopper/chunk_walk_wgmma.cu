@@ -189,7 +189,7 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_wgmma_ker
 #pragma unroll
     for (int x = 0; x < kChunk * 8 / kGroupThreads; ++x) {
       const int e = lt + x * kGroupThreads, j = e / 8, w = e % 8, at = wgmma::swizzled_offset(j, w);
-      const float weight = j < n ? w_update * gates.to_end(j) : 0.0f;
+      const float power = w_update * gates.to_end(j), weight = j < n ? power : 0.0f;
       *reinterpret_cast<uint4*>(s_scaled_v + at) = scale8<T>(*reinterpret_cast<const uint4*>(v_block + at), weight);
     }
     wgmma::fence_for_async_reads();
