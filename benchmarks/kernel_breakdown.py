@@ -1,6 +1,8 @@
 """culina.chunk_simple_gla's forward (and forward+backward) time per shape with the CUDA time of
-each kernel it launches (torch profiler), for comparing two builds side by side in one device
-call: run it once per build, each build's package first on PYTHONPATH.
+each kernel the forward launches and the total of those forward+backward launches (torch
+profiler: host time, which dominates small calls' wall time, does not touch it), for comparing
+two builds side by side in one device call: run it once per build, each build's package first
+on PYTHONPATH.
 
 Usage: PYTHONPATH=<build>/package python benchmarks/kernel_breakdown.py [--fla] [--train-gamma]
        [--json out.json] [--only NAMES...]
@@ -96,6 +98,7 @@ def main():
                                     cu_seqlens=cu_seqlens)[0].backward(do)
 
         row["fwdbwd_ms"] = bench(forward_backward, 100)
+        row["fwdbwd_gpu_ms"] = round(sum(kernel_times(torch, forward_backward).values()), 4)
         row["train_gamma"] = args.train_gamma and g_gamma is not None
         rows[name] = row
         print(name, json.dumps(row), flush=True)

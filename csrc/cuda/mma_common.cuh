@@ -43,7 +43,8 @@ __device__ __forceinline__ uint4 scale8(uint4 word, float factor) {
 }
 
 // 16-byte global-to-shared copy that does not wait; `valid == false` writes zeros instead
-// (rows past the end of the sequence).
+// (rows past the end of the sequence) and reads nothing (a source size of 0), so that `gmem`
+// may then point past the tensor and the caller need not select a safe address.
 __device__ __forceinline__ void copy16_async(void* smem, const void* gmem, bool valid) {
 #if __CUDA_ARCH__ >= 800
   const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(smem));
@@ -62,7 +63,7 @@ constexpr bool kRoundsOnLoad = !std::is_same_v<S, T>;
 // copies, issued by fetch (land does nothing); with float32 rows, fetch loads the 32 bytes into
 // registers and land rounds them into shared memory, so that a thread's N loads are in flight
 // together. fetch(x, ..) then land(x, ..) for the same word x and destination; `valid == false`
-// writes zeros.
+// writes zeros and reads nothing from `gmem`.
 template <typename T, typename S, int N>
 struct WordCopies {
   static constexpr bool kRounds = kRoundsOnLoad<T, S>;

@@ -109,10 +109,8 @@ __global__ void __launch_bounds__(kThreads) chunk_states_wgmma_kernel(KernelPara
       for (int x = 0; x < kWords; ++x, k_word += kRowsPerCopy * k_step, v_word += kRowsPerCopy * v_step) {
         const int i = i0 + x * kRowsPerCopy;
         const bool row_inside = t0 + i < t_end;
-        k_words.fetch(x, k_tile + wgmma::swizzled_offset(i, w), row_inside && k_inside ? k_word : k,
-                      row_inside && k_inside);
-        v_words.fetch(x, v_tile + wgmma::swizzled_offset(i, w), row_inside && v_inside ? v_word : v,
-                      row_inside && v_inside);
+        k_words.fetch(x, k_tile + wgmma::swizzled_offset(i, w), k_word, row_inside && k_inside);
+        v_words.fetch(x, v_tile + wgmma::swizzled_offset(i, w), v_word, row_inside && v_inside);
       }
 #pragma unroll
       for (int x = 0; x < kWords; ++x) {

@@ -101,7 +101,7 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_wgmma_ker
 #pragma unroll
     for (int x = 0; x < kPerThread; ++x, word_from += kRowStep * step) {
       const bool inside = column_inside && i0 + x * kRowStep < n;
-      words.fetch(x, word_to + x * kRowStep * wgmma::kLineBytes, inside ? word_from : from, inside);
+      words.fetch(x, word_to + x * kRowStep * wgmma::kLineBytes, word_from, inside);
     }
 #pragma unroll
     for (int x = 0; x < kPerThread; ++x) words.land(x, word_to + x * kRowStep * wgmma::kLineBytes);
