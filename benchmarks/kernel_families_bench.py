@@ -130,11 +130,12 @@ def plot(result, out: Path):
     bars = [("portable_fwd_gpu_ms", "forward GPU time: portable / hopper"),
             ("fla_fwd_gpu_ms", "forward GPU time: fla / hopper"),
             ("fla_fwd_ms", "forward wall time: fla / hopper")]
+    ratios = {key: [r.get(key, math.nan) / r[key.replace("portable", "hopper").replace("fla", "hopper")] for r in rows]
+              for key, _ in bars}
+    bars = [(key, label) for key, label in bars if not all(math.isnan(x) for x in ratios[key])]  # a run without fla
     width = 0.8 / len(bars)
     for n, (key, label) in enumerate(bars):
-        ax.barh([i - 0.4 + width * (n + 0.5) for i in y],
-                [r.get(key, math.nan) / r[key.replace("portable", "hopper").replace("fla", "hopper")] for r in rows],
-                height=width, label=label)
+        ax.barh([i - 0.4 + width * (n + 0.5) for i in y], ratios[key], height=width, label=label)
     ax.axvline(1.0, color="black", linewidth=0.8)
     ax.set_yticks(list(y), names)
     ax.invert_yaxis()

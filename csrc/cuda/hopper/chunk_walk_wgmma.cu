@@ -204,7 +204,9 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_wgmma_ker
     // Two groups: the scores are turned into P while Q H_c runs. Descriptors are stepped from
     // the tiles' first (a register each) rather than formed from addresses.
     const uint64_t q_tile = wgmma::tile_descriptor(here + L::q), k_tile = wgmma::tile_descriptor(here + L::k);
-    wgmma::pin(s);  // zeroed before the fence (C7519, as below)
+    // Zeroed before the fence: unpinned, ptxas adds a warpgroup arrive of its own to every
+    // instantiation (C7519); the gated ones still get one, after the first Q K^T step.
+    wgmma::pin(s);
     wgmma::pin(o);
     wgmma::fence();
 #pragma unroll
