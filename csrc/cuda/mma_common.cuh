@@ -1,5 +1,5 @@
 // Pieces shared by the tensor-core kernels (sm_80+): chunk geometry, head-size padding, 16-bit
-// conversions, asynchronous copies.
+// conversions, asynchronous copies, the exponential of the gates' powers.
 #pragma once
 
 #include <cuda_bf16.h>
