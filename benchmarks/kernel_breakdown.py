@@ -1,5 +1,5 @@
 """culina.chunk_simple_gla's forward (and forward+backward) time per shape with the CUDA time of
-each kernel the forward launches and the total of those forward+backward launches (torch
+each kernel the forward launches and of each a forward+backward launches, and their total (torch
 profiler: host time, which dominates small calls' wall time, does not touch it), for comparing
 two builds side by side in one device call: run it once per build, each build's package first
 on PYTHONPATH.
