@@ -293,7 +293,7 @@ std::string kernel_path(const Problem& problem, int device) {
   if (!choice.plan) return choice.family->name;
   std::string path = std::string(choice.family->name) + (choice.plan->fused ? ", fused (" : ", two passes (") +
                      choice.family->code + ")";
-  // The Hopper family's walk takes dk up to 128; its state pass runs where a state pass does
+  // The Hopper family's walk takes dk up to 128 and 256 (padded); its state pass runs where a state pass does
   // (two passes, or a walk in segments).
   if (choice.family->family == KernelFamily::kHopper &&
       !(choice.plan->fused && hopper_walk_takes(mma::padded_head_size(int(problem.dk)))))

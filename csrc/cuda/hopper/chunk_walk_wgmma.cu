@@ -1,18 +1,26 @@
 // The fused tensor-core pass on Hopper (sm_90a): the portable walk (cuda/chunk_walk_mma.cu)
-// with wgmma, the same grid, plan and results, for dk up to 128. One block
+// with wgmma, the same grid, plan and results, for dk up to 128 and for dk 256. One block
 // walks one segment of one (sequence, head)'s chunks in order (common/passes.h; c_i the chunk's
 // cumulative log2 gates, L its total):
 //   out_i = scale sum_(j<=i) 2^(c_i - c_j) (q_i.k_j) v_j + w 2^(c_i) q_i H_c
 //   H_(c+1) = 2^L H_c + K_c^T (u 2^(L - c_j) V_c)
-// Each warpgroup owns 64 value columns of the block's slice, of both the state (DK x 64 in
-// wgmma accumulators) and the output, so the warpgroups never wait on each other's results;
-// they share the chunk's q, k and v tiles (hopper/wgmma.cuh's swizzled layout, filled by
-// asynchronous copies one chunk ahead), and each computes the chunk's scores itself. Per chunk
-// and warpgroup: S = Q K^T and O = Q H_c (H_c through shared memory as 16-bit), then
-// P = scale S 2^(c_i - c_j) below the diagonal, straight from the accumulators into registers as
-// the A operand of O += P V (O's rows first times w 2^(c_i)), and H = 2^L H + K^T V', V' the
-// warpgroup's v columns times u 2^(L - c_j). In the backward's dq and dk passes (DOTS) each warp
-// dots its output rows' fp32 values with the partner rows (chunk_rows_mma.cuh: add_gate_dots).
+// Two kernels split a block's work between its warpgroups differently:
+// - Columns (dk up to 128): each warpgroup owns 64 value columns of the block's slice, of both
+//   the state (DK x 64 in wgmma accumulators) and the output, so the warpgroups never wait on
+//   each other's results; each computes the chunk's scores itself. Per chunk and warpgroup:
+//   S = Q K^T and O = Q H_c (H_c through shared memory as 16-bit), then P = scale S 2^(c_i - c_j)
+//   below the diagonal, straight from the accumulators into registers as the A operand of
+//   O += P V (O's rows first times w 2^(c_i)), and H = 2^L H + K^T V', V' the warpgroup's v
+//   columns times u 2^(L - c_j).
+// - Rows (dk 256): one warpgroup holding a 256 x 64 state would spill (440-760 bytes), so the two
+//   warpgroups of a 64-column block each own half of the state's rows, and split the chunk's
+//   products by kind: the score warpgroup computes S = Q K^T and hands P over through shared
+//   memory, the output warpgroup computes O = Q H_c (all of H_c is in shared memory, transposed
+//   so that both are the same instruction on different tiles: no branch around it) and then
+//   O += P V with P read from there. Each updates its own rows of H.
+// Both share the chunk's q, k and v tiles (hopper/wgmma.cuh's swizzled layout, filled by
+// asynchronous copies one chunk ahead). In the backward's dq and dk passes (DOTS) each output
+// warp dots its rows' fp32 values with the partner rows (chunk_rows_mma.cuh: add_gate_dots).
 #include "cuda/chunk_rows_mma.cuh"
 #include "cuda/hopper/hopper_kernels.h"
 #include "cuda/hopper/wgmma.cuh"
@@ -33,6 +41,68 @@ constexpr int kGroupThreads = 128;
 constexpr int kSlots = CULINA_HOPPER_WALK_SLOTS;
 constexpr int kBlockBytes = kChunk * wgmma::kLineBytes;  // one 64-feature block of a chunk's 64 rows
 
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// A chunk's rows of ROW_WORDS 16-byte words into their swizzled 64-feature blocks (zeros past
+// `n` rows and past `cols` features), by the block's THREADS threads, `tid` this one: every
+// thread's words in flight together. A thread's words are one column word of rows i0,
+// i0 + kRowStep, ..., so one pointer and one offset step through them (per-word addresses cost
+// registers the walks need for their state).
+template <typename T, typename S, int THREADS, int ROW_WORDS>
+__device__ __forceinline__ void stage_tile(unsigned char* to, const S* from, int64_t step, int n, int cols, int tid) {
+  constexpr int kPerThread = kChunk * ROW_WORDS / THREADS, kRowStep = THREADS / ROW_WORDS;
+  static_assert(kPerThread * THREADS == kChunk * ROW_WORDS && kRowStep % 8 == 0, "whole words, one swizzle phase");
+  const int i0 = tid / ROW_WORDS, w = tid % ROW_WORDS;
+  const bool column_inside = 8 * w < cols;
+  unsigned char* word_to = to + (w / 8) * kBlockBytes + wgmma::swizzled_offset(i0, w % 8);
+  const S* word_from = from + i0 * step + 8 * w;
+  WordCopies<T, S, kPerThread> words;
+#pragma unroll
+  for (int x = 0; x < kPerThread; ++x, word_from += kRowStep * step) {
+    const bool inside = column_inside && i0 + x * kRowStep < n;
+    words.fetch(x, word_to + x * kRowStep * wgmma::kLineBytes, word_from, inside);
+  }
+#pragma unroll
+  for (int x = 0; x < kPerThread; ++x) words.land(x, word_to + x * kRowStep * wgmma::kLineBytes);
+}
+
+// The state a walk's block enters its segment with, this lane's elements of TILES 64-row tiles
+// (rows first_row + 64 t and + 8, columns col + 8 c and + 1): the initial state for segment 0;
+// else joined from the segments' end states as the portable walk does (chunk_walk_mma.cu).
+template <int TILES>
+__device__ __forceinline__ void enter_state(float (&acc)[TILES][8][4], const KernelParams& p, const SequenceRows& rows,
+                                            int segment, bool gated, float log2g, int first_row, int col) {
+  if (segment == 0) {
+    const float* from = p.initial_state ? p.initial_state + rows.state_index * p.dk * p.dv : nullptr;
+#pragma unroll
+    for (int t = 0; t < TILES; ++t)
+      load_initial_tile(acc[t], from, p.initial_transposed, p.dk, p.dv, first_row + 64 * t, col);
+    return;
+  }
+  const int64_t size = int64_t(p.dk_padded) * p.dv_padded;
+  const float* ends = p.segment_states + rows.state_index * p.segments * size;
+#pragma unroll 1
+  for (int r = 0; r < segment; ++r) {
+    const float decay = r == 0 ? 0.0f : segment_decay(p, rows, r, gated, log2g);
+#pragma unroll
+    for (int t = 0; t < TILES; ++t)
+      join_padded_tile(acc[t], ends + r * size, p.dv_padded, first_row + 64 * t, col, decay, r == 0);
+  }
+}
+
+// The final state, where this block's segment holds the sequence's last chunk (segment 0 for an
+// empty sequence): only the real rows and columns go out, [dk][dv].
+template <int TILES>
+__device__ __forceinline__ void leave_state(const float (&acc)[TILES][8][4], const KernelParams& p,
+                                            const SequenceRows& rows, int segment, int all_chunks, int first_row,
+                                            int col) {
+  const int last_segment = max(0, all_chunks - 1) / p.segment_chunks;
+  if (!p.final_state || segment != last_segment) return;
+#pragma unroll
+  for (int t = 0; t < TILES; ++t)
+    store_final_tile(acc[t], p.final_state + rows.state_index * p.dk * p.dv, p.dk, p.dv, first_row + 64 * t, col);
+}
+#endif
+
 template <int SLICE>
 __host__ __device__ constexpr int walk_threads() { return SLICE / kGroupCols * kGroupThreads; }
 
@@ -40,7 +110,7 @@ __host__ __device__ constexpr int walk_threads() { return SLICE / kGroupCols * k
 // per warpgroup its state H_c and its scaled v columns V', the warps' output staging rows and a
 // constant gate's powers.
 template <int DK, int SLICE>
-struct Layout {
+struct ColumnSplitLayout {
   static constexpr int kGroups = SLICE / kGroupCols;
   static constexpr size_t q = 0;
   static constexpr size_t k = q + size_t(DK / 64) * kBlockBytes;
@@ -58,9 +128,9 @@ struct Layout {
 
 // Rows stored as S (T, or float32 rounded to T as it loads: mma_common.cuh).
 template <typename T, typename S, int DK, int SLICE, bool GATED, bool DOTS>
-__global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_wgmma_kernel(KernelParams p) {
+__global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_column_split_kernel(KernelParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using L = Layout<DK, SLICE>;
+  using L = ColumnSplitLayout<DK, SLICE>;
   static_assert(L::bytes <= 227 * 1024, "what one sm_90 block may opt in to");
   constexpr int kThreads = walk_threads<SLICE>();
   constexpr int kDkBlocks = DK / 64;
@@ -85,34 +155,13 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_wgmma_ker
   const S* v_rows = static_cast<const S*>(p.v) + rows.at(p.v_at, 0) + v0;
   const int64_t q_step = rows.stride(p.q_at), k_step = rows.stride(p.k_at), v_step = rows.stride(p.v_at);
   auto slot = [&](int c) { return smem + (c % kSlots) * L::slot_bytes; };
-  // A chunk's rows of kRowWords 16-byte words into their swizzled 64-feature blocks (zeros past
-  // `n` rows and past `cols` features): every thread's words in flight together. A thread's
-  // words are one column word of rows i0, i0 + kRowStep, ..., so one pointer and one offset
-  // step through them (per-word addresses cost registers the walk needs for its state).
-  auto stage_tile = [&](unsigned char* to, const S* from, int64_t step, int n, int cols, auto words_per_row) {
-    constexpr int kRowWords = decltype(words_per_row)::value, kPerThread = kChunk * kRowWords / kThreads;
-    constexpr int kRowStep = kThreads / kRowWords;
-    static_assert(kPerThread * kThreads == kChunk * kRowWords && kRowStep % 8 == 0, "whole words, one swizzle phase");
-    const int i0 = tid / kRowWords, w = tid % kRowWords;
-    const bool column_inside = 8 * w < cols;
-    unsigned char* word_to = to + (w / 8) * kBlockBytes + wgmma::swizzled_offset(i0, w % 8);
-    const S* word_from = from + i0 * step + 8 * w;
-    WordCopies<T, S, kPerThread> words;
-#pragma unroll
-    for (int x = 0; x < kPerThread; ++x, word_from += kRowStep * step) {
-      const bool inside = column_inside && i0 + x * kRowStep < n;
-      words.fetch(x, word_to + x * kRowStep * wgmma::kLineBytes, word_from, inside);
-    }
-#pragma unroll
-    for (int x = 0; x < kPerThread; ++x) words.land(x, word_to + x * kRowStep * wgmma::kLineBytes);
-  };
   auto issue_rows = [&](int c) {
     if (c < chunks) {
       const int t0 = (first_chunk + c) * kChunk, n = min(kChunk, rows.length - t0);
       unsigned char* to = slot(c);
-      stage_tile(to + L::q, q_rows + t0 * q_step, q_step, n, dk, std::integral_constant<int, DK / 8>{});
-      stage_tile(to + L::k, k_rows + t0 * k_step, k_step, n, dk, std::integral_constant<int, DK / 8>{});
-      stage_tile(to + L::v, v_rows + t0 * v_step, v_step, n, dv - v0, std::integral_constant<int, SLICE / 8>{});
+      stage_tile<T, S, kThreads, DK / 8>(to + L::q, q_rows + t0 * q_step, q_step, n, dk, tid);
+      stage_tile<T, S, kThreads, DK / 8>(to + L::k, k_rows + t0 * k_step, k_step, n, dk, tid);
+      stage_tile<T, S, kThreads, SLICE / 8>(to + L::v, v_rows + t0 * v_step, v_step, n, dv - v0, tid);
     }
   };
   auto issue_gates = [&](int c) {  // and close chunk c's group of copies
@@ -133,23 +182,7 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_wgmma_ker
   // This lane's state elements: rows 64 t + state_row (+ 8), columns state_col + 8 c (+ 1).
   const int state_row = 16 * group_warp + lane.group, state_col = col0 + lane.pair;
   float acc[kDkBlocks][8][4];
-  if (segment == 0) {
-    const float* from = p.initial_state ? p.initial_state + rows.state_index * dk * dv : nullptr;
-#pragma unroll
-    for (int t = 0; t < kDkBlocks; ++t)
-      load_initial_tile(acc[t], from, p.initial_transposed, dk, dv, 64 * t + state_row, state_col);
-  } else {
-    // Joined from the segments' end states as the portable walk does (chunk_walk_mma.cu).
-    const int64_t size = int64_t(p.dk_padded) * p.dv_padded;
-    const float* ends = p.segment_states + rows.state_index * p.segments * size;
-#pragma unroll 1
-    for (int r = 0; r < segment; ++r) {
-      const float decay = r == 0 ? 0.0f : segment_decay(p, rows, r, GATED, log2g);
-#pragma unroll
-      for (int t = 0; t < kDkBlocks; ++t)
-        join_padded_tile(acc[t], ends + r * size, p.dv_padded, 64 * t + state_row, state_col, decay, r == 0);
-    }
-  }
+  enter_state(acc, p, rows, segment, GATED, log2g, state_row, state_col);
 
   unsigned char* s_h = smem + L::h + size_t(group) * DK * wgmma::kLineBytes;  // [DK][64] 16-bit
   unsigned char* s_scaled_v = smem + L::scaled_v + size_t(group) * kBlockBytes;
@@ -286,25 +319,240 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_wgmma_ker
     for (int t = 0; t < kDkBlocks; ++t) wgmma::pin(acc[t]);
   }
 
-  // The segment holding the sequence's last chunk (segment 0 for an empty sequence) ends in
-  // the final state, [dk][dv]: only the real rows and columns go out.
-  const int last_segment = max(0, all_chunks - 1) / p.segment_chunks;
-  if (p.final_state && segment == last_segment) {
+  leave_state(acc, p, rows, segment, all_chunks, state_row, state_col);
+#else
+  __trap();  // unreachable: the dispatch runs this family only where sm_90a code loads
+#endif
+}
+
+// The row-split walk's shared memory: a ring slot as above with one block of v; H_c^T (16-bit,
+// [64][DK] as DK / 64 blocks like q's), V', P and the output warps' staging rows, a constant
+// gate's powers.
+template <int DK>
+struct RowSplitLayout {
+  static constexpr size_t q = 0;
+  static constexpr size_t k = q + size_t(DK / 64) * kBlockBytes;
+  static constexpr size_t v = k + size_t(DK / 64) * kBlockBytes;
+  static constexpr size_t gates = v + kBlockBytes;
+  static constexpr size_t slot_bytes = (gates + kGateSlot * 4 + wgmma::kSwizzleAtomBytes - 1) /
+                                       wgmma::kSwizzleAtomBytes * wgmma::kSwizzleAtomBytes;
+  static constexpr size_t h_transposed = kSlots * slot_bytes;
+  static constexpr size_t scaled_v = h_transposed + size_t(DK / 64) * kBlockBytes;
+  static constexpr size_t scores = scaled_v + kBlockBytes;  // P, [64][64] 16-bit
+  static constexpr size_t stage = scores + kBlockBytes;
+  static constexpr size_t powers = stage + size_t(kGroupThreads / 32) * staging_bytes<kGroupCols>();
+  static constexpr size_t used = powers + (kChunk + 1) * 4;
+  static constexpr size_t bytes = used + wgmma::kSwizzleAtomBytes;  // room to align the base to 1024
+};
+
+template <typename T, typename S, int DK, bool GATED, bool DOTS>
+__global__ void __launch_bounds__(2 * kGroupThreads, 1) chunk_walk_row_split_kernel(KernelParams p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using L = RowSplitLayout<DK>;
+  static_assert(L::bytes <= 227 * 1024, "what one sm_90 block may opt in to");
+  constexpr int kThreads = 2 * kGroupThreads, kGroupTiles = DK / 128;  // 64-row state tiles per warpgroup
+  extern __shared__ __align__(16) unsigned char smem_unaligned[];
+  unsigned char* smem = wgmma::swizzle_aligned(smem_unaligned);
+  float* s_powers = reinterpret_cast<float*>(smem + L::powers);
+
+  // The warpgroup from lane 0's thread index: uniform across the warp as far as the compiler
+  // knows too, so that its branches around wgmma stay warpgroup-uniform.
+  const int tid = threadIdx.x, warp = tid / 32, group = __shfl_sync(0xffffffffu, tid / kGroupThreads, 0);
+  const bool scoring = group == 1;  // warpgroup 1: S and P; warpgroup 0: O and the output
+  const int group_warp = warp % 4;
+  const LaneRoles lane(tid % 32);
+  const int dk = p.dk, dv = p.dv, v0 = blockIdx.x * kGroupCols;
+  const int segment = blockIdx.y, head = blockIdx.z % p.heads;
+  const SequenceRows rows = sequence_rows(p, blockIdx.z / p.heads, head);
+  const int all_chunks = (rows.length + kChunk - 1) / kChunk;
+  const int first_chunk = segment * p.segment_chunks;
+  const int chunks = max(0, min(all_chunks - first_chunk, p.segment_chunks));
+  const float log2g = p.log2_decay[head];
+  const float w_state = state_weight(p), w_update = update_weight(p);
+
+  const S* q_rows = static_cast<const S*>(p.q) + rows.at(p.q_at, 0);
+  const S* k_rows = static_cast<const S*>(p.k) + rows.at(p.k_at, 0);
+  const S* v_rows = static_cast<const S*>(p.v) + rows.at(p.v_at, 0) + v0;
+  const int64_t q_step = rows.stride(p.q_at), k_step = rows.stride(p.k_at), v_step = rows.stride(p.v_at);
+  auto slot = [&](int c) { return smem + (c % kSlots) * L::slot_bytes; };
+  auto issue_rows = [&](int c) {
+    if (c < chunks) {
+      const int t0 = (first_chunk + c) * kChunk, n = min(kChunk, rows.length - t0);
+      unsigned char* to = slot(c);
+      stage_tile<T, S, kThreads, DK / 8>(to + L::q, q_rows + t0 * q_step, q_step, n, dk, tid);
+      stage_tile<T, S, kThreads, DK / 8>(to + L::k, k_rows + t0 * k_step, k_step, n, dk, tid);
+      stage_tile<T, S, kThreads, kGroupCols / 8>(to + L::v, v_rows + t0 * v_step, v_step, n, dv - v0, tid);
+    }
+  };
+  auto issue_gates = [&](int c) {  // and close chunk c's group of copies
+    if (GATED && c < chunks && tid < kGateSlot / 4)
+      copy16_async(slot(c) + L::gates + 16 * tid, p.chunk_gates + (rows.chunk_base + first_chunk + c) * kGateSlot + 4 * tid,
+                   true);
+    commit_async_copies();
+  };
 #pragma unroll
-    for (int t = 0; t < kDkBlocks; ++t)
-      store_final_tile(acc[t], p.final_state + rows.state_index * dk * dv, dk, dv, 64 * t + state_row, state_col);
+  for (int c = 0; c < kSlots - 1; ++c) issue_rows(c);
+  wait_for_previous_grid();
+#pragma unroll
+  for (int c = 0; c < kSlots - 1; ++c) issue_gates(c);
+  if (!GATED && tid <= kChunk) s_powers[tid] = exp2f(float(tid) * log2g);
+
+  // This lane's state elements: rows first_state_row + 64 t (+ 8), columns state_col + 8 c (+ 1).
+  const int first_state_row = 64 * kGroupTiles * group + 16 * group_warp + lane.group, state_col = v0 + lane.pair;
+  float acc[kGroupTiles][8][4];
+  enter_state(acc, p, rows, segment, GATED, log2g, first_state_row, state_col);
+
+  unsigned char* s_h_transposed = smem + L::h_transposed;
+  unsigned char* s_scaled_v = smem + L::scaled_v;
+  unsigned char* s_scores = smem + L::scores;
+  T* stage = reinterpret_cast<T*>(smem + L::stage + group_warp * staging_bytes<kGroupCols>());
+  // store_matrices' matrices (rows +0..7 and +8..15 of the warp's 16, words x and x + 1): P's
+  // rows p_row, word x + x_step; H_c^T's rows (H_c's columns) 8 (x + x_step) + lane.r, word h_word.
+  const int p_row = 16 * group_warp + lane.r + 8 * (lane.m % 2), x_step = lane.m / 2;
+  const int h_word = 2 * group_warp + lane.m % 2;
+  const uint64_t h_transposed_tile = wgmma::tile_descriptor(s_h_transposed);
+  const uint64_t scaled_v_tile = wgmma::tile_descriptor(s_scaled_v), scores_tile = wgmma::tile_descriptor(s_scores);
+
+  for (int c = 0; c < chunks; ++c) {
+    wait_async_copies<kSlots - 2>();
+    wgmma::fence_for_async_reads();
+    __syncthreads();  // chunk c's rows are in; every warp is past chunk c - 1 (its slot, H, V' and P are free)
+    const int t0 = (first_chunk + c) * kChunk, n = min(kChunk, rows.length - t0);
+    const int first_row = t0 + 16 * group_warp, valid = n - 16 * group_warp;
+    if constexpr (DOTS)
+      if (!scoring) stage_partner_rows<T, kGroupCols>(p, rows, stage, first_row, valid, v0, tid % 32);
+    issue_rows(c + kSlots - 1);
+    issue_gates(c + kSlots - 1);
+    const unsigned char* here = slot(c);
+    GatePowers<GATED> gates;
+    if constexpr (GATED) gates = {reinterpret_cast<const float*>(here + L::gates)};
+    else gates = {s_powers, p.adjoint ? 0 : 1, n};
+
+    // This warpgroup's rows of H_c as 16-bit columns of H_c^T, the B operand of Q H_c.
+#pragma unroll
+    for (int t = 0; t < kGroupTiles; ++t)
+#pragma unroll
+      for (int x = 0; x < 8; x += 2)
+        wgmma::store_matrices_transposed(
+            s_h_transposed + (kGroupTiles * group + t) * kBlockBytes + wgmma::swizzled_offset(8 * (x + x_step) + lane.r, h_word),
+            pack2<T>(acc[t][x][0], acc[t][x][1]), pack2<T>(acc[t][x][2], acc[t][x][3]),
+            pack2<T>(acc[t][x + 1][0], acc[t][x + 1][1]), pack2<T>(acc[t][x + 1][2], acc[t][x + 1][3]));
+    // V': the block's v columns times u 2^(L - c_j), zero past the chunk's rows, by both warpgroups.
+    const unsigned char* v_block = here + L::v;
+#pragma unroll
+    for (int x = 0; x < kChunk * 8 / kThreads; ++x) {
+      const int e = tid + x * kThreads, j = e / 8, w = e % 8, at = wgmma::swizzled_offset(j, w);
+      const float power = w_update * gates.to_end(j), weight = j < n ? power : 0.0f;
+      *reinterpret_cast<uint4*>(s_scaled_v + at) = scale8<T>(*reinterpret_cast<const uint4*>(v_block + at), weight);
+    }
+    const float chunk_decay = gates.total();
+#pragma unroll
+    for (int t = 0; t < kGroupTiles; ++t)
+#pragma unroll
+      for (int x = 0; x < 8; ++x)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[t][x][e] *= chunk_decay;
+    wgmma::fence_for_async_reads();
+    __syncthreads();  // H_c and V' are whole
+
+    // S = Q K^T (scoring) or O = Q H_c over DK in steps of 16 features, then this warpgroup's
+    // rows of H = 2^L H + K^T V', while the first group turns into P or waits for it.
+    float d[8][4];
+#pragma unroll
+    for (int x = 0; x < 8; ++x)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) d[x][e] = 0.0f;
+    const uint64_t q_tile = wgmma::tile_descriptor(here + L::q), k_tile = wgmma::tile_descriptor(here + L::k);
+    wgmma::pin(d);
+#pragma unroll
+    for (int t = 0; t < kGroupTiles; ++t) wgmma::pin(acc[t]);
+    const uint64_t b_tile = scoring ? k_tile : h_transposed_tile;
+    wgmma::fence();
+#pragma unroll
+    for (int kk = 0; kk < DK / 16; ++kk) {
+      const int within = (kk / 4) * kBlockBytes + (kk % 4) * 32;
+      wgmma::mma_64x64x16<T, 0, 0>(d, wgmma::advanced(q_tile, within), wgmma::advanced(b_tile, within));
+    }
+    wgmma::commit();
+#pragma unroll
+    for (int t = 0; t < kGroupTiles; ++t)
+#pragma unroll
+      for (int kk = 0; kk < kChunk / 16; ++kk)
+        wgmma::mma_64x64x16<T, 1, 1>(
+            acc[t], wgmma::advanced(k_tile, (kGroupTiles * group + t) * kBlockBytes + kk * 16 * wgmma::kLineBytes),
+            wgmma::advanced(scaled_v_tile, kk * 16 * wgmma::kLineBytes));
+    wgmma::commit();
+    wgmma::wait<1>();
+    wgmma::pin(d);
+
+    const int i_top = 16 * group_warp + lane.group;
+    if (scoring) {
+      // P (causal_tile: zero above the diagonal) into the scores tile, as the A operand of P V.
+      const float2 exponents = causal_rows(gates, i_top);
+      uint32_t pa[8][2];
+#pragma unroll
+      for (int x = 0; x < 8; ++x)
+        causal_tile<T>(pa[x][0], pa[x][1], d[x], x, group_warp, p.scale, exponents, gates, lane);
+#pragma unroll
+      for (int x = 0; x < 8; x += 2)
+        wgmma::store_matrices(s_scores + wgmma::swizzled_offset(p_row, x + x_step), pa[x][0], pa[x][1], pa[x + 1][0],
+                              pa[x + 1][1]);
+      wgmma::fence_for_async_reads();
+      wgmma::hand_over();
+    } else {
+      // O's rows times w 2^(c_i), then O += P V once P is in.
+      const float decay_top = w_state * gates.at(i_top), decay_bottom = w_state * gates.at(i_top + 8);
+#pragma unroll
+      for (int x = 0; x < 8; ++x) {
+        d[x][0] *= decay_top, d[x][1] *= decay_top;
+        d[x][2] *= decay_bottom, d[x][3] *= decay_bottom;
+      }
+      const uint64_t v_tile = wgmma::tile_descriptor(v_block);
+      wgmma::take_over();
+      wgmma::pin(d);
+      wgmma::fence();
+#pragma unroll
+      for (int kk = 0; kk < kChunk / 16; ++kk)
+        wgmma::mma_64x64x16<T, 0, 1>(d, wgmma::advanced(scores_tile, kk * 32),
+                                     wgmma::advanced(v_tile, kk * 16 * wgmma::kLineBytes));
+      wgmma::commit();
+      wgmma::wait<0>();
+      wgmma::pin(d);
+      if constexpr (DOTS) {
+        wait_async_copies<1>();  // the partner rows (the ring's one later group may still fly)
+        __syncwarp();
+        add_gate_dots<T, kGroupCols>(p, rows, d, stage, staging_ld<kGroupCols>(), first_row, valid, v0, lane);
+      }
+      S* out = static_cast<S*>(p.out) + rows.at(p.out_at, first_row) + v0;
+      store_rows<T, kGroupCols>(d, stage, out, rows.stride(p.out_at), valid, dv - v0, lane, tid % 32);
+    }
+    wgmma::wait<0>();
+#pragma unroll
+    for (int t = 0; t < kGroupTiles; ++t) wgmma::pin(acc[t]);
   }
+
+  leave_state(acc, p, rows, segment, all_chunks, first_state_row, state_col);
 #else
   __trap();  // unreachable: the dispatch runs this family only where sm_90a code loads
 #endif
 }
 
 template <typename T, typename S, int DK, int SLICE>
-cudaError_t launch_shape(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own) {
+cudaError_t launch_column_split(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own) {
   const dim3 grid(params.dv_padded / SLICE, params.segments, sequences * params.heads);
   return with_gate_kinds<T, S>(params, [&](auto gated, auto dots) {
-    const auto kernel = chunk_walk_wgmma_kernel<T, S, DK, SLICE, decltype(gated)::value, decltype(dots)::value>;
-    return launch_with_shared(kernel, grid, walk_threads<SLICE>(), Layout<DK, SLICE>::bytes, stream, params, after_own);
+    const auto kernel = chunk_walk_column_split_kernel<T, S, DK, SLICE, decltype(gated)::value, decltype(dots)::value>;
+    return launch_with_shared(kernel, grid, walk_threads<SLICE>(), ColumnSplitLayout<DK, SLICE>::bytes, stream, params,
+                              after_own);
+  });
+}
+
+template <typename T, typename S, int DK>
+cudaError_t launch_row_split(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own) {
+  const dim3 grid(params.dv_padded / kGroupCols, params.segments, sequences * params.heads);
+  return with_gate_kinds<T, S>(params, [&](auto gated, auto dots) {
+    const auto kernel = chunk_walk_row_split_kernel<T, S, DK, decltype(gated)::value, decltype(dots)::value>;
+    return launch_with_shared(kernel, grid, 2 * kGroupThreads, RowSplitLayout<DK>::bytes, stream, params, after_own);
   });
 }
 
@@ -314,11 +562,12 @@ template <typename T, typename S>
 cudaError_t launch_hopper_chunk_walk(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own) {
   const int slice = walk_slice(params.dk, params.dv);
   if (params.dk_padded == 64)
-    return slice == 128 ? launch_shape<T, S, 64, 128>(params, sequences, stream, after_own)
-                        : launch_shape<T, S, 64, 64>(params, sequences, stream, after_own);
+    return slice == 128 ? launch_column_split<T, S, 64, 128>(params, sequences, stream, after_own)
+                        : launch_column_split<T, S, 64, 64>(params, sequences, stream, after_own);
   if (params.dk_padded == 128)
-    return slice == 128 ? launch_shape<T, S, 128, 128>(params, sequences, stream, after_own)
-                        : launch_shape<T, S, 128, 64>(params, sequences, stream, after_own);
+    return slice == 128 ? launch_column_split<T, S, 128, 128>(params, sequences, stream, after_own)
+                        : launch_column_split<T, S, 128, 64>(params, sequences, stream, after_own);
+  if (params.dk_padded == 256) return launch_row_split<T, S, 256>(params, sequences, stream, after_own);
   return cudaErrorInvalidValue;
 }
 

@@ -58,6 +58,12 @@ __device__ __forceinline__ void sync_warpgroup(int group) {
   else asm volatile("bar.sync 2, 128;\n" ::: "memory");
 }
 
+// A handover between a block's two warpgroups (256 threads) on barrier 3: the giving one
+// arrives without waiting (after fence_for_async_reads, for what it wrote), the taking one
+// waits until it has.
+__device__ __forceinline__ void hand_over() { asm volatile("bar.arrive 3, 256;\n" ::: "memory"); }
+__device__ __forceinline__ void take_over() { asm volatile("bar.sync 3, 256;\n" ::: "memory"); }
+
 // Four 8 x 8 16-bit matrices from the warp's registers into shared memory (stmatrix): lanes
 // 8 m .. 8 m + 7 give the addresses of matrix m's rows, and word m holds this lane's pair of
 // matrix m, row lane / 4, columns 2 (lane % 4) and + 1: an mma accumulator tile's layout.
@@ -65,6 +71,15 @@ __device__ __forceinline__ void store_matrices(void* row, uint32_t m0, uint32_t 
   const uint32_t address = static_cast<uint32_t>(__cvta_generic_to_shared(row));
   asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(address), "r"(m0), "r"(m1),
                "r"(m2), "r"(m3)
+               : "memory");
+}
+
+// The same matrices (word m this lane's pair of matrix m, as above), each stored transposed:
+// lanes 8 m .. 8 m + 7 give the addresses of the stored rows, which are matrix m's columns.
+__device__ __forceinline__ void store_matrices_transposed(void* row, uint32_t m0, uint32_t m1, uint32_t m2, uint32_t m3) {
+  const uint32_t address = static_cast<uint32_t>(__cvta_generic_to_shared(row));
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(address), "r"(m0),
+               "r"(m1), "r"(m2), "r"(m3)
                : "memory");
 }
 
