@@ -191,6 +191,7 @@ def test_module_with_tensor_gates_compiles_with_inductor():
 FLA_CASES = [("g", 2, 512, 4, 64, True, False, None), ("g_gamma", 2, 512, 4, 64, False, True, None),
              ("head-128", 2, 512, 4, 128, False, True, None), ("head-96", 1, 1000, 4, 96, True, False, None),
              ("head-96-g_gamma", 1, 1000, 4, 96, False, True, None),
+             ("head-256", 1, 1000, 8, 256, True, False, None), ("head-256-g_gamma", 1, 1000, 8, 256, False, True, None),
              ("packed", 1, 700, 4, 64, True, False, [0, 100, 101, 400, 700]),
              ("packed-g_gamma", 1, 700, 4, 64, False, True, [0, 100, 101, 400, 700])]
 FLA_TOLERANCE = 2e-2  # two bf16 computations, each about 3e-3 from float64
