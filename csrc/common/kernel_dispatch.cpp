@@ -43,7 +43,7 @@ bool tensor_core_takes(Elements elements, const Pass& pass) {
 
 const std::vector<FamilyRule>& kernel_families() {
   static const std::vector<FamilyRule> families = {
-      // The tensor-core plan with its state pass and its walk on wgmma: the same passes taken.
+      // The tensor-core plan with its state pass and (dk up to 128, and 256) its walk on wgmma: the same passes taken.
       {KernelFamily::kHopper, "hopper", "sm_90a", 0, 90, tensor_core_takes},
       {KernelFamily::kTensorCore, "tensor-core", "sm_80+", 80, 0, tensor_core_takes},
       {KernelFamily::kGeneric, "generic", "any", 0, 0, takes_every_pass},

@@ -293,8 +293,11 @@ std::string kernel_path(const Problem& problem, int device) {
   if (!choice.plan) return choice.family->name;
   std::string path = std::string(choice.family->name) + (choice.plan->fused ? ", fused (" : ", two passes (") +
                      choice.family->code + ")";
-  // The Hopper family's walk takes every head size; of its two passes only the state pass is wgmma.
-  if (choice.family->family == KernelFamily::kHopper && !choice.plan->fused) path += ", wgmma state pass only";
+  // The Hopper family's walk takes dk up to 128 and 256 (padded); its state pass runs where a state pass does
+  // (two passes, or a walk in segments).
+  if (choice.family->family == KernelFamily::kHopper &&
+      !(choice.plan->fused && hopper_walk_takes(mma::padded_head_size(int(problem.dk)))))
+    path += !choice.plan->fused || choice.plan->segments > 1 ? ", wgmma state pass only" : ", no pass on wgmma here";
   return path;
 }
 

@@ -1,5 +1,5 @@
 // The fused tensor-core pass on Hopper (sm_90a): the portable walk (cuda/chunk_walk_mma.cu)
-// with wgmma, the same plan and results, for every dk (padded to 64, 128, 192 or 256). One block
+// with wgmma, the same grid, plan and results, for dk up to 128 and for dk 256. One block
 // walks one segment of one (sequence, head)'s chunks in order (common/passes.h; c_i the chunk's
 // cumulative log2 gates, L its total):
 //   out_i = scale sum_(j<=i) 2^(c_i - c_j) (q_i.k_j) v_j + w 2^(c_i) q_i H_c
@@ -12,7 +12,7 @@
 //   below the diagonal, straight from the accumulators into registers as the A operand of
 //   O += P V (O's rows first times w 2^(c_i)), and H = 2^L H + K^T V', V' the warpgroup's v
 //   columns times u 2^(L - c_j).
-// - Rows (dk 192 and 256, as 256): one warpgroup holding a 256 x 64 state would spill (440-760 bytes), so the two
+// - Rows (dk 256): one warpgroup holding a 256 x 64 state would spill (440-760 bytes), so the two
 //   warpgroups of a 64-column block each own half of the state's rows, and split the chunk's
 //   products by kind: the score warpgroup computes S = Q K^T and hands P over through shared
 //   memory, the output warpgroup computes O = Q H_c (all of H_c is in shared memory, transposed
@@ -67,8 +67,7 @@ __device__ __forceinline__ void stage_tile(unsigned char* to, const S* from, int
 
 // The state a walk's block enters its segment with, this lane's elements of TILES 64-row tiles
 // (rows first_row + 64 t and + 8, columns col + 8 c and + 1): the initial state for segment 0;
-// else joined from the segments' end states as the portable walk does (chunk_walk_mma.cu), whose
-// rows end at dk_padded (a walk built for more rows keeps zeros past them).
+// else joined from the segments' end states as the portable walk does (chunk_walk_mma.cu).
 template <int TILES>
 __device__ __forceinline__ void enter_state(float (&acc)[TILES][8][4], const KernelParams& p, const SequenceRows& rows,
                                             int segment, bool gated, float log2g, int first_row, int col) {
@@ -81,17 +80,12 @@ __device__ __forceinline__ void enter_state(float (&acc)[TILES][8][4], const Ker
   }
   const int64_t size = int64_t(p.dk_padded) * p.dv_padded;
   const float* ends = p.segment_states + rows.state_index * p.segments * size;
-#pragma unroll
-  for (int t = 0; t < TILES; ++t)
-#pragma unroll
-    for (int c = 0; c < 8; ++c) acc[t][c][0] = acc[t][c][1] = acc[t][c][2] = acc[t][c][3] = 0.0f;
 #pragma unroll 1
   for (int r = 0; r < segment; ++r) {
     const float decay = r == 0 ? 0.0f : segment_decay(p, rows, r, gated, log2g);
 #pragma unroll
     for (int t = 0; t < TILES; ++t)
-      if (first_row + 64 * t < p.dk_padded)
-        join_padded_tile(acc[t], ends + r * size, p.dv_padded, first_row + 64 * t, col, decay, r == 0);
+      join_padded_tile(acc[t], ends + r * size, p.dv_padded, first_row + 64 * t, col, decay, r == 0);
   }
 }
 
@@ -573,10 +567,7 @@ cudaError_t launch_hopper_chunk_walk(const KernelParams& params, int sequences, 
   if (params.dk_padded == 128)
     return slice == 128 ? launch_column_split<T, S, 128, 128>(params, sequences, stream, after_own)
                         : launch_column_split<T, S, 128, 64>(params, sequences, stream, after_own);
-  // dk 192 too, its features and state rows past 192 zero: the portable walk took 0.32 ms at
-  // B4 T4096 H16 D192 with gates (H200), where the row split at 256 takes (BENCHMARKS.md).
-  if (params.dk_padded == 192 || params.dk_padded == 256)
-    return launch_row_split<T, S, 256>(params, sequences, stream, after_own);
+  if (params.dk_padded == 256) return launch_row_split<T, S, 256>(params, sequences, stream, after_own);
   return cudaErrorInvalidValue;
 }
 

@@ -20,8 +20,9 @@ cudaError_t hopper_kernel_attributes(cudaFuncAttributes* attributes);
 template <typename T, typename S>
 cudaError_t launch_hopper_chunk_states(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own);
 
-// The fused pass (kernels.h: launch_chunk_walk) on wgmma, for every dk_padded: the same results;
-// the grid is walk_slice's columns per block up to dk 128, 64 columns past it.
+// The fused pass (kernels.h: launch_chunk_walk) on wgmma, for dk_padded of 64, 128 or 256
+// (hopper_walk_takes): the same grid (walk_slice's columns per block) and results.
+constexpr bool hopper_walk_takes(int dk_padded) { return dk_padded <= 128 || dk_padded == 256; }
 template <typename T, typename S>
 cudaError_t launch_hopper_chunk_walk(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own);
 
