@@ -27,7 +27,8 @@ from kernel_breakdown import kernel_times  # noqa: E402
 from simple_gla_bench import HBM_PEAK, bench, make_inputs  # noqa: E402
 
 # (name, B, T, H, D, gates, packed sequences): fla's registry shapes, the head sizes each Hopper
-# kernel covers (the wgmma walk: D 64..128 and 256; the wgmma state pass: every size) and the two-pass
+# kernel covers (the wgmma walk: D 64..128 and 256; the wgmma state pass: every size; D192 runs the
+# portable walk) and the two-pass
 # path of packed sequences (wgmma state pass, portable output pass).
 SHAPES = [
     ("B1 T8192 H96 D128, g", 1, 8192, 96, 128, "g", 0),
@@ -37,6 +38,7 @@ SHAPES = [
     ("B4 T4096 H16 D96, g", 4, 4096, 16, 96, "g", 0),
     ("B4 T4096 H24 D64, g", 4, 4096, 24, 64, "g", 0),
     ("B8 T1024 H8 D64, g", 8, 1024, 8, 64, "g", 0),
+    ("B4 T4096 H16 D192, g", 4, 4096, 16, 192, "g", 0),
     ("B2 T8192 H8 D256, g", 2, 8192, 8, 256, "g", 0),
     ("B2 T8192 H8 D256, g_gamma", 2, 8192, 8, 256, "gamma", 0),
     ("packed 8 seqs T16384 H16 D128, g", 1, 16384, 16, 128, "g", 8),

@@ -21,7 +21,10 @@ template <typename T, typename S>
 cudaError_t launch_hopper_chunk_states(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own);
 
 // The fused pass (kernels.h: launch_chunk_walk) on wgmma, for dk_padded of 64, 128 or 256
-// (hopper_walk_takes): the same grid (walk_slice's columns per block) and results.
+// (hopper_walk_takes): the same grid (walk_slice's columns per block) and results. dk 192 stays
+// on the portable walk: the row split padded to 256 took 0.35 against its 0.33 ms (B4 T4096 H16
+// D192 with gates, H200), a quarter of its products on zeros and in 64-column blocks where the
+// portable walk's are 96 wide (more blocks than multiprocessors).
 constexpr bool hopper_walk_takes(int dk_padded) { return dk_padded <= 128 || dk_padded == 256; }
 template <typename T, typename S>
 cudaError_t launch_hopper_chunk_walk(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own);
