@@ -375,10 +375,28 @@ __global__ void __launch_bounds__(2 * kGroupThreads, 1) chunk_walk_row_split_ker
   const S* v_rows = static_cast<const S*>(p.v) + rows.at(p.v_at, 0) + v0;
   const int64_t q_step = rows.stride(p.q_at), k_step = rows.stride(p.k_at), v_step = rows.stride(p.v_at);
   auto slot = [&](int c) { return smem + (c % kSlots) * L::slot_bytes; };
+  // The ring's copies, by the output warpgroup alone (tid < 128): it issues the next chunk's
+  // while it waits for P, where issuing them at the chunk's start by both warpgroups held up
+  // everything after (18% of the warps' stall samples, Nsight, H200). Float32 rows go through
+  // registers, which the output warpgroup has no room for then (it spilled): both warpgroups
+  // issue those at the chunk's start. 128 threads copy a 64-feature block at a time (a thread's
+  // words then share their swizzle phase).
+  constexpr bool kCopiesWhileWaiting = !kRoundsOnLoad<T, S>;
+  const bool copying = !kCopiesWhileWaiting || !scoring;
   auto issue_rows = [&](int c) {
-    if (c < chunks) {
-      const int t0 = (first_chunk + c) * kChunk, n = min(kChunk, rows.length - t0);
-      unsigned char* to = slot(c);
+    if (c >= chunks) return;
+    const int t0 = (first_chunk + c) * kChunk, n = min(kChunk, rows.length - t0);
+    unsigned char* to = slot(c);
+    if constexpr (kCopiesWhileWaiting) {
+#pragma unroll
+      for (int b = 0; b < DK / 64; ++b) {
+        stage_tile<T, S, kGroupThreads, 8>(to + L::q + b * kBlockBytes, q_rows + t0 * q_step + 64 * b, q_step, n,
+                                           dk - 64 * b, tid);
+        stage_tile<T, S, kGroupThreads, 8>(to + L::k + b * kBlockBytes, k_rows + t0 * k_step + 64 * b, k_step, n,
+                                           dk - 64 * b, tid);
+      }
+      stage_tile<T, S, kGroupThreads, kGroupCols / 8>(to + L::v, v_rows + t0 * v_step, v_step, n, dv - v0, tid);
+    } else {
       stage_tile<T, S, kThreads, DK / 8>(to + L::q, q_rows + t0 * q_step, q_step, n, dk, tid);
       stage_tile<T, S, kThreads, DK / 8>(to + L::k, k_rows + t0 * k_step, k_step, n, dk, tid);
       stage_tile<T, S, kThreads, kGroupCols / 8>(to + L::v, v_rows + t0 * v_step, v_step, n, dv - v0, tid);
@@ -390,11 +408,15 @@ __global__ void __launch_bounds__(2 * kGroupThreads, 1) chunk_walk_row_split_ker
                    true);
     commit_async_copies();
   };
+  if (copying) {
 #pragma unroll
-  for (int c = 0; c < kSlots - 1; ++c) issue_rows(c);
+    for (int c = 0; c < kSlots - 1; ++c) issue_rows(c);
+  }
   wait_for_previous_grid();
+  if (copying) {
 #pragma unroll
-  for (int c = 0; c < kSlots - 1; ++c) issue_gates(c);
+    for (int c = 0; c < kSlots - 1; ++c) issue_gates(c);
+  }
   if (!GATED && tid <= kChunk) s_powers[tid] = exp2f(float(tid) * log2g);
 
   // This lane's state elements: rows first_state_row + 64 t (+ 8), columns state_col + 8 c (+ 1).
@@ -421,8 +443,10 @@ __global__ void __launch_bounds__(2 * kGroupThreads, 1) chunk_walk_row_split_ker
     const int first_row = t0 + 16 * group_warp, valid = n - 16 * group_warp;
     if constexpr (DOTS)
       if (!scoring) stage_partner_rows<T, kGroupCols>(p, rows, stage, first_row, valid, v0, tid % 32);
-    issue_rows(c + kSlots - 1);
-    issue_gates(c + kSlots - 1);
+    if constexpr (!kCopiesWhileWaiting) {
+      issue_rows(c + kSlots - 1);
+      issue_gates(c + kSlots - 1);
+    }
     const unsigned char* here = slot(c);
     GatePowers<GATED> gates;
     if constexpr (GATED) gates = {reinterpret_cast<const float*>(here + L::gates)};
@@ -500,12 +524,16 @@ __global__ void __launch_bounds__(2 * kGroupThreads, 1) chunk_walk_row_split_ker
       wgmma::fence_for_async_reads();
       wgmma::hand_over();
     } else {
-      // O's rows times w 2^(c_i), then O += P V once P is in.
+      // O's rows times w 2^(c_i), the next chunk's copies, then O += P V once P is in.
       const float decay_top = w_state * gates.at(i_top), decay_bottom = w_state * gates.at(i_top + 8);
 #pragma unroll
       for (int x = 0; x < 8; ++x) {
         d[x][0] *= decay_top, d[x][1] *= decay_top;
         d[x][2] *= decay_bottom, d[x][3] *= decay_bottom;
+      }
+      if constexpr (kCopiesWhileWaiting) {
+        issue_rows(c + kSlots - 1);
+        issue_gates(c + kSlots - 1);
       }
       const uint64_t v_tile = wgmma::tile_descriptor(v_block);
       wgmma::take_over();
