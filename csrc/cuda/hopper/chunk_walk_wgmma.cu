@@ -201,8 +201,14 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_column_sp
     // The gates' gradient terms: the partner rows into this warp's staging rows, a group of
     // copies before the ring's next, so that waiting for it leaves the ring's in flight.
     if constexpr (DOTS) stage_partner_rows<T, kGroupCols>(p, rows, stage, first_row, valid, col0, tid % 32);
-    issue_rows(c + kSlots - 1);
-    issue_gates(c + kSlots - 1);
+    // The next chunk's copies: 16-bit rows once the first products are on their way (issued here
+    // they held up everything after), float32 rows here (they go through registers, which are
+    // short while the products fly).
+    constexpr bool kCopiesWhileMultiplying = !kRoundsOnLoad<T, S>;
+    if constexpr (!kCopiesWhileMultiplying) {
+      issue_rows(c + kSlots - 1);
+      issue_gates(c + kSlots - 1);
+    }
     const unsigned char* here = slot(c);
     GatePowers<GATED> gates;
     if constexpr (GATED) gates = {reinterpret_cast<const float*>(here + L::gates)};
@@ -253,6 +259,10 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_column_sp
       wgmma::mma_64x64x16<T, 0, 1>(o, wgmma::advanced(q_tile, (kk / 4) * kBlockBytes + (kk % 4) * 32),
                                    wgmma::advanced(h_tile, kk * 16 * wgmma::kLineBytes));
     wgmma::commit();
+    if constexpr (kCopiesWhileMultiplying) {
+      issue_rows(c + kSlots - 1);
+      issue_gates(c + kSlots - 1);
+    }
     wgmma::wait<1>();
     wgmma::pin(s);
 
