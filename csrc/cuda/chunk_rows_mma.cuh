@@ -81,6 +81,15 @@ struct GatePowers<false> {
   __device__ __forceinline__ float total() const { return powers[n]; }
 };
 
+// A walk's chunk of n rows: GATED, its cumulative gates (copied with its rows); else the constant
+// gate's table, first exponent 1 forward and 0 adjoint.
+template <bool GATED>
+__device__ __forceinline__ GatePowers<GATED> chunk_powers(const KernelParams& p, const void* cumulative,
+                                                          const float* powers, int n) {
+  if constexpr (GATED) return {static_cast<const float*>(cumulative)};
+  else return {powers, p.adjoint ? 0 : 1, n};
+}
+
 // Where this lane's values sit in mma.sync tiles and which row address it gives ldmatrix.
 struct LaneRoles {
   int group, pair;  // accumulator row (lane / 4) and first column (2 * (lane % 4)) in a tile

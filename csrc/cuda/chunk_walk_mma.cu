@@ -108,11 +108,10 @@ __global__ void __launch_bounds__(threads<SLICE>(), 1) chunk_walk_kernel(KernelP
   constexpr int kGroups = SLICE / kGroupV;
   const int row_warp = warp % kRowWarps, group = warp / kRowWarps, col_base = group * kGroupV;
   const int dk = p.dk, dv = p.dv, v0 = blockIdx.x * SLICE;
-  const int segment = blockIdx.y, head = blockIdx.z % p.heads;
-  const SequenceRows rows = sequence_rows(p, blockIdx.z / p.heads, head);
-  const int all_chunks = (rows.length + kChunk - 1) / kChunk;
-  const int first_chunk = segment * p.segment_chunks;
-  const int chunks = max(0, min(all_chunks - first_chunk, p.segment_chunks));
+  const WalkSpan span = walk_span(p);
+  const SequenceRows& rows = span.rows;
+  const int segment = span.segment, head = span.head, all_chunks = span.all_chunks, first_chunk = span.first_chunk;
+  const int chunks = span.chunks;
   const float log2g = p.log2_decay[head];
   const float w_state = state_weight(p), w_update = update_weight(p);
 
@@ -218,9 +217,7 @@ __global__ void __launch_bounds__(threads<SLICE>(), 1) chunk_walk_kernel(KernelP
     const T* s_q = reinterpret_cast<const T*>(here + L::Slot::q);
     const T* s_k = reinterpret_cast<const T*>(here + L::Slot::k);
     const T* s_v = reinterpret_cast<const T*>(here + L::Slot::v);
-    GatePowers<GATED> gates;
-    if constexpr (GATED) gates = {reinterpret_cast<const float*>(here + L::Slot::gates)};
-    else gates = {s_powers, p.adjoint ? 0 : 1, n};
+    const GatePowers<GATED> gates = chunk_powers<GATED>(p, here + L::Slot::gates, s_powers, n);
     // This row group's update weights for chunk c (the next chunk's overwrite them past the
     // barrier above; the group's own barrier below makes them its warps').
     float* weights = reinterpret_cast<float*>(smem + L::weights) + row_warp * kChunk;

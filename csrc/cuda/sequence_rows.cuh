@@ -51,6 +51,21 @@ __device__ __forceinline__ SequenceRows sequence_rows(const KernelParams& p, int
   return rows;
 }
 
+// The chunks one block of a walk (the portable walk, the Hopper ones) takes, in a grid of (column
+// blocks, segments, sequences x heads): segment `segment` of its (sequence, head)'s all_chunks
+// chunks, `chunks` of them from first_chunk (none where the segment starts past the end).
+struct WalkSpan {
+  SequenceRows rows;
+  int segment, head, all_chunks, first_chunk, chunks;
+};
+
+__device__ __forceinline__ WalkSpan walk_span(const KernelParams& p) {
+  const int segment = blockIdx.y, head = blockIdx.z % p.heads;
+  const SequenceRows rows = sequence_rows(p, blockIdx.z / p.heads, head);
+  const int all_chunks = (rows.length + kStateChunk - 1) / kStateChunk, first_chunk = segment * p.segment_chunks;
+  return {rows, segment, head, all_chunks, first_chunk, max(0, min(all_chunks - first_chunk, p.segment_chunks))};
+}
+
 // The log2 forget gate of pass row t (common/problem.h): the head's constant, plus gamma and
 // the token's gate where given.
 __device__ __forceinline__ float log2_gate(const KernelParams& p, const SequenceRows& rows, int64_t t) {

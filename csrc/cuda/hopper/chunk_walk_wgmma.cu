@@ -142,11 +142,10 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_column_sp
   const int tid = threadIdx.x, warp = tid / 32, group = tid / kGroupThreads, group_warp = warp % 4;
   const LaneRoles lane(tid % 32);
   const int dk = p.dk, dv = p.dv, v0 = blockIdx.x * SLICE, col0 = v0 + group * kGroupCols;
-  const int segment = blockIdx.y, head = blockIdx.z % p.heads;
-  const SequenceRows rows = sequence_rows(p, blockIdx.z / p.heads, head);
-  const int all_chunks = (rows.length + kChunk - 1) / kChunk;
-  const int first_chunk = segment * p.segment_chunks;
-  const int chunks = max(0, min(all_chunks - first_chunk, p.segment_chunks));
+  const WalkSpan span = walk_span(p);
+  const SequenceRows& rows = span.rows;
+  const int segment = span.segment, head = span.head, all_chunks = span.all_chunks, first_chunk = span.first_chunk;
+  const int chunks = span.chunks;
   const float log2g = p.log2_decay[head];
   const float w_state = state_weight(p), w_update = update_weight(p);
 
@@ -210,9 +209,7 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_column_sp
       issue_gates(c + kSlots - 1);
     }
     const unsigned char* here = slot(c);
-    GatePowers<GATED> gates;
-    if constexpr (GATED) gates = {reinterpret_cast<const float*>(here + L::gates)};
-    else gates = {s_powers, p.adjoint ? 0 : 1, n};
+    const GatePowers<GATED> gates = chunk_powers<GATED>(p, here + L::gates, s_powers, n);
 
     // H_c as 16-bit into the warpgroup's [DK][64] tile, the B operand of Q H_c: a store of four
     // 8 x 8 matrices per two column tiles (this lane addresses row h_row's word x + x_step).
@@ -372,11 +369,10 @@ __global__ void __launch_bounds__(2 * kGroupThreads, 1) chunk_walk_row_split_ker
   const int group_warp = warp % 4;
   const LaneRoles lane(tid % 32);
   const int dk = p.dk, dv = p.dv, v0 = blockIdx.x * kGroupCols;
-  const int segment = blockIdx.y, head = blockIdx.z % p.heads;
-  const SequenceRows rows = sequence_rows(p, blockIdx.z / p.heads, head);
-  const int all_chunks = (rows.length + kChunk - 1) / kChunk;
-  const int first_chunk = segment * p.segment_chunks;
-  const int chunks = max(0, min(all_chunks - first_chunk, p.segment_chunks));
+  const WalkSpan span = walk_span(p);
+  const SequenceRows& rows = span.rows;
+  const int segment = span.segment, head = span.head, all_chunks = span.all_chunks, first_chunk = span.first_chunk;
+  const int chunks = span.chunks;
   const float log2g = p.log2_decay[head];
   const float w_state = state_weight(p), w_update = update_weight(p);
 
@@ -458,9 +454,7 @@ __global__ void __launch_bounds__(2 * kGroupThreads, 1) chunk_walk_row_split_ker
       issue_gates(c + kSlots - 1);
     }
     const unsigned char* here = slot(c);
-    GatePowers<GATED> gates;
-    if constexpr (GATED) gates = {reinterpret_cast<const float*>(here + L::gates)};
-    else gates = {s_powers, p.adjoint ? 0 : 1, n};
+    const GatePowers<GATED> gates = chunk_powers<GATED>(p, here + L::gates, s_powers, n);
 
     // This warpgroup's rows of H_c as 16-bit columns of H_c^T, the B operand of Q H_c.
 #pragma unroll
