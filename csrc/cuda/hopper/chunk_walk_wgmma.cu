@@ -332,6 +332,10 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_column_sp
 #endif
 }
 
+// Two ring slots (73 KB each at DK 256; with a third the layout passes the 227 KB a block may have),
+// whatever CULINA_HOPPER_WALK_SLOTS sets for the column split.
+constexpr int kRowSplitSlots = 2;
+
 // The row-split walk's shared memory: a ring slot as above with one block of v; H_c^T (16-bit,
 // [64][DK] as DK / 64 blocks like q's), V', P and the output warps' staging rows, a constant
 // gate's powers.
@@ -343,7 +347,7 @@ struct RowSplitLayout {
   static constexpr size_t gates = v + kBlockBytes;
   static constexpr size_t slot_bytes = (gates + kGateSlot * 4 + wgmma::kSwizzleAtomBytes - 1) /
                                        wgmma::kSwizzleAtomBytes * wgmma::kSwizzleAtomBytes;
-  static constexpr size_t h_transposed = kSlots * slot_bytes;
+  static constexpr size_t h_transposed = kRowSplitSlots * slot_bytes;
   static constexpr size_t scaled_v = h_transposed + size_t(DK / 64) * kBlockBytes;
   static constexpr size_t scores = scaled_v + kBlockBytes;  // P, [64][64] 16-bit
   static constexpr size_t stage = scores + kBlockBytes;
@@ -380,7 +384,7 @@ __global__ void __launch_bounds__(2 * kGroupThreads, 1) chunk_walk_row_split_ker
   const S* k_rows = static_cast<const S*>(p.k) + rows.at(p.k_at, 0);
   const S* v_rows = static_cast<const S*>(p.v) + rows.at(p.v_at, 0) + v0;
   const int64_t q_step = rows.stride(p.q_at), k_step = rows.stride(p.k_at), v_step = rows.stride(p.v_at);
-  auto slot = [&](int c) { return smem + (c % kSlots) * L::slot_bytes; };
+  auto slot = [&](int c) { return smem + (c % kRowSplitSlots) * L::slot_bytes; };
   // The ring's copies, by the output warpgroup alone (tid < 128): it issues the next chunk's
   // while it waits for P, where issuing them at the chunk's start by both warpgroups held up
   // everything after (18% of the warps' stall samples, Nsight, H200). Float32 rows go through
@@ -416,12 +420,12 @@ __global__ void __launch_bounds__(2 * kGroupThreads, 1) chunk_walk_row_split_ker
   };
   if (copying) {
 #pragma unroll
-    for (int c = 0; c < kSlots - 1; ++c) issue_rows(c);
+    for (int c = 0; c < kRowSplitSlots - 1; ++c) issue_rows(c);
   }
   wait_for_previous_grid();
   if (copying) {
 #pragma unroll
-    for (int c = 0; c < kSlots - 1; ++c) issue_gates(c);
+    for (int c = 0; c < kRowSplitSlots - 1; ++c) issue_gates(c);
   }
   if (!GATED && tid <= kChunk) s_powers[tid] = exp2f(float(tid) * log2g);
 
@@ -442,7 +446,7 @@ __global__ void __launch_bounds__(2 * kGroupThreads, 1) chunk_walk_row_split_ker
   const uint64_t scaled_v_tile = wgmma::tile_descriptor(s_scaled_v), scores_tile = wgmma::tile_descriptor(s_scores);
 
   for (int c = 0; c < chunks; ++c) {
-    wait_async_copies<kSlots - 2>();
+    wait_async_copies<kRowSplitSlots - 2>();
     wgmma::fence_for_async_reads();
     __syncthreads();  // chunk c's rows are in; every warp is past chunk c - 1 (its slot, H, V' and P are free)
     const int t0 = (first_chunk + c) * kChunk, n = min(kChunk, rows.length - t0);
@@ -450,8 +454,8 @@ __global__ void __launch_bounds__(2 * kGroupThreads, 1) chunk_walk_row_split_ker
     if constexpr (DOTS)
       if (!scoring) stage_partner_rows<T, kGroupCols>(p, rows, stage, first_row, valid, v0, tid % 32);
     if constexpr (!kCopiesWhileWaiting) {
-      issue_rows(c + kSlots - 1);
-      issue_gates(c + kSlots - 1);
+      issue_rows(c + kRowSplitSlots - 1);
+      issue_gates(c + kRowSplitSlots - 1);
     }
     const unsigned char* here = slot(c);
     const GatePowers<GATED> gates = chunk_powers<GATED>(p, here + L::gates, s_powers, n);
@@ -536,8 +540,8 @@ __global__ void __launch_bounds__(2 * kGroupThreads, 1) chunk_walk_row_split_ker
         d[x][2] *= decay_bottom, d[x][3] *= decay_bottom;
       }
       if constexpr (kCopiesWhileWaiting) {
-        issue_rows(c + kSlots - 1);
-        issue_gates(c + kSlots - 1);
+        issue_rows(c + kRowSplitSlots - 1);
+        issue_gates(c + kRowSplitSlots - 1);
       }
       const uint64_t v_tile = wgmma::tile_descriptor(v_block);
       wgmma::take_over();
