@@ -28,8 +28,7 @@ from simple_gla_bench import HBM_PEAK, bench, make_inputs  # noqa: E402
 
 # (name, B, T, H, D, gates, packed sequences): fla's registry shapes, the head sizes each Hopper
 # kernel covers (the wgmma walk: D 64..128 and 256; the wgmma state pass: every size; D192 runs the
-# portable walk) and the two-pass
-# path of packed sequences (wgmma state pass, portable output pass).
+# portable walk) and the two-pass path of packed sequences (wgmma state pass, portable output pass).
 SHAPES = [
     ("B1 T8192 H96 D128, g", 1, 8192, 96, 128, "g", 0),
     ("B2 T16384 H16 D128, g", 2, 16384, 16, 128, "g", 0),

@@ -65,6 +65,30 @@ __device__ __forceinline__ void stage_tile(unsigned char* to, const S* from, int
   for (int x = 0; x < kPerThread; ++x) words.land(x, word_to + x * kRowStep * wgmma::kLineBytes);
 }
 
+// A walk block's rows of q, k and v (v from value column v0) at pass row 0, and the elements from
+// one pass row to the next.
+template <typename S>
+struct WalkInputs {
+  const S *q, *k, *v;
+  int64_t q_step, k_step, v_step;
+  __device__ __forceinline__ WalkInputs(const KernelParams& p, const SequenceRows& rows, int v0)
+      : q(static_cast<const S*>(p.q) + rows.at(p.q_at, 0)),
+        k(static_cast<const S*>(p.k) + rows.at(p.k_at, 0)),
+        v(static_cast<const S*>(p.v) + rows.at(p.v_at, 0) + v0),
+        q_step(rows.stride(p.q_at)),
+        k_step(rows.stride(p.k_at)),
+        v_step(rows.stride(p.v_at)) {}
+};
+
+// Chunk `c` of the block's segment: its kGateSlot cumulative gates into `to`, 16 bytes by each of
+// the first kGateSlot / 4 threads.
+__device__ __forceinline__ void copy_chunk_gates(unsigned char* to, const KernelParams& p, const WalkSpan& span, int c,
+                                                 int tid) {
+  if (tid < kGateSlot / 4)
+    copy16_async(to + 16 * tid, p.chunk_gates + (span.rows.chunk_base + span.first_chunk + c) * kGateSlot + 4 * tid,
+                 true);
+}
+
 // The state a walk's block enters its segment with, this lane's elements of TILES 64-row tiles
 // (rows first_row + 64 t and + 8, columns col + 8 c and + 1): the initial state for segment 0;
 // else joined from the segments' end states as the portable walk does (chunk_walk_mma.cu).
@@ -149,24 +173,19 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_column_sp
   const float log2g = p.log2_decay[head];
   const float w_state = state_weight(p), w_update = update_weight(p);
 
-  const S* q_rows = static_cast<const S*>(p.q) + rows.at(p.q_at, 0);
-  const S* k_rows = static_cast<const S*>(p.k) + rows.at(p.k_at, 0);
-  const S* v_rows = static_cast<const S*>(p.v) + rows.at(p.v_at, 0) + v0;
-  const int64_t q_step = rows.stride(p.q_at), k_step = rows.stride(p.k_at), v_step = rows.stride(p.v_at);
+  const WalkInputs<S> in(p, rows, v0);
   auto slot = [&](int c) { return smem + (c % kSlots) * L::slot_bytes; };
   auto issue_rows = [&](int c) {
     if (c < chunks) {
       const int t0 = (first_chunk + c) * kChunk, n = min(kChunk, rows.length - t0);
       unsigned char* to = slot(c);
-      stage_tile<T, S, kThreads, DK / 8>(to + L::q, q_rows + t0 * q_step, q_step, n, dk, tid);
-      stage_tile<T, S, kThreads, DK / 8>(to + L::k, k_rows + t0 * k_step, k_step, n, dk, tid);
-      stage_tile<T, S, kThreads, SLICE / 8>(to + L::v, v_rows + t0 * v_step, v_step, n, dv - v0, tid);
+      stage_tile<T, S, kThreads, DK / 8>(to + L::q, in.q + t0 * in.q_step, in.q_step, n, dk, tid);
+      stage_tile<T, S, kThreads, DK / 8>(to + L::k, in.k + t0 * in.k_step, in.k_step, n, dk, tid);
+      stage_tile<T, S, kThreads, SLICE / 8>(to + L::v, in.v + t0 * in.v_step, in.v_step, n, dv - v0, tid);
     }
   };
   auto issue_gates = [&](int c) {  // and close chunk c's group of copies
-    if (GATED && c < chunks && tid < kGateSlot / 4)
-      copy16_async(slot(c) + L::gates + 16 * tid, p.chunk_gates + (rows.chunk_base + first_chunk + c) * kGateSlot + 4 * tid,
-                   true);
+    if (GATED && c < chunks) copy_chunk_gates(slot(c) + L::gates, p, span, c, tid);
     commit_async_copies();
   };
   // The first chunks' rows come from the caller's tensors, complete before the kernels ahead
@@ -380,10 +399,7 @@ __global__ void __launch_bounds__(2 * kGroupThreads, 1) chunk_walk_row_split_ker
   const float log2g = p.log2_decay[head];
   const float w_state = state_weight(p), w_update = update_weight(p);
 
-  const S* q_rows = static_cast<const S*>(p.q) + rows.at(p.q_at, 0);
-  const S* k_rows = static_cast<const S*>(p.k) + rows.at(p.k_at, 0);
-  const S* v_rows = static_cast<const S*>(p.v) + rows.at(p.v_at, 0) + v0;
-  const int64_t q_step = rows.stride(p.q_at), k_step = rows.stride(p.k_at), v_step = rows.stride(p.v_at);
+  const WalkInputs<S> in(p, rows, v0);
   auto slot = [&](int c) { return smem + (c % kRowSplitSlots) * L::slot_bytes; };
   // The ring's copies, by the output warpgroup alone (tid < 128): it issues the next chunk's
   // while it waits for P, where issuing them at the chunk's start by both warpgroups held up
@@ -400,22 +416,20 @@ __global__ void __launch_bounds__(2 * kGroupThreads, 1) chunk_walk_row_split_ker
     if constexpr (kCopiesWhileWaiting) {
 #pragma unroll
       for (int b = 0; b < DK / 64; ++b) {
-        stage_tile<T, S, kGroupThreads, 8>(to + L::q + b * kBlockBytes, q_rows + t0 * q_step + 64 * b, q_step, n,
+        stage_tile<T, S, kGroupThreads, 8>(to + L::q + b * kBlockBytes, in.q + t0 * in.q_step + 64 * b, in.q_step, n,
                                            dk - 64 * b, tid);
-        stage_tile<T, S, kGroupThreads, 8>(to + L::k + b * kBlockBytes, k_rows + t0 * k_step + 64 * b, k_step, n,
+        stage_tile<T, S, kGroupThreads, 8>(to + L::k + b * kBlockBytes, in.k + t0 * in.k_step + 64 * b, in.k_step, n,
                                            dk - 64 * b, tid);
       }
-      stage_tile<T, S, kGroupThreads, kGroupCols / 8>(to + L::v, v_rows + t0 * v_step, v_step, n, dv - v0, tid);
+      stage_tile<T, S, kGroupThreads, kGroupCols / 8>(to + L::v, in.v + t0 * in.v_step, in.v_step, n, dv - v0, tid);
     } else {
-      stage_tile<T, S, kThreads, DK / 8>(to + L::q, q_rows + t0 * q_step, q_step, n, dk, tid);
-      stage_tile<T, S, kThreads, DK / 8>(to + L::k, k_rows + t0 * k_step, k_step, n, dk, tid);
-      stage_tile<T, S, kThreads, kGroupCols / 8>(to + L::v, v_rows + t0 * v_step, v_step, n, dv - v0, tid);
+      stage_tile<T, S, kThreads, DK / 8>(to + L::q, in.q + t0 * in.q_step, in.q_step, n, dk, tid);
+      stage_tile<T, S, kThreads, DK / 8>(to + L::k, in.k + t0 * in.k_step, in.k_step, n, dk, tid);
+      stage_tile<T, S, kThreads, kGroupCols / 8>(to + L::v, in.v + t0 * in.v_step, in.v_step, n, dv - v0, tid);
     }
   };
   auto issue_gates = [&](int c) {  // and close chunk c's group of copies
-    if (GATED && c < chunks && tid < kGateSlot / 4)
-      copy16_async(slot(c) + L::gates + 16 * tid, p.chunk_gates + (rows.chunk_base + first_chunk + c) * kGateSlot + 4 * tid,
-                   true);
+    if (GATED && c < chunks) copy_chunk_gates(slot(c) + L::gates, p, span, c, tid);
     commit_async_copies();
   };
   if (copying) {
@@ -466,7 +480,8 @@ __global__ void __launch_bounds__(2 * kGroupThreads, 1) chunk_walk_row_split_ker
 #pragma unroll
       for (int x = 0; x < 8; x += 2)
         wgmma::store_matrices_transposed(
-            s_h_transposed + (kGroupTiles * group + t) * kBlockBytes + wgmma::swizzled_offset(8 * (x + x_step) + lane.r, h_word),
+            s_h_transposed + (kGroupTiles * group + t) * kBlockBytes +
+                wgmma::swizzled_offset(8 * (x + x_step) + lane.r, h_word),
             pack2<T>(acc[t][x][0], acc[t][x][1]), pack2<T>(acc[t][x][2], acc[t][x][3]),
             pack2<T>(acc[t][x + 1][0], acc[t][x + 1][1]), pack2<T>(acc[t][x + 1][2], acc[t][x + 1][3]));
     // V': the block's v columns times u 2^(L - c_j), zero past the chunk's rows, by both warpgroups.
