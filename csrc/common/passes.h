@@ -18,7 +18,9 @@
 //   dq = forward (q' = do, k' = v, v' = k, S0' = S0^T)
 //   dk = adjoint (q' = v, k' = do, v' = q, S0' = dS_T^T)
 //   dv = adjoint (q' = k, k' = q, v' = do, S0' = dS_T), whose final state is dS0.
-// Every pass has the problem's gates, token by token. Where the gates' gradient is wanted
+// The dk pass's state is the dv pass's transposed (k' and v' swapped, S0' transposed), token by
+// token, so a back end may reuse the dv pass's states in the dk pass. Every pass has the problem's
+// gates, token by token. Where the gates' gradient is wanted
 // (Gradients::gate_dots), the dq pass adds q_t.dq_t and the dk pass -k_t.dk_t to token t's
 // element, each from its output's fp32 values before they are rounded.
 #pragma once

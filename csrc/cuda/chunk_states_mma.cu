@@ -274,6 +274,8 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
   // blockIdx.z, and with gates its total log2 gate, written by one block of the (item, segment).
   if (p.segments > 1) {
     store_padded_tile(acc, p.segment_states + blockIdx.z * state_size, p.dv_padded, state_row, state_col);
+    if (p.transposed_ends)
+      store_transposed_tile(acc, p.transposed_ends + blockIdx.z * state_size, p.dk_padded, state_row, state_col);
     if (GATED && blockIdx.x == 0 && blockIdx.y == 0 && tid == 0) p.segment_gates[blockIdx.z] = segment_gate;
   } else if (p.final_state) {
     store_final_tile(acc, p.final_state + rows.state_index * dk * dv, dk, dv, state_row, state_col);

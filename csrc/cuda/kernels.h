@@ -62,6 +62,13 @@ struct KernelParams {
   // The fused pass (chunk_walk_mma.cu) runs instead of pass 2: pass 1 then only computes the
   // end states of all segments but the last, and no chunk state goes through `states`.
   bool fused;
+  // Fused, several segments: where set, pass 1 also writes each segment's end state transposed
+  // here ([rows][segments][dv_padded][dk_padded]), for the pass after this one whose state is
+  // this one's transpose (the dk pass after the dv pass: common/passes.h).
+  float* transposed_ends;
+  // That pass after: its chunk gates, segment gates and segment end states (segment_states, the
+  // transposed ends above) are in the workspace already, so it runs its walk alone.
+  bool ends_ready;
   // The gates' gradient terms (common/passes.h: Pass::gate_dots), null where not wanted: the
   // output kernels add dot_sign times each output row's fp32 values dotted with the same
   // token's row of `partner` (q's dtype, dv features) to the token's element of gate_dots
@@ -110,6 +117,7 @@ struct MmaPlan {
   int segment_chunks = 1;
   size_t workspace = 0;    // bytes: chunk states (two passes), segment states, then the gates'
   size_t segment_states_at = 0;
+  size_t segment_states_bytes = 0;  // several segments: [rows][segments][dk_padded][dv_padded] fp32
   size_t chunk_gates_at = 0;    // gated problems: KernelParams::chunk_gates
   size_t segment_gates_at = 0;  // gated problems with several segments: KernelParams::segment_gates
   // Two passes in one segment whose chunks fit the output grid's second dimension (65535): the

@@ -161,8 +161,31 @@ const DeviceFacts& runnable_facts_of(int device) {
   return facts;
 }
 
-// Queues one pass (common/passes.h) of `problem` on the current device.
-void run_pass(const Problem& problem, const Pass& pass, const DeviceFacts& facts, cudaStream_t stream) {
+// Segment end states handed from one pass to the next, whose state is the first's transpose
+// (common/passes.h: the dv pass's to the dk pass). Both null: none.
+struct EndsHandoff {
+  float* write_transposed = nullptr;  // the first pass's state pass writes them here, transposed
+  float* ready = nullptr;             // the next pass reads them here, and runs its walk alone
+};
+
+// Where, in a backward's workspace of `workspace_limit` bytes, the dv pass hands the dk pass its
+// segment end states, or none. Only where both walk in the same segments, so that the chunk and
+// segment gates (the same for both: adjoint passes with the same gates) lie in the same place:
+// after the dv pass's workspace, as large as its segment states.
+std::optional<size_t> handed_ends_at(const Choice& dv, const Choice& dk, size_t workspace_limit) {
+  const std::optional<MmaPlan>&a = dv.plan, &b = dk.plan;
+  if (!a || !b || !a->fused || !b->fused || a->segments < 2 || a->segments != b->segments ||
+      a->segment_chunks != b->segment_chunks || a->chunk_gates_at != b->chunk_gates_at ||
+      a->segment_gates_at != b->segment_gates_at)
+    return std::nullopt;
+  const size_t at = (a->workspace + 15) / 16 * 16;
+  if (at + a->segment_states_bytes > workspace_limit) return std::nullopt;
+  return at;
+}
+
+// Queues one pass (common/passes.h) of `problem` on the current device, as `choice` says.
+void run_pass(const Problem& problem, const Pass& pass, const Choice& choice, const DeviceFacts& facts,
+              cudaStream_t stream, const EndsHandoff& ends = {}) {
   KernelParams params{};
   params.q = pass.q.data;
   params.k = pass.k.data;
@@ -197,7 +220,6 @@ void run_pass(const Problem& problem, const Pass& pass, const DeviceFacts& facts
   params.early_launch = facts.info.binary_version >= 90;
   for (int64_t h = 0; h < problem.heads; ++h) params.log2_decay[h] = std::log2(problem.decay_of(h));
 
-  const Choice choice = choose(problem, pass, facts, problem.workspace_bytes);
   const std::optional<MmaPlan>& plan = choice.plan;
   const bool mma = plan.has_value();
   if (mma) {
@@ -207,7 +229,9 @@ void run_pass(const Problem& problem, const Pass& pass, const DeviceFacts& facts
     params.chunk_slots = chunk_slots(problem);
     params.segments = plan->segments;
     params.segment_chunks = plan->segment_chunks;
-    params.segment_states = reinterpret_cast<float*>(workspace + plan->segment_states_at);
+    params.segment_states = ends.ready ? ends.ready : reinterpret_cast<float*>(workspace + plan->segment_states_at);
+    params.ends_ready = ends.ready != nullptr;
+    params.transposed_ends = ends.write_transposed;
     // Every pass fills its own chunk gates (launch_mma runs launch_chunk_gates first): the dq
     // pass runs forward, the dk and dv passes adjoint, whose c_i differ.
     if (problem.gated()) {
@@ -238,14 +262,17 @@ void check_limits(const Problem& problem) {
   check_head_size("Dv", problem.dv, "a larger Dv: run slices of v's features as separate calls");
 }
 
-// The largest tensor-core workspace any of `passes` needs, else 0.
-template <typename Passes>
-size_t workspace_for(const Problem& problem, const Passes& passes, int device) {
-  const DeviceFacts& facts = runnable_facts_of(device);
+// The tensor-core workspace the backward's passes need (the largest of theirs, and the ends the
+// dv pass hands the dk pass), else 0.
+size_t backward_workspace(const Problem& problem, const DeviceFacts& facts) {
+  const auto [dq, dk, dv] = backward_passes(problem, Gradients{});
+  const Choice dq_choice = choose(problem, dq, facts, SIZE_MAX), dk_choice = choose(problem, dk, facts, SIZE_MAX),
+               dv_choice = choose(problem, dv, facts, SIZE_MAX);
   size_t bytes = 0;
-  for (const Pass& pass : passes)
-    if (const std::optional<MmaPlan> plan = choose(problem, pass, facts, SIZE_MAX).plan)
-      bytes = std::max(bytes, plan->workspace);
+  for (const Choice* choice : {&dq_choice, &dk_choice, &dv_choice})
+    if (choice->plan) bytes = std::max(bytes, choice->plan->workspace);
+  if (const std::optional<size_t> at = handed_ends_at(dv_choice, dk_choice, SIZE_MAX))
+    bytes = std::max(bytes, *at + dv_choice.plan->segment_states_bytes);
   return bytes;
 }
 
@@ -281,11 +308,12 @@ std::vector<DeviceInfo> devices() {
 }
 
 size_t workspace_bytes(const Problem& problem, int device) {
-  return workspace_for(problem, std::array<Pass, 1>{forward_pass(problem)}, device);
+  const std::optional<MmaPlan> plan = choose(problem, forward_pass(problem), runnable_facts_of(device), SIZE_MAX).plan;
+  return plan ? plan->workspace : 0;
 }
 
 size_t backward_workspace_bytes(const Problem& problem, int device) {
-  return workspace_for(problem, backward_passes(problem, Gradients{}), device);
+  return backward_workspace(problem, runnable_facts_of(device));
 }
 
 std::string kernel_path(const Problem& problem, int device) {
@@ -305,17 +333,27 @@ void linear_attention(const Problem& problem, int device, uintptr_t stream) {
   check_limits(problem);
   const DeviceFacts& facts = runnable_facts_of(device);
   DeviceGuard guard(device);
-  run_pass(problem, forward_pass(problem), facts, reinterpret_cast<cudaStream_t>(stream));
+  const Pass pass = forward_pass(problem);
+  run_pass(problem, pass, choose(problem, pass, facts, problem.workspace_bytes), facts,
+           reinterpret_cast<cudaStream_t>(stream));
 }
 
-// The three passes share the workspace: each reads only the chunk states it wrote itself,
-// and the stream orders them.
+// The three passes share the workspace, and the stream orders them: each reads only what it
+// wrote itself, but the dk pass the dv pass's segment end states where it can (handed_ends_at),
+// which spares it a state pass.
 void linear_attention_backward(const Problem& problem, const Gradients& gradients, int device, uintptr_t stream) {
   check_limits(problem);
   const DeviceFacts& facts = runnable_facts_of(device);
   DeviceGuard guard(device);
-  for (const Pass& pass : backward_passes(problem, gradients))
-    run_pass(problem, pass, facts, reinterpret_cast<cudaStream_t>(stream));
+  const auto on = reinterpret_cast<cudaStream_t>(stream);
+  const auto [dq, dk, dv] = backward_passes(problem, gradients);
+  const Choice dv_choice = choose(problem, dv, facts, problem.workspace_bytes);
+  const Choice dk_choice = choose(problem, dk, facts, problem.workspace_bytes);
+  const std::optional<size_t> at = handed_ends_at(dv_choice, dk_choice, problem.workspace_bytes);
+  float* handed = at ? reinterpret_cast<float*>(static_cast<char*>(problem.workspace) + *at) : nullptr;
+  run_pass(problem, dq, choose(problem, dq, facts, problem.workspace_bytes), facts, on);
+  run_pass(problem, dv, dv_choice, facts, on, {handed, nullptr});
+  run_pass(problem, dk, dk_choice, facts, on, {nullptr, handed});
 }
 
 }  // namespace culina::gpu

@@ -25,8 +25,11 @@ constexpr int kMinSegmentChunks = 8;
 template <typename T, typename S>
 cudaError_t launch_passes(const KernelParams& params, int sequences, cudaStream_t stream, bool hopper) {
   const bool gates = params.chunk_gates != nullptr, states = !params.fused || params.segments > 1;
-  cudaError_t err = gates ? launch_chunk_gates(params, sequences, stream) : cudaSuccess;
-  if (err == cudaSuccess && states)
+  // With its ends ready (KernelParams::ends_ready) the walk follows the pass before's walk, a
+  // kernel of ours as well.
+  const bool own = !params.ends_ready;
+  cudaError_t err = gates && own ? launch_chunk_gates(params, sequences, stream) : cudaSuccess;
+  if (err == cudaSuccess && states && own)
     err = hopper ? launch_hopper_chunk_states<T, S>(params, sequences, stream, gates)
                  : launch_chunk_states<T, S>(params, sequences, stream, gates);
   // The fused pass joins the segments' end states itself (chunk_walk_mma.cu).
@@ -94,7 +97,8 @@ std::optional<MmaPlan> plan_mma(const Problem& problem, const Pass& pass, int mu
   const size_t state_elements = size_t(dk_padded) * size_t(dv_padded);
   const size_t chunk_state_bytes = plan.fused ? 0 : (size_t(rows * chunks) * state_elements * 2 + 15) / 16 * 16;
   plan.segment_states_at = chunk_state_bytes;
-  size_t end = chunk_state_bytes + (plan.segments > 1 ? size_t(rows * plan.segments) * state_elements * 4 : 0);
+  plan.segment_states_bytes = plan.segments > 1 ? size_t(rows * plan.segments) * state_elements * 4 : 0;
+  size_t end = chunk_state_bytes + plan.segment_states_bytes;
   if (problem.gated()) {
     plan.chunk_gates_at = end;
     end += size_t(rows * chunks) * kGateSlot * 4;

@@ -52,6 +52,16 @@ __device__ __forceinline__ void store_padded_tile(const float (&acc)[C][4], floa
   }
 }
 
+// Into a padded state's transpose (rows of `ld` floats at `to`: element (row, col) at col * ld + row).
+template <int C>
+__device__ __forceinline__ void store_transposed_tile(const float (&acc)[C][4], float* to, int64_t ld, int row, int col) {
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    float* at = to + int64_t(col + c * 8) * ld + row;
+    at[0] = acc[c][0], at[ld] = acc[c][1], at[8] = acc[c][2], at[ld + 8] = acc[c][3];
+  }
+}
+
 // One step of a walk's join of the segments before its own: S = E_r for r = 0, else
 // S = decay S + E_r, E_r padded (rows of `ld` floats at `end`).
 template <int C>

@@ -209,10 +209,13 @@ def test_kernel_path_names_the_path_taken():
 
 
 def test_workspace_follows_the_plan():
-    # Fused, few (sequence, head) pairs: segment states only (fp32), the same for every pass.
-    for dims in ([2, 4, 1000, 128, 64], [1, 1, 40000, 64, 128]):
-        assert workspace_bytes(dims, 2, backward=True) == workspace_bytes(dims, 2) > 0
-        assert workspace_bytes(dims, 2) % (dims[0] * dims[1] * dims[3] * dims[4] * 4) == 0
+    # Fused, few (sequence, head) pairs: segment states only (fp32). The backward's dv pass hands
+    # the dk pass its segment states, transposed, in a region of their size after its own, where
+    # the two walk in the same segments (launch.cu: handed_ends_at): always where Dk = Dv.
+    for dims in ([2, 4, 1000, 128, 64], [1, 1, 40000, 64, 128], [1, 2, 40000, 128, 128], [2, 4, 1000, 64, 64]):
+        forward = workspace_bytes(dims, 2)
+        assert forward > 0 and forward % (dims[0] * dims[1] * dims[3] * dims[4] * 4) == 0
+        assert workspace_bytes(dims, 2, backward=True) in ((forward, 2 * forward) if dims[3] != dims[4] else (2 * forward,))
     # Fused, enough pairs to fill the GPU: one segment, no workspace at all.
     assert workspace_bytes([64, 16, 512, 128, 128], 2) == 0
     assert workspace_bytes([2, 4, 1000, 128, 64], 0, backward=True) == 0
@@ -233,12 +236,15 @@ def test_workspace_follows_the_plan():
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("heads", [(1, 64, 64), (1, 128, 128), (2, 64, 256)], ids=lambda s: "x".join(map(str, s)))
-@pytest.mark.parametrize("decay", [False, True])
-def test_long_sequences_split_the_state_pass(dtype, heads, decay):
+@pytest.mark.parametrize("mode", ["plain", "decay", "gates BTHD"])
+def test_long_sequences_split_the_state_pass(dtype, heads, mode):
     """Few (sequence, head) pairs and many chunks: the sequence runs in segments side by side,
-    and the single pass's look-back between them must join their seams as one walk would."""
+    and the single pass's look-back between them must join their seams as one walk would. The
+    backward's dk pass reads the dv pass's segment states transposed where their plans agree
+    (Dk = Dv), with the gates and both passes' initial states (dS_T and its transpose)."""
     h, dk, dv = heads
     dims = (1, h, 64 * 40 + 17, dk, dv)
-    assert workspace_bytes(dims, DTYPES[dtype][1]) > 0, "no segment states"
-    problem = Problem(dims, dtype, seed=11 + dk, decay=decay, states=True)
+    assert workspace_bytes(dims, DTYPES[dtype][1], gated=mode != "plain") > 0, "no segment states"
+    problem = Problem(dims, dtype, seed=11 + dk, decay=mode == "decay", states=True, gates=mode.startswith("gates"),
+                      layout="BTHD" if "BTHD" in mode else "BHTD")
     assert_matches_cpu(problem, dtype)
