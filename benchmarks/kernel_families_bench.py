@@ -6,9 +6,10 @@ which a side-by-side comparison cancels and separate runs do not).
 
 Per shape and implementation: forward (torch.no_grad()) and forward+backward (autograd, to the
 gradients of q, k, v and g) wall time per call, and the forward's GPU time (the sum of its
-kernels' CUDA time, torch profiler), which host work does not touch. The family is switched
-with culina._C.set_arch_specific_kernels, what CULINA_KERNELS sets once per process. HBM
-fraction: the forward's 8 N D bytes (N = B H T, bf16) over its GPU time and the device's peak.
+kernels' CUDA time, torch profiler), which host work does not touch, and the same for the
+forward+backward. The family is switched with culina._C.set_arch_specific_kernels, what
+CULINA_KERNELS sets once per process. HBM fraction: the forward's 8 N D bytes (N = B H T, bf16)
+over its GPU time, the forward+backward's 22 N D over its GPU time, each over the device's peak.
 
 Usage: python benchmarks/kernel_families_bench.py [--fla] [--rounds 3] [--json out.json] [--plot out.png]
        python benchmarks/kernel_families_bench.py --plot-only out.json --plot out.png
@@ -31,6 +32,7 @@ from simple_gla_bench import HBM_PEAK, bench, make_inputs  # noqa: E402
 # portable walk) and the two-pass path of packed sequences (wgmma state pass, portable output pass).
 SHAPES = [
     ("B1 T8192 H96 D128, g", 1, 8192, 96, 128, "g", 0),
+    ("B1 T8192 H96 D128, g_gamma", 1, 8192, 96, 128, "gamma", 0),
     ("B2 T16384 H16 D128, g", 2, 16384, 16, 128, "g", 0),
     ("B2 T16384 H16 D128, g_gamma", 2, 16384, 16, 128, "gamma", 0),
     ("B4 T4096 H16 D128, g", 4, 4096, 16, 128, "g", 0),
@@ -76,7 +78,7 @@ def measure(torch, shape, impls, rounds, rep_ms):
             api(*leaves, g=g_leaf, g_gamma=g_gamma, cu_seqlens=cu_seqlens)[0].backward(do)
         return forward, forward_backward
 
-    samples = {impl: {"fwd_ms": [], "fwdbwd_ms": [], "fwd_gpu_ms": []} for impl in impls}
+    samples = {impl: {"fwd_ms": [], "fwdbwd_ms": [], "fwd_gpu_ms": [], "fwdbwd_gpu_ms": []} for impl in impls}
     refused = {}  # impl -> why its backward did not run (fla 0.6 refuses gated backwards on some Tritons)
     for _ in range(rounds):
         for impl in impls:
@@ -90,6 +92,7 @@ def measure(torch, shape, impls, rounds, rep_ms):
                 continue
             try:
                 samples[impl]["fwdbwd_ms"].append(bench(forward_backward, rep_ms))
+                samples[impl]["fwdbwd_gpu_ms"].append(gpu_ms(torch, forward_backward))
             except RuntimeError as error:
                 refused[impl] = str(error).splitlines()[0][:200]
     _C.set_arch_specific_kernels(True)
@@ -105,17 +108,20 @@ def table(result) -> str:
     lines = [f"{result['gpu']}, bf16, medians of {result['rounds']} interleaved rounds (ms; speed-ups as ratios of the same column)", "",
              "| shape | hopper fwd | portable fwd | fla fwd | hopper fwd GPU | portable fwd GPU | fla fwd GPU | "
              "hopper / portable fwd (GPU) | hopper / fla fwd (GPU) | hopper fwd+bwd | portable fwd+bwd | fla fwd+bwd | "
-             "hopper fwd HBM |",
-             "| --- |" + " ---: |" * 12]
+             "hopper / fla fwd+bwd (GPU) | hopper fwd HBM | hopper fwd+bwd HBM (GPU) |",
+             "| --- |" + " ---: |" * 14]
     for r in result["rows"]:
         get = lambda key: r.get(key, math.nan)  # noqa: E731
         hbm = 8 * r["n_d"] / (get("hopper_fwd_gpu_ms") / 1e3) / peak  # the forward's 8 N D bytes
+        hbm_fwdbwd = 22 * r["n_d"] / (get("hopper_fwdbwd_gpu_ms") / 1e3) / peak
         lines.append(
             f"| {r['shape']} | {get('hopper_fwd_ms'):.3f} | {get('portable_fwd_ms'):.3f} | {get('fla_fwd_ms'):.3f} | "
             f"{get('hopper_fwd_gpu_ms'):.3f} | {get('portable_fwd_gpu_ms'):.3f} | {get('fla_fwd_gpu_ms'):.3f} | "
             f"{get('portable_fwd_ms') / get('hopper_fwd_ms'):.2f}x ({get('portable_fwd_gpu_ms') / get('hopper_fwd_gpu_ms'):.2f}x) | "
             f"{get('fla_fwd_ms') / get('hopper_fwd_ms'):.2f}x ({get('fla_fwd_gpu_ms') / get('hopper_fwd_gpu_ms'):.2f}x) | "
-            f"{get('hopper_fwdbwd_ms'):.3f} | {get('portable_fwdbwd_ms'):.3f} | {get('fla_fwdbwd_ms'):.3f} | {hbm:.0%} |")
+            f"{get('hopper_fwdbwd_ms'):.3f} | {get('portable_fwdbwd_ms'):.3f} | {get('fla_fwdbwd_ms'):.3f} | "
+            f"{get('fla_fwdbwd_ms') / get('hopper_fwdbwd_ms'):.2f}x "
+            f"({get('fla_fwdbwd_gpu_ms') / get('hopper_fwdbwd_gpu_ms'):.2f}x) | {hbm:.0%} | {hbm_fwdbwd:.0%} |")
     return "\n".join(lines)
 
 
@@ -131,7 +137,8 @@ def plot(result, out: Path):
     fig, ax = plt.subplots(figsize=(11, 0.5 * len(rows) + 1.8))
     bars = [("portable_fwd_gpu_ms", "forward GPU time: portable / hopper"),
             ("fla_fwd_gpu_ms", "forward GPU time: fla / hopper"),
-            ("fla_fwd_ms", "forward wall time: fla / hopper")]
+            ("fla_fwd_ms", "forward wall time: fla / hopper"),
+            ("fla_fwdbwd_ms", "forward+backward wall time: fla / hopper")]
     ratios = {key: [r.get(key, math.nan) / r[key.replace("portable", "hopper").replace("fla", "hopper")] for r in rows]
               for key, _ in bars}
     bars = [(key, label) for key, label in bars if not all(math.isnan(x) for x in ratios[key])]  # a run without fla
