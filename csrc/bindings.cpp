@@ -116,6 +116,9 @@ struct Keys {
   PyObject* const dv = intern("dv");
   PyObject* const d_initial_state = intern("d_initial_state");
   PyObject* const gate_dots = intern("gate_dots");
+  PyObject* const keep_for_backward = intern("keep_for_backward");
+  PyObject* const kept = intern("kept");
+  PyObject* const kept_bytes = intern("kept_bytes");
 };
 
 // Made on the first call (C++ runs it once, whichever threads call); interned strs live as
@@ -216,6 +219,7 @@ void forward(const Description& d, py::dict values) {
   p.out.data = reinterpret_cast<void*>(call.get(key.out));
   if (!p.out.data) throw std::invalid_argument("the forward needs out (0 given)");
   p.final_state = reinterpret_cast<float*>(call.get(key.final_state));
+  p.keep_for_backward = call.get<bool>(key.keep_for_backward, false);
   const Placement at(call);
   call.check_all_read();
   py::gil_scoped_release release;
@@ -242,6 +246,8 @@ void backward(const Description& d, py::dict values) {
     throw std::invalid_argument("the backward needs do, dq, dk and dv (0 given)");
   grads.d_initial_state = reinterpret_cast<float*>(call.get(key.d_initial_state));
   grads.gate_dots = {reinterpret_cast<float*>(call.get(key.gate_dots)), d.gate_dots};
+  grads.kept = reinterpret_cast<void*>(call.get(key.kept));
+  grads.kept_bytes = call.get<size_t>(key.kept_bytes);
   const Placement at(call);
   call.check_all_read();
   py::gil_scoped_release release;
@@ -324,8 +330,10 @@ void define_module(py::module_& m) {
   // call: the dict of the call's values by name (Call above; culina/_api.py: launch).
   // Both: q, k, v, scale; initial_state, gamma, g, cu_seqlens, decay; where it runs: device
   // (absent or -1: the CPU reference, with `threads` workers) or a CUDA device with stream,
-  // workspace and workspace_bytes (the queries below). forward: out, final_state. backward: do,
-  // do_strides, dq, dk, dv; d_final_state, d_initial_state, gate_dots.
+  // workspace and workspace_bytes (the queries below). forward: out, final_state;
+  // keep_for_backward (its workspace kept_workspace_bytes large). backward: do, do_strides, dq,
+  // dk, dv; d_final_state, d_initial_state, gate_dots; kept and kept_bytes (that forward's
+  // workspace, unchanged).
   m.def("forward", &forward, py::arg("description"), py::arg("call"));
   m.def("backward", &backward, py::arg("description"), py::arg("call"));
   m.def(
@@ -335,6 +343,10 @@ void define_module(py::module_& m) {
   m.def(
       "backward_workspace_bytes",
       [](const Description& d, int device) { return culina::gpu::backward_workspace_bytes(d.sizing(), device); },
+      py::arg("description"), py::arg("device"));
+  m.def(
+      "kept_workspace_bytes",
+      [](const Description& d, int device) { return culina::gpu::kept_workspace_bytes(d.sizing(), device); },
       py::arg("description"), py::arg("device"));
   m.def(
       "kernel_path",

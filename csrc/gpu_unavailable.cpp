@@ -24,6 +24,7 @@ std::vector<DeviceInfo> devices() { return {}; }
 void set_arch_specific_kernels(bool) {}
 size_t workspace_bytes(const Problem&, int) { return 0; }
 size_t backward_workspace_bytes(const Problem&, int) { return 0; }
+size_t kept_workspace_bytes(const Problem&, int) { return 0; }
 std::string kernel_path(const Problem&, int) { refuse_gpu_work(); }
 void linear_attention(const Problem&, int, uintptr_t) { refuse_gpu_work(); }
 void linear_attention_backward(const Problem&, const Gradients&, int, uintptr_t) { refuse_gpu_work(); }

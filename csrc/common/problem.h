@@ -74,6 +74,9 @@ struct Problem {
   // Scratch device memory for the GPU's tensor-core path (gpu::workspace_bytes says how much).
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
+  // A forward for training: where its workspace has room (gpu::kept_workspace_bytes), it leaves
+  // there what the backward's dq pass would otherwise compute before its walk (Gradients::kept).
+  bool keep_for_backward = false;
 
   float decay_of(int64_t head) const { return decay.empty() ? 1.0f : decay[head]; }
   // Whether a gate varies with the token or lives in device memory (gamma, gates): the kernels
@@ -97,6 +100,10 @@ struct Gradients {
   OutRows dq, dk, dv;
   float* d_initial_state = nullptr;
   Rows<float*> gate_dots;
+  // The workspace of this problem's forward with keep_for_backward, unchanged since; may be null.
+  // Read only.
+  void* kept = nullptr;
+  size_t kept_bytes = 0;
 };
 
 }  // namespace culina

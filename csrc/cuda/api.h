@@ -55,6 +55,9 @@ std::vector<DeviceInfo> devices();
 // cumulative gates there).
 size_t workspace_bytes(const Problem& problem, int device);
 size_t backward_workspace_bytes(const Problem& problem, int device);
+// The workspace of a forward with Problem::keep_for_backward, which the caller keeps for the
+// backward (Gradients::kept), or 0 where the backward could not use what it keeps.
+size_t kept_workspace_bytes(const Problem& problem, int device);
 // The kernel path `device` takes for the problem's dtype and head sizes, in a few words.
 std::string kernel_path(const Problem& problem, int device);
 // Runs the problem on `device`, ordered on `stream` (a cudaStream_t as an integer; 0 is the

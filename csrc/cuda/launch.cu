@@ -161,19 +161,23 @@ const DeviceFacts& runnable_facts_of(int device) {
   return facts;
 }
 
-// Segment end states handed from one pass to the next, whose state is the first's transpose
-// (common/passes.h: the dv pass's to the dk pass). Both null: none.
+// Segment end states handed from one pass to a later one whose state is the first's transpose
+// with the same gates in the same order (common/passes.h: the forward's to the dq pass, the dv
+// pass's to the dk pass). All null: none.
 struct EndsHandoff {
   float* write_transposed = nullptr;  // the first pass's state pass writes them here, transposed
-  float* ready = nullptr;             // the next pass reads them here, and runs its walk alone
+  // The later pass's: the workspace whose chunk and segment gates it reads (at its plan's
+  // offsets, the first pass's) and its end states there, so that it runs its walk alone.
+  char* ready_workspace = nullptr;
+  float* ready_ends = nullptr;
 };
 
-// Where, in a backward's workspace of `workspace_limit` bytes, the dv pass hands the dk pass its
+// Where, in the first pass's workspace of `workspace_limit` bytes, it hands the later pass its
 // segment end states, or none. Only where both walk in the same segments, so that the chunk and
-// segment gates (the same for both: adjoint passes with the same gates) lie in the same place:
-// after the dv pass's workspace, as large as its segment states.
-std::optional<size_t> handed_ends_at(const Choice& dv, const Choice& dk, size_t workspace_limit) {
-  const std::optional<MmaPlan>&a = dv.plan, &b = dk.plan;
+// segment gates lie in the same place: after the first pass's workspace, as large as its segment
+// states.
+std::optional<size_t> handed_ends_at(const Choice& first, const Choice& later, size_t workspace_limit) {
+  const std::optional<MmaPlan>&a = first.plan, &b = later.plan;
   if (!a || !b || !a->fused || !b->fused || a->segments < 2 || a->segments != b->segments ||
       a->segment_chunks != b->segment_chunks || a->chunk_gates_at != b->chunk_gates_at ||
       a->segment_gates_at != b->segment_gates_at)
@@ -224,19 +228,22 @@ void run_pass(const Problem& problem, const Pass& pass, const Choice& choice, co
   const bool mma = plan.has_value();
   if (mma) {
     char* workspace = static_cast<char*>(problem.workspace);
+    char* gates_in = ends.ready_ends ? ends.ready_workspace : workspace;
     params.fused = plan->fused;
     params.states = plan->fused ? nullptr : problem.workspace;
     params.chunk_slots = chunk_slots(problem);
     params.segments = plan->segments;
     params.segment_chunks = plan->segment_chunks;
-    params.segment_states = ends.ready ? ends.ready : reinterpret_cast<float*>(workspace + plan->segment_states_at);
-    params.ends_ready = ends.ready != nullptr;
+    params.segment_states = ends.ready_ends ? ends.ready_ends
+                                            : reinterpret_cast<float*>(workspace + plan->segment_states_at);
+    params.ends_ready = ends.ready_ends != nullptr;
     params.transposed_ends = ends.write_transposed;
-    // Every pass fills its own chunk gates (launch_mma runs launch_chunk_gates first): the dq
-    // pass runs forward, the dk and dv passes adjoint, whose c_i differ.
+    // Every pass fills its own chunk gates (launch_mma runs launch_chunk_gates first; the dq
+    // pass runs forward, the dk and dv passes adjoint, whose c_i differ) or reads those of the
+    // pass that hands it its ends, whose are the same.
     if (problem.gated()) {
-      params.chunk_gates = reinterpret_cast<float*>(workspace + plan->chunk_gates_at);
-      if (plan->segments > 1) params.segment_gates = reinterpret_cast<float*>(workspace + plan->segment_gates_at);
+      params.chunk_gates = reinterpret_cast<float*>(gates_in + plan->chunk_gates_at);
+      if (plan->segments > 1) params.segment_gates = reinterpret_cast<float*>(gates_in + plan->segment_gates_at);
     }
     if (plan->overlap && params.early_launch)
       params.state_progress = reinterpret_cast<int*>(workspace + plan->state_progress_at);
@@ -264,6 +271,14 @@ void check_limits(const Problem& problem) {
 
 // The tensor-core workspace the backward's passes need (the largest of theirs, and the ends the
 // dv pass hands the dk pass), else 0.
+// Where a forward with Problem::keep_for_backward in a workspace of `workspace_limit` bytes
+// leaves the dq pass its end states (the dq pass's state is the forward's transposed), or none.
+std::optional<size_t> kept_ends_at(const Problem& problem, const Choice& forward, const DeviceFacts& facts,
+                                   size_t workspace_limit) {
+  const Pass dq = std::get<0>(backward_passes(problem, Gradients{}));
+  return handed_ends_at(forward, choose(problem, dq, facts, SIZE_MAX), workspace_limit);
+}
+
 size_t backward_workspace(const Problem& problem, const DeviceFacts& facts) {
   const auto [dq, dk, dv] = backward_passes(problem, Gradients{});
   const Choice dq_choice = choose(problem, dq, facts, SIZE_MAX), dk_choice = choose(problem, dk, facts, SIZE_MAX),
@@ -316,6 +331,13 @@ size_t backward_workspace_bytes(const Problem& problem, int device) {
   return backward_workspace(problem, runnable_facts_of(device));
 }
 
+size_t kept_workspace_bytes(const Problem& problem, int device) {
+  const DeviceFacts& facts = runnable_facts_of(device);
+  const Choice forward = choose(problem, forward_pass(problem), facts, SIZE_MAX);
+  const std::optional<size_t> at = kept_ends_at(problem, forward, facts, SIZE_MAX);
+  return at ? *at + forward.plan->segment_states_bytes : 0;
+}
+
 std::string kernel_path(const Problem& problem, int device) {
   const Choice choice = choose(problem, forward_pass(problem), runnable_facts_of(device), SIZE_MAX);
   if (!choice.plan) return choice.family->name;
@@ -334,26 +356,40 @@ void linear_attention(const Problem& problem, int device, uintptr_t stream) {
   const DeviceFacts& facts = runnable_facts_of(device);
   DeviceGuard guard(device);
   const Pass pass = forward_pass(problem);
-  run_pass(problem, pass, choose(problem, pass, facts, problem.workspace_bytes), facts,
-           reinterpret_cast<cudaStream_t>(stream));
+  const Choice choice = choose(problem, pass, facts, problem.workspace_bytes);
+  EndsHandoff ends;
+  if (problem.keep_for_backward)
+    if (const std::optional<size_t> at = kept_ends_at(problem, choice, facts, problem.workspace_bytes))
+      ends.write_transposed = reinterpret_cast<float*>(static_cast<char*>(problem.workspace) + *at);
+  run_pass(problem, pass, choice, facts, reinterpret_cast<cudaStream_t>(stream), ends);
 }
 
 // The three passes share the workspace, and the stream orders them: each reads only what it
-// wrote itself, but the dk pass the dv pass's segment end states where it can (handed_ends_at),
-// which spares it a state pass.
+// wrote itself, but where they can (handed_ends_at) the dq pass reads the segment end states the
+// forward kept (Gradients::kept) and the dk pass the dv pass's, which spares each a state pass.
 void linear_attention_backward(const Problem& problem, const Gradients& gradients, int device, uintptr_t stream) {
   check_limits(problem);
   const DeviceFacts& facts = runnable_facts_of(device);
   DeviceGuard guard(device);
   const auto on = reinterpret_cast<cudaStream_t>(stream);
   const auto [dq, dk, dv] = backward_passes(problem, gradients);
+  const Choice dq_choice = choose(problem, dq, facts, problem.workspace_bytes);
+  EndsHandoff dq_ends;
+  if (gradients.kept) {
+    const Choice forward = choose(problem, forward_pass(problem), facts, gradients.kept_bytes);
+    if (const std::optional<size_t> at = handed_ends_at(forward, dq_choice, gradients.kept_bytes)) {
+      dq_ends.ready_workspace = static_cast<char*>(gradients.kept);
+      dq_ends.ready_ends = reinterpret_cast<float*>(dq_ends.ready_workspace + *at);
+    }
+  }
   const Choice dv_choice = choose(problem, dv, facts, problem.workspace_bytes);
   const Choice dk_choice = choose(problem, dk, facts, problem.workspace_bytes);
   const std::optional<size_t> at = handed_ends_at(dv_choice, dk_choice, problem.workspace_bytes);
-  float* handed = at ? reinterpret_cast<float*>(static_cast<char*>(problem.workspace) + *at) : nullptr;
-  run_pass(problem, dq, choose(problem, dq, facts, problem.workspace_bytes), facts, on);
-  run_pass(problem, dv, dv_choice, facts, on, {handed, nullptr});
-  run_pass(problem, dk, dk_choice, facts, on, {nullptr, handed});
+  char* workspace = static_cast<char*>(problem.workspace);
+  float* handed = at ? reinterpret_cast<float*>(workspace + *at) : nullptr;
+  run_pass(problem, dq, dq_choice, facts, on, dq_ends);
+  run_pass(problem, dv, dv_choice, facts, on, {handed, nullptr, nullptr});
+  run_pass(problem, dk, dk_choice, facts, on, {nullptr, handed ? workspace : nullptr, handed});
 }
 
 }  // namespace culina::gpu

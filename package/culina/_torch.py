@@ -85,8 +85,9 @@ def run(q, k, v, decay, gamma, g, scale, initial_state, output_final_state, cu_s
     heads = heads_of(q, layout)
     scale_value = _api.check_scale(scale, q.shape[-1])
     if route is DIRECT:
-        return forward(q, k, v, _cached_decay(decay, heads), gamma, g, scale_value, initial_state, cu_seqlens,
-                       output_final_state, layout)
+        out, final, _ = forward(q, k, v, _cached_decay(decay, heads), gamma, g, scale_value, initial_state,
+                                cu_seqlens, output_final_state, layout)
+        return out, final
     if route is FUNCTION:
         out, final = _EagerAutograd.apply(q, k, v, _cached_decay(decay, heads), gamma, g, scale_value, initial_state,
                                           cu_seqlens, output_final_state, layout)
@@ -197,8 +198,9 @@ def _cached_problem(q, k, v, gamma, g, initial_state, cu_seqlens, layout: str, c
     return problem
 
 
-def _workspace(size_of, problem: _api.Problem, device: torch.device):
-    """Scratch memory for one GPU call from PyTorch's caching allocator: (tensor or None, bytes)."""
+def _workspace_bytes(size_of, problem: _api.Problem, device: torch.device) -> int:
+    """What a query (_C.forward_workspace_bytes, ...) answers for the problem on the device, asked
+    once per problem."""
     key = (size_of, problem, device.index)
     size = _workspaces.get(key)
     if size is None:
@@ -206,28 +208,37 @@ def _workspace(size_of, problem: _api.Problem, device: torch.device):
         if len(_workspaces) >= CACHE_LIMIT:
             _workspaces.clear()
         _workspaces[key] = size
-    return (torch.empty(size, dtype=torch.uint8, device=device) if size else None), size
+    return size
 
 
 def _address(tensor) -> int:
     return 0 if tensor is None else tensor.data_ptr()
 
 
-def _launch(entry, workspace_size_of, problem: _api.Problem, q, cu_seqlens, call: dict) -> None:
+def _launch(entry, workspace_size_of, problem: _api.Problem, q, cu_seqlens, call: dict,
+            keep_for_backward: bool = False) -> Optional[torch.Tensor]:
     """Runs an extension entry point (_C.forward or _C.backward) through _api.launch with `call`,
     the call's values by name, completed here for q's device: cu_seqlens, and on a CUDA device
-    the device, its current stream and a workspace (host offsets have their values checked
-    first: _api.check_seqlens_values)."""
+    the device, its current stream and a workspace from PyTorch's caching allocator (host offsets
+    have their values checked first: _api.check_seqlens_values). keep_for_backward (the forward
+    of a call that trains): where the backward can use it (_C.kept_workspace_bytes), a workspace
+    the forward leaves what the backward's dq pass reads in, returned for the backward; else None."""
     call["cu_seqlens"] = _address(cu_seqlens)
+    workspace = kept_size = None
     if q.is_cuda:
         device = q.device
         _api.ready_device(device.index)
-        workspace, size = _workspace(workspace_size_of, problem, device)
+        kept_size = _workspace_bytes(_C.kept_workspace_bytes, problem, device) if keep_for_backward else 0
+        size = kept_size or _workspace_bytes(workspace_size_of, problem, device)
+        workspace = torch.empty(size, dtype=torch.uint8, device=device) if size else None
+        if kept_size:
+            call["keep_for_backward"] = True
         call.update(device=device.index, stream=torch._C._cuda_getCurrentRawStream(device.index),
                     workspace=_address(workspace), workspace_bytes=size)
     elif cu_seqlens is not None:
         _api.check_seqlens_values(cu_seqlens.numpy(), problem.dims[2])
     _api.launch(entry, problem, call)
+    return workspace if kept_size else None
 
 
 def compute_dtype(q, k, v) -> torch.dtype:
@@ -255,25 +266,29 @@ def compute_dtype(q, k, v) -> torch.dtype:
 
 def forward(q, k, v, decay: Optional[List[float]], gamma: Optional[torch.Tensor], g: Optional[torch.Tensor],
             scale: float, initial_state: Optional[torch.Tensor], cu_seqlens: Optional[torch.Tensor],
-            output_final_state: bool, layout: str) -> Tuple[torch.Tensor, torch.Tensor]:
-    """The forward on real tensors: o (C-contiguous in the layout, in v's dtype), and S_T (None
-    unless output_final_state), computed in compute_dtype's answer (float32 rows in bfloat16: the
-    kernels round q, k and v as they load them and o's values as they store them)."""
+            output_final_state: bool, layout: str, keep_for_backward: bool = False):
+    """The forward on real tensors: o (C-contiguous in the layout, in v's dtype), S_T (None
+    unless output_final_state) and, with keep_for_backward, the workspace to hand backward
+    (`kept`, where the backward reads from it; else None), computed in compute_dtype's answer
+    (float32 rows in bfloat16: the kernels round q, k and v as they load them and o's values as
+    they store them)."""
     problem = _cached_problem(q, k, v, gamma, g, initial_state, cu_seqlens, layout, compute_dtype(q, k, v))
     out = torch.empty(problem.shape(problem.dims[4]), dtype=v.dtype, device=q.device)
     final = torch.empty(problem.states, dtype=torch.float32, device=q.device) if output_final_state else None
-    _launch(_C.forward, _C.forward_workspace_bytes, problem, q, cu_seqlens,
-            {"q": q.data_ptr(), "k": k.data_ptr(), "v": v.data_ptr(), "out": out.data_ptr(),
-             "initial_state": _address(initial_state), "final_state": _address(final), "gamma": _address(gamma),
-             "g": _address(g), "scale": scale, "decay": decay})
-    return out, final
+    kept = _launch(_C.forward, _C.forward_workspace_bytes, problem, q, cu_seqlens,
+                   {"q": q.data_ptr(), "k": k.data_ptr(), "v": v.data_ptr(), "out": out.data_ptr(),
+                    "initial_state": _address(initial_state), "final_state": _address(final),
+                    "gamma": _address(gamma), "g": _address(g), "scale": scale, "decay": decay},
+                   keep_for_backward)
+    return out, final, kept
 
 
 def backward(q, k, v, d_out, decay: Optional[List[float]], gamma: Optional[torch.Tensor], g: Optional[torch.Tensor],
              scale: float, initial_state: Optional[torch.Tensor], d_final_state: Optional[torch.Tensor],
              cu_seqlens: Optional[torch.Tensor], need_d_initial_state: bool, layout: str,
-             need_gate_dots: bool = False) -> Tuple[torch.Tensor, ...]:
-    """dq, dk, dv (C-contiguous in the layout), dS0 and the gate dots on real tensors. The gate
+             need_gate_dots: bool = False, kept: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, ...]:
+    """dq, dk, dv (C-contiguous in the layout), dS0 and the gate dots on real tensors; `kept`:
+    what the forward kept for it (forward's keep_for_backward), untouched since. The gate
     dots, float32 [B, H, T] in either layout, are q_t.dq_t - k_t.dk_t per token from
     the kernels' fp32 dq and dk, the gates' gradient before its reverse sum (gate_gradient). As
     the op returns tensors only, dS0 and the gate dots not asked for are empty tensors. Computed
@@ -305,7 +320,7 @@ def backward(q, k, v, d_out, decay: Optional[List[float]], gamma: Optional[torch
              "d_final_state": _address(d_final_state), "dq": dq.data_ptr(), "dk": dk.data_ptr(), "dv": dv.data_ptr(),
              "d_initial_state": d_initial.data_ptr() if need_d_initial_state else 0,
              "gate_dots": gate_dots.data_ptr() if need_gate_dots else 0, "gamma": _address(gamma), "g": _address(g),
-             "scale": scale, "decay": decay})
+             "scale": scale, "decay": decay, "kept": _address(kept), "kept_bytes": 0 if kept is None else kept.numel()})
     if rounded:
         dq, dk, dv = dq.to(input_dtype), dk.to(input_dtype), dv.to(input_dtype)
     return dq, dk, dv, d_initial, gate_dots
@@ -375,7 +390,7 @@ def _forward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, decay: Option
                 gamma: Optional[torch.Tensor], g: Optional[torch.Tensor], scale: float,
                 initial_state: Optional[torch.Tensor], cu_seqlens: Optional[torch.Tensor], output_final_state: bool,
                 layout: str) -> Tuple[torch.Tensor, torch.Tensor]:
-    out, final = forward(q, k, v, decay, gamma, g, scale, initial_state, cu_seqlens, output_final_state, layout)
+    out, final, _ = forward(q, k, v, decay, gamma, g, scale, initial_state, cu_seqlens, output_final_state, layout)
     # An op returns tensors only: an S_T nobody asked for is an empty one.
     return out, final if final is not None else q.new_empty((0,), dtype=torch.float32)
 
@@ -411,16 +426,18 @@ def _backward_fake(q, k, v, d_out, decay, gamma, g, scale, initial_state, d_fina
 GAMMA, GATES, INITIAL_STATE = 4, 5, 7
 
 
-def _setup_context(ctx, inputs, output):
+def _setup_context(ctx, inputs, output, kept=None):
+    """`kept`: the forward's workspace for the backward (forward's keep_for_backward), or None (the
+    op's forward keeps none: an op returns only what its schema declares)."""
     q, k, v, decay, gamma, g, scale, initial_state, cu_seqlens, output_final_state, layout = inputs
     # The gates' gradient has a term in S_T where S_T has a gradient of its own.
     gated_final = output[1] if output_final_state and (gamma is not None or g is not None) else None
-    ctx.save_for_backward(q, k, v, gamma, g, initial_state, cu_seqlens, gated_final)
+    ctx.save_for_backward(q, k, v, gamma, g, initial_state, cu_seqlens, gated_final, kept)
     ctx.decay, ctx.scale, ctx.layout = decay, scale, layout
 
 
 def _backward_formula(ctx, d_out, d_final):
-    q, k, v, gamma, g, initial_state, cu_seqlens, final = ctx.saved_tensors
+    q, k, v, gamma, g, initial_state, cu_seqlens, final, kept = ctx.saved_tensors
     # An unused S_T (or one never asked for, an empty tensor) adds nothing to the gradients.
     d_final = d_final.contiguous() if d_final is not None and d_final.numel() else None
     d_out = torch.zeros(v.shape, dtype=v.dtype, device=v.device) if d_out is None else d_out
@@ -430,7 +447,8 @@ def _backward_formula(ctx, d_out, d_final):
     tensors = (q, k, v, d_out, gamma, g, initial_state, d_final, cu_seqlens)
     if eager() and all(t is None or type(t) is torch.Tensor for t in tensors):
         dq, dk, dv, d_initial, gate_dots = backward(q, k, v, d_out, ctx.decay, gamma, g, ctx.scale, initial_state,
-                                                    d_final, cu_seqlens, need_d_initial, ctx.layout, need_gate_dots)
+                                                    d_final, cu_seqlens, need_d_initial, ctx.layout, need_gate_dots,
+                                                    kept)
     else:
         dq, dk, dv, d_initial, gate_dots = torch.ops.culina.linear_attention_backward(
             q, k, v, d_out, ctx.decay, gamma, g, ctx.scale, initial_state, d_final, cu_seqlens, need_d_initial,
@@ -452,10 +470,11 @@ class _EagerAutograd(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, q, k, v, decay, gamma, g, scale, initial_state, cu_seqlens, output_final_state, layout):
-        out, final = forward(q, k, v, decay, gamma, g, scale, initial_state, cu_seqlens, output_final_state, layout)
+        out, final, kept = forward(q, k, v, decay, gamma, g, scale, initial_state, cu_seqlens, output_final_state,
+                                   layout, keep_for_backward=True)
         output = (out, final if final is not None else q.new_empty((0,), dtype=torch.float32))
         _setup_context(ctx, (q, k, v, decay, gamma, g, scale, initial_state, cu_seqlens, output_final_state, layout),
-                       output)
+                       output, kept)
         return output
 
     backward = staticmethod(_backward_formula)

@@ -88,6 +88,51 @@ def test_routes_agree():
         torch.testing.assert_close(got, want, rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("gates", ["plain", "g+gamma"])
+def test_forward_keeps_the_segment_states_for_the_backward(gates):
+    """Few (sequence, head) pairs and long sequences: the walks run in segments, and the eager
+    forward of a call that trains keeps its segments' gates and end states for the backward's dq
+    pass (_C.kept_workspace_bytes), which reads them transposed instead of running a state pass.
+    The op's forward keeps nothing, so its backward computes them: both give the same o, S_T and
+    gradients (q, k, v, the gates, S0) up to the order of fp32 sums."""
+    from culina import _api, _C, _torch
+
+    b, t, h, d = 1, 64 * 40 + 17, 2, 128
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    q, k, v = (torch.randn(b, t, h, d, device="cuda", generator=gen, dtype=torch.bfloat16) * 0.5 for _ in range(3))
+    g = (torch.nn.functional.logsigmoid(torch.randn(b, t, h, device="cuda", generator=gen)) / 16
+         if gates != "plain" else None)
+    gamma = -torch.rand(h, device="cuda", generator=gen) * 0.01 if gates != "plain" else None
+    s0 = torch.randn(b, h, d, d, device="cuda", generator=gen) * 0.1
+    d_out = torch.randn(b, t, h, d, device="cuda", generator=gen, dtype=torch.bfloat16)
+    d_final = torch.randn(b, h, d, d, device="cuda", generator=gen)
+    problem = _torch.problem_of(q, k, v, gamma, g, s0, None, "BTHD")
+    assert _C.kept_workspace_bytes(_api.describe(problem), 0) > 0, "the shape keeps nothing: no segments?"
+
+    def run(through_op):
+        leaves = [x.clone().requires_grad_() if x is not None else None for x in (q, k, v, g, gamma, s0)]
+        lq, lk, lv, lg, lgamma, ls0 = leaves
+        if through_op:
+            out, final = torch.ops.culina.linear_attention(lq, lk, lv, None, lgamma, lg, d ** -0.5, ls0, None, True,
+                                                           "BTHD")
+        else:
+            out, final = culina.chunk_simple_gla(lq, lk, lv, g=lg, g_gamma=lgamma, initial_state=ls0,
+                                                 output_final_state=True)
+        ((out.float() * d_out.float()).sum() + (final * d_final).sum()).backward()
+        return [out, final] + [x.grad for x in leaves if x is not None]
+
+    kept, computed = run(through_op=False), run(through_op=True)
+    names = ["o", "S_T", "dq", "dk", "dv"] + (["dg", "dgamma"] if gates != "plain" else []) + ["dS0"]
+    errors = {name: rel_err(got, want) for name, got, want in zip(names, kept, computed)}
+    # The dq pass's entering states are the forward's, summed in another order (K^T V against
+    # V^T K): equal to fp32 rounding, which the 16-bit copy of the state the walk multiplies by
+    # turns into 16-bit rounding of dq here and there (H200: 6.4e-4). dg and, summed over every
+    # token, dgamma magnify it (3.2e-3 and 5.4e-2). Nothing else may change at all.
+    bounds = {"dq": 2e-3, "dg": 1e-2, "dgamma": 1e-1}
+    assert all(error <= bounds.get(name, 0.0) for name, error in errors.items()), \
+        ", ".join(f"{name} {error:.2e}" for name, error in errors.items())
+
+
 def test_backward_runs_on_the_current_stream():
     """Gradients flowing from a side stream behind a long sleep: a backward on another stream
     would read unfinished data."""

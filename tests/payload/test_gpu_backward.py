@@ -216,6 +216,11 @@ def test_workspace_follows_the_plan():
         forward = workspace_bytes(dims, 2)
         assert forward > 0 and forward % (dims[0] * dims[1] * dims[3] * dims[4] * 4) == 0
         assert workspace_bytes(dims, 2, backward=True) in ((forward, 2 * forward) if dims[3] != dims[4] else (2 * forward,))
+    # A forward that trains keeps its end states (transposed) for the dq pass after its own
+    # workspace where the two walk in the same segments; with one segment there is nothing to keep.
+    assert _C.kept_workspace_bytes(described([1, 2, 40000, 128, 128], DTYPE_NAMES[2]), 0) == 2 * workspace_bytes(
+        [1, 2, 40000, 128, 128], 2)
+    assert _C.kept_workspace_bytes(described([64, 16, 512, 128, 128], DTYPE_NAMES[2]), 0) == 0
     # Fused, enough pairs to fill the GPU: one segment, no workspace at all.
     assert workspace_bytes([64, 16, 512, 128, 128], 2) == 0
     assert workspace_bytes([2, 4, 1000, 128, 64], 0, backward=True) == 0
