@@ -92,8 +92,10 @@ def run(q, k, v, decay, gamma, g, scale, initial_state, output_final_state, cu_s
         out, final = _EagerAutograd.apply(q, k, v, _cached_decay(decay, heads), gamma, g, scale_value, initial_state,
                                           cu_seqlens, output_final_state, layout)
         return out, final if output_final_state else None
-    out, final = torch.ops.culina.linear_attention(q, k, v, _api.check_decay(decay, heads), gamma, g, scale_value,
-                                                   initial_state, cu_seqlens, output_final_state, layout)
+    trains = torch.is_grad_enabled() and any(x is not None and x.requires_grad
+                                             for x in (q, k, v, gamma, g, initial_state))
+    out, final, _ = torch.ops.culina.linear_attention(q, k, v, _api.check_decay(decay, heads), gamma, g, scale_value,
+                                                      initial_state, cu_seqlens, output_final_state, layout, trains)
     return out, final if output_final_state else None
 
 
@@ -211,6 +213,16 @@ def _workspace_bytes(size_of, problem: _api.Problem, device: torch.device) -> in
     return size
 
 
+def _kept_bytes(problem: _api.Problem, q) -> int:
+    """The workspace a forward that trains keeps for its backward (_C.kept_workspace_bytes; 0:
+    none). Only for 16-bit inputs on a CUDA device, whose kernels run in their own dtype: the op's
+    fake, which cannot ask compute_dtype while torch.compile traces, answers as the op does."""
+    if not q.is_cuda or q.dtype not in (torch.float16, torch.bfloat16):
+        return 0
+    _api.ready_device(q.device.index)
+    return _workspace_bytes(_C.kept_workspace_bytes, problem, q.device)
+
+
 def _address(tensor) -> int:
     return 0 if tensor is None else tensor.data_ptr()
 
@@ -222,13 +234,14 @@ def _launch(entry, workspace_size_of, problem: _api.Problem, q, cu_seqlens, call
     the device, its current stream and a workspace from PyTorch's caching allocator (host offsets
     have their values checked first: _api.check_seqlens_values). keep_for_backward (the forward
     of a call that trains): where the backward can use it (_C.kept_workspace_bytes), a workspace
-    the forward leaves what the backward's dq pass reads in, returned for the backward; else None."""
+    the forward leaves what the backward's dq pass reads in (_kept_bytes), returned for the
+    backward; else None."""
     call["cu_seqlens"] = _address(cu_seqlens)
     workspace = kept_size = None
     if q.is_cuda:
         device = q.device
         _api.ready_device(device.index)
-        kept_size = _workspace_bytes(_C.kept_workspace_bytes, problem, device) if keep_for_backward else 0
+        kept_size = _kept_bytes(problem, q) if keep_for_backward else 0
         size = kept_size or _workspace_bytes(workspace_size_of, problem, device)
         workspace = torch.empty(size, dtype=torch.uint8, device=device) if size else None
         if kept_size:
@@ -385,21 +398,33 @@ def gate_gradient(gate_dots, final, d_final, cu_seqlens, layout: str) -> torch.T
     return in_layout(d_g.unsqueeze(0))
 
 
+def _forward_outputs(q, k, v, decay, gamma, g, scale, initial_state, cu_seqlens, output_final_state, layout,
+                     keep_for_backward):
+    """The op's outputs: o, S_T and what the forward keeps for the backward (forward's
+    keep_for_backward). An op returns tensors only: an S_T nobody asked for, and nothing kept,
+    are empty ones."""
+    out, final, kept = forward(q, k, v, decay, gamma, g, scale, initial_state, cu_seqlens, output_final_state, layout,
+                               keep_for_backward)
+    return (out, final if final is not None else q.new_empty((0,), dtype=torch.float32),
+            kept if kept is not None else q.new_empty((0,), dtype=torch.uint8))
+
+
 @torch.library.custom_op("culina::linear_attention", mutates_args=())
 def _forward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, decay: Optional[List[float]],
                 gamma: Optional[torch.Tensor], g: Optional[torch.Tensor], scale: float,
                 initial_state: Optional[torch.Tensor], cu_seqlens: Optional[torch.Tensor], output_final_state: bool,
-                layout: str) -> Tuple[torch.Tensor, torch.Tensor]:
-    out, final, _ = forward(q, k, v, decay, gamma, g, scale, initial_state, cu_seqlens, output_final_state, layout)
-    # An op returns tensors only: an S_T nobody asked for is an empty one.
-    return out, final if final is not None else q.new_empty((0,), dtype=torch.float32)
+                layout: str, keep_for_backward: bool = False) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    return _forward_outputs(q, k, v, decay, gamma, g, scale, initial_state, cu_seqlens, output_final_state, layout,
+                            keep_for_backward)
 
 
 @_forward_op.register_fake
-def _forward_fake(q, k, v, decay, gamma, g, scale, initial_state, cu_seqlens, output_final_state, layout):
+def _forward_fake(q, k, v, decay, gamma, g, scale, initial_state, cu_seqlens, output_final_state, layout,
+                  keep_for_backward=False):
     problem = problem_of(q, k, v, gamma, g, initial_state, cu_seqlens, layout)
     return (q.new_empty(problem.shape(problem.dims[4]), dtype=v.dtype),
-            q.new_empty(problem.states if output_final_state else (0,), dtype=torch.float32))
+            q.new_empty(problem.states if output_final_state else (0,), dtype=torch.float32),
+            q.new_empty((_kept_bytes(problem, q) if keep_for_backward else 0,), dtype=torch.uint8))
 
 
 @torch.library.custom_op("culina::linear_attention_backward", mutates_args=())
@@ -407,15 +432,15 @@ def _backward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, d_out: torch
                  decay: Optional[List[float]], gamma: Optional[torch.Tensor], g: Optional[torch.Tensor],
                  scale: float, initial_state: Optional[torch.Tensor], d_final_state: Optional[torch.Tensor],
                  cu_seqlens: Optional[torch.Tensor], need_d_initial_state: bool, layout: str,
-                 need_gate_dots: bool = False) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
-                                                        torch.Tensor]:
+                 need_gate_dots: bool = False, kept: Optional[torch.Tensor] = None
+                 ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     return backward(q, k, v, d_out, decay, gamma, g, scale, initial_state, d_final_state, cu_seqlens,
-                    need_d_initial_state, layout, need_gate_dots)
+                    need_d_initial_state, layout, need_gate_dots, kept)
 
 
 @_backward_op.register_fake
 def _backward_fake(q, k, v, d_out, decay, gamma, g, scale, initial_state, d_final_state, cu_seqlens,
-                   need_d_initial_state, layout, need_gate_dots=False):
+                   need_d_initial_state, layout, need_gate_dots=False, kept=None):
     problem = problem_of(q, k, v, gamma, g, initial_state, cu_seqlens, layout)
     return (q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape),
             q.new_empty(problem.states if need_d_initial_state else (0,), dtype=torch.float32),
@@ -426,17 +451,16 @@ def _backward_fake(q, k, v, d_out, decay, gamma, g, scale, initial_state, d_fina
 GAMMA, GATES, INITIAL_STATE = 4, 5, 7
 
 
-def _setup_context(ctx, inputs, output, kept=None):
-    """`kept`: the forward's workspace for the backward (forward's keep_for_backward), or None (the
-    op's forward keeps none: an op returns only what its schema declares)."""
-    q, k, v, decay, gamma, g, scale, initial_state, cu_seqlens, output_final_state, layout = inputs
+def _setup_context(ctx, inputs, output):
+    q, k, v, decay, gamma, g, scale, initial_state, cu_seqlens, output_final_state, layout, _ = inputs
     # The gates' gradient has a term in S_T where S_T has a gradient of its own.
     gated_final = output[1] if output_final_state and (gamma is not None or g is not None) else None
+    kept = output[2] if output[2].numel() else None  # the forward's workspace for the backward
     ctx.save_for_backward(q, k, v, gamma, g, initial_state, cu_seqlens, gated_final, kept)
     ctx.decay, ctx.scale, ctx.layout = decay, scale, layout
 
 
-def _backward_formula(ctx, d_out, d_final):
+def _backward_formula(ctx, d_out, d_final, _d_kept=None):
     q, k, v, gamma, g, initial_state, cu_seqlens, final, kept = ctx.saved_tensors
     # An unused S_T (or one never asked for, an empty tensor) adds nothing to the gradients.
     d_final = d_final.contiguous() if d_final is not None and d_final.numel() else None
@@ -452,14 +476,14 @@ def _backward_formula(ctx, d_out, d_final):
     else:
         dq, dk, dv, d_initial, gate_dots = torch.ops.culina.linear_attention_backward(
             q, k, v, d_out, ctx.decay, gamma, g, ctx.scale, initial_state, d_final, cu_seqlens, need_d_initial,
-            ctx.layout, need_gate_dots)
+            ctx.layout, need_gate_dots, kept)
     d_gamma = d_g = None
     if need_gate_dots:
         d_g = gate_gradient(gate_dots, final, d_final, cu_seqlens, ctx.layout)
         if ctx.needs_input_grad[GAMMA]:
             d_gamma = d_g.sum((0, _api.AXES[ctx.layout][2])).to(gamma.dtype)
         d_g = d_g.to(g.dtype) if ctx.needs_input_grad[GATES] else None
-    return (dq, dk, dv, None, d_gamma, d_g, None, d_initial if need_d_initial else None, None, None, None)
+    return (dq, dk, dv, None, d_gamma, d_g, None, d_initial if need_d_initial else None, None, None, None, None)
 
 
 _forward_op.register_autograd(_backward_formula, setup_context=_setup_context)
@@ -470,11 +494,9 @@ class _EagerAutograd(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, q, k, v, decay, gamma, g, scale, initial_state, cu_seqlens, output_final_state, layout):
-        out, final, kept = forward(q, k, v, decay, gamma, g, scale, initial_state, cu_seqlens, output_final_state,
-                                   layout, keep_for_backward=True)
-        output = (out, final if final is not None else q.new_empty((0,), dtype=torch.float32))
-        _setup_context(ctx, (q, k, v, decay, gamma, g, scale, initial_state, cu_seqlens, output_final_state, layout),
-                       output, kept)
-        return output
+        inputs = (q, k, v, decay, gamma, g, scale, initial_state, cu_seqlens, output_final_state, layout, True)
+        output = _forward_outputs(*inputs)
+        _setup_context(ctx, inputs, output)
+        return output[:2]
 
     backward = staticmethod(_backward_formula)

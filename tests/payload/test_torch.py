@@ -160,7 +160,7 @@ def test_routes_agree(gated):
     g = torch.nn.functional.logsigmoid(torch.randn(1, 2, 9, generator=gen)) if gated else None
     decay_list, gamma = (None, decay.log()) if gated else (decay, None)
     direct = culina.linear_attention(q, k, v, decay, g=g, scale=0.5, initial_state=s0, output_final_state=True)
-    dispatched = torch.ops.culina.linear_attention(q, k, v, decay_list, gamma, g, 0.5, s0, None, True, "BHTD")
+    dispatched = torch.ops.culina.linear_attention(q, k, v, decay_list, gamma, g, 0.5, s0, None, True, "BHTD")[:2]
     direct_grads = _torch.backward(q, k, v, d_out, decay_list, gamma, g, 0.5, s0, d_final, None, True, "BHTD")
     dispatched_grads = torch.ops.culina.linear_attention_backward(q, k, v, d_out, decay_list, gamma, g, 0.5, s0,
                                                                   d_final, None, True, "BHTD")
@@ -187,7 +187,9 @@ def test_eager_autograd_equals_the_op():
                                                  output_final_state=True)
             assert "EagerAutograd" in type(out.grad_fn).__name__
         else:
-            out, final = torch.ops.culina.linear_attention(q, k, v, None, decay.log(), g, 0.5, s0, None, True, "BHTD")
+            out, final, kept = torch.ops.culina.linear_attention(q, k, v, None, decay.log(), g, 0.5, s0, None, True,
+                                                                 "BHTD", True)
+            assert kept.numel() == 0  # the CPU keeps nothing for the backward
         ((out * d_out).sum() + (final * d_final).sum()).backward()
         runs.append([out, final] + [x.grad for x in leaves])
     for got, want in zip(*runs):

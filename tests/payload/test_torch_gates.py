@@ -365,7 +365,7 @@ def test_ops_pass_opcheck():
     g = torch.nn.functional.logsigmoid(torch.randn(1, 9, 2, generator=gen)).requires_grad_()
     gamma = torch.tensor([-0.1, -0.2], requires_grad=True)
     s0 = torch.randn(1, 2, 8, 8, generator=gen, requires_grad=True)
-    for args in ((q, k, v, [0.9, 0.8], gamma, g, 0.3, s0, None, True, "BTHD"),
+    for args in ((q, k, v, [0.9, 0.8], gamma, g, 0.3, s0, None, True, "BTHD", True),
                  (q, k, v, None, None, g, 0.3, None, torch.tensor([0, 4, 9]), False, "BTHD")):
         result = torch.library.opcheck(torch.ops.culina.linear_attention.default, args)
         assert set(result.values()) == {"SUCCESS"}, result
