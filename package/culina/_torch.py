@@ -7,7 +7,8 @@ q, k, v, the gates (g and the per-head log decay gamma) and initial_state, and
 torch.compile(fullgraph=True) traces it without a graph break. Both run on the CPU reference for
 CPU tensors and on the GPU kernels for CUDA tensors, reading raw addresses and strides straight
 from the tensors (no DLPack round trip, no copy of a strided view) on the caller's current
-stream, with scratch memory from PyTorch's caching allocator.
+stream, with scratch memory from PyTorch's caching allocator. A forward that trains keeps its
+workspace for the backward where the backward reads from it (the forward op's third output).
 
 Eager calls on plain tensors skip PyTorch's dispatcher (tens of microseconds a call for an op
 written in Python): straight to the implementation where no autograd is needed, through an
