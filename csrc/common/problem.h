@@ -101,7 +101,9 @@ struct Gradients {
   float* d_initial_state = nullptr;
   Rows<float*> gate_dots;
   // The workspace of this problem's forward with keep_for_backward, unchanged since; may be null.
-  // Read only.
+  // Read only. The backward reads what that forward kept where its own plan says the forward's
+  // plan kept it, so the forward must have run the tensor-core kernels (any 16-byte aligned out
+  // and final_state, as the caller's framework allocates them).
   void* kept = nullptr;
   size_t kept_bytes = 0;
 };

@@ -63,12 +63,16 @@ struct KernelParams {
   // end states of all segments but the last, and no chunk state goes through `states`.
   bool fused;
   // Fused, several segments: where set, pass 1 also writes each segment's end state transposed
-  // here ([rows][segments][dv_padded][dk_padded]), for the pass after this one whose state is
-  // this one's transpose (the dk pass after the dv pass: common/passes.h).
+  // here ([rows][segments][dv_padded][dk_padded]), for a later pass whose state is this one's
+  // transpose (common/passes.h: the forward's for the dq pass, the dv pass's for the dk pass).
   float* transposed_ends;
-  // That pass after: its chunk gates, segment gates and segment end states (segment_states, the
-  // transposed ends above) are in the workspace already, so it runs its walk alone.
+  // That later pass: its chunk gates, segment gates and segment end states (segment_states) are
+  // ready, written by the earlier one (in the forward's kept workspace, or this workspace), so it
+  // runs its walk alone; the walk launches early only with ends_after_own, where the kernel ahead
+  // of it in the stream is one of ours (the dv pass's walk ahead of the dk pass), not the
+  // caller's (ahead of the dq pass, the backward's first).
   bool ends_ready;
+  bool ends_after_own;
   // The gates' gradient terms (common/passes.h: Pass::gate_dots), null where not wanted: the
   // output kernels add dot_sign times each output row's fp32 values dotted with the same
   // token's row of `partner` (q's dtype, dv features) to the token's element of gate_dots

@@ -167,9 +167,11 @@ const DeviceFacts& runnable_facts_of(int device) {
 struct EndsHandoff {
   float* write_transposed = nullptr;  // the first pass's state pass writes them here, transposed
   // The later pass's: the workspace whose chunk and segment gates it reads (at its plan's
-  // offsets, the first pass's) and its end states there, so that it runs its walk alone.
+  // offsets, the first pass's) and its end states there, so that it runs its walk alone; whether
+  // the kernel ahead of it in the stream is ours (KernelParams::ends_after_own).
   char* ready_workspace = nullptr;
   float* ready_ends = nullptr;
+  bool after_own = false;
 };
 
 // Where, in the first pass's workspace of `workspace_limit` bytes, it hands the later pass its
@@ -237,6 +239,7 @@ void run_pass(const Problem& problem, const Pass& pass, const Choice& choice, co
     params.segment_states = ends.ready_ends ? ends.ready_ends
                                             : reinterpret_cast<float*>(workspace + plan->segment_states_at);
     params.ends_ready = ends.ready_ends != nullptr;
+    params.ends_after_own = ends.after_own;
     params.transposed_ends = ends.write_transposed;
     // Every pass fills its own chunk gates (launch_mma runs launch_chunk_gates first; the dq
     // pass runs forward, the dk and dv passes adjoint, whose c_i differ) or reads those of the
@@ -269,8 +272,6 @@ void check_limits(const Problem& problem) {
   check_head_size("Dv", problem.dv, "a larger Dv: run slices of v's features as separate calls");
 }
 
-// The tensor-core workspace the backward's passes need (the largest of theirs, and the ends the
-// dv pass hands the dk pass), else 0.
 // Where a forward with Problem::keep_for_backward in a workspace of `workspace_limit` bytes
 // leaves the dq pass its end states (the dq pass's state is the forward's transposed), or none.
 std::optional<size_t> kept_ends_at(const Problem& problem, const Choice& forward, const DeviceFacts& facts,
@@ -279,6 +280,8 @@ std::optional<size_t> kept_ends_at(const Problem& problem, const Choice& forward
   return handed_ends_at(forward, choose(problem, dq, facts, SIZE_MAX), workspace_limit);
 }
 
+// The tensor-core workspace the backward's passes need (the largest of theirs, and the ends the
+// dv pass hands the dk pass), else 0.
 size_t backward_workspace(const Problem& problem, const DeviceFacts& facts) {
   const auto [dq, dk, dv] = backward_passes(problem, Gradients{});
   const Choice dq_choice = choose(problem, dq, facts, SIZE_MAX), dk_choice = choose(problem, dk, facts, SIZE_MAX),
@@ -389,7 +392,7 @@ void linear_attention_backward(const Problem& problem, const Gradients& gradient
   float* handed = at ? reinterpret_cast<float*>(workspace + *at) : nullptr;
   run_pass(problem, dq, dq_choice, facts, on, dq_ends);
   run_pass(problem, dv, dv_choice, facts, on, {handed, nullptr, nullptr});
-  run_pass(problem, dk, dk_choice, facts, on, {nullptr, handed ? workspace : nullptr, handed});
+  run_pass(problem, dk, dk_choice, facts, on, {nullptr, handed ? workspace : nullptr, handed, true});
 }
 
 }  // namespace culina::gpu

@@ -25,9 +25,9 @@ constexpr int kMinSegmentChunks = 8;
 template <typename T, typename S>
 cudaError_t launch_passes(const KernelParams& params, int sequences, cudaStream_t stream, bool hopper) {
   const bool gates = params.chunk_gates != nullptr, states = !params.fused || params.segments > 1;
-  // With its ends ready (KernelParams::ends_ready) the walk follows the pass before's walk, a
-  // kernel of ours as well.
-  const bool own = !params.ends_ready;
+  // With its ends ready (KernelParams::ends_ready) the walk comes first; the kernel ahead of it
+  // is ours only where ends_after_own says so.
+  const bool own = !params.ends_ready, walk_after_own = own ? gates || states : params.ends_after_own;
   cudaError_t err = gates && own ? launch_chunk_gates(params, sequences, stream) : cudaSuccess;
   if (err == cudaSuccess && states && own)
     err = hopper ? launch_hopper_chunk_states<T, S>(params, sequences, stream, gates)
@@ -37,8 +37,8 @@ cudaError_t launch_passes(const KernelParams& params, int sequences, cudaStream_
   if (err != cudaSuccess) return err;
   if (!params.fused) return launch_chunk_output<T, S>(params, sequences, stream);
   if (hopper && hopper_walk_takes(params.dk_padded))
-    return launch_hopper_chunk_walk<T, S>(params, sequences, stream, gates || states);
-  return launch_chunk_walk<T, S>(params, sequences, stream, gates || states);
+    return launch_hopper_chunk_walk<T, S>(params, sequences, stream, walk_after_own);
+  return launch_chunk_walk<T, S>(params, sequences, stream, walk_after_own);
 }
 
 // Segments that give `blocks` blocks per segment about `waves` blocks per multiprocessor, each

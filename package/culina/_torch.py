@@ -302,7 +302,8 @@ def backward(q, k, v, d_out, decay: Optional[List[float]], gamma: Optional[torch
              cu_seqlens: Optional[torch.Tensor], need_d_initial_state: bool, layout: str,
              need_gate_dots: bool = False, kept: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, ...]:
     """dq, dk, dv (C-contiguous in the layout), dS0 and the gate dots on real tensors; `kept`:
-    what the forward kept for it (forward's keep_for_backward), untouched since. The gate
+    what the forward kept for it (forward's keep_for_backward; empty or None: nothing), untouched
+    since. The gate
     dots, float32 [B, H, T] in either layout, are q_t.dq_t - k_t.dk_t per token from
     the kernels' fp32 dq and dk, the gates' gradient before its reverse sum (gate_gradient). As
     the op returns tensors only, dS0 and the gate dots not asked for are empty tensors. Computed
@@ -334,7 +335,8 @@ def backward(q, k, v, d_out, decay: Optional[List[float]], gamma: Optional[torch
              "d_final_state": _address(d_final_state), "dq": dq.data_ptr(), "dk": dk.data_ptr(), "dv": dv.data_ptr(),
              "d_initial_state": d_initial.data_ptr() if need_d_initial_state else 0,
              "gate_dots": gate_dots.data_ptr() if need_gate_dots else 0, "gamma": _address(gamma), "g": _address(g),
-             "scale": scale, "decay": decay, "kept": _address(kept), "kept_bytes": 0 if kept is None else kept.numel()})
+             "scale": scale, "decay": decay, "kept": _address(kept) if kept is not None and kept.numel() else 0,
+             "kept_bytes": 0 if kept is None else kept.numel()})
     if rounded:
         dq, dk, dv = dq.to(input_dtype), dk.to(input_dtype), dv.to(input_dtype)
     return dq, dk, dv, d_initial, gate_dots
@@ -423,9 +425,15 @@ def _forward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, decay: Option
 def _forward_fake(q, k, v, decay, gamma, g, scale, initial_state, cu_seqlens, output_final_state, layout,
                   keep_for_backward=False):
     problem = problem_of(q, k, v, gamma, g, initial_state, cu_seqlens, layout)
+    kept = 0
+    if keep_for_backward:
+        # The kept workspace's size follows the kernels' plan, not a formula in the shape: with a
+        # symbolic dimension (torch.compile's dynamic shapes) it is a size known only once the op runs.
+        static = all(type(size) is int for size in problem.dims)
+        kept = _kept_bytes(problem, q) if static else torch.library.get_ctx().new_dynamic_size()
     return (q.new_empty(problem.shape(problem.dims[4]), dtype=v.dtype),
             q.new_empty(problem.states if output_final_state else (0,), dtype=torch.float32),
-            q.new_empty((_kept_bytes(problem, q) if keep_for_backward else 0,), dtype=torch.uint8))
+            q.new_empty((kept,), dtype=torch.uint8))
 
 
 @torch.library.custom_op("culina::linear_attention_backward", mutates_args=())
@@ -456,8 +464,9 @@ def _setup_context(ctx, inputs, output):
     q, k, v, decay, gamma, g, scale, initial_state, cu_seqlens, output_final_state, layout, _ = inputs
     # The gates' gradient has a term in S_T where S_T has a gradient of its own.
     gated_final = output[1] if output_final_state and (gamma is not None or g is not None) else None
-    kept = output[2] if output[2].numel() else None  # the forward's workspace for the backward
-    ctx.save_for_backward(q, k, v, gamma, g, initial_state, cu_seqlens, gated_final, kept)
+    # What the forward kept for the backward, empty where nothing (whose size a traced forward may
+    # not know: no test of it here).
+    ctx.save_for_backward(q, k, v, gamma, g, initial_state, cu_seqlens, gated_final, output[2])
     ctx.decay, ctx.scale, ctx.layout = decay, scale, layout
 
 
