@@ -93,10 +93,13 @@ def run(q, k, v, decay, gamma, g, scale, initial_state, output_final_state, cu_s
         out, final = _EagerAutograd.apply(q, k, v, _cached_decay(decay, heads), gamma, g, scale_value, initial_state,
                                           cu_seqlens, output_final_state, layout)
         return out, final if output_final_state else None
-    trains = torch.is_grad_enabled() and any(x is not None and x.requires_grad
-                                             for x in (q, k, v, gamma, g, initial_state))
+    # A call that trains keeps the forward's workspace for the backward (_kept_bytes), but not
+    # while torch.compile traces: the size follows the kernels' plan, not a formula in the shape,
+    # so a traced graph with dynamic shapes could not know it.
+    keep = (not torch.compiler.is_compiling() and torch.is_grad_enabled()
+            and any(x is not None and x.requires_grad for x in (q, k, v, gamma, g, initial_state)))
     out, final, _ = torch.ops.culina.linear_attention(q, k, v, _api.check_decay(decay, heads), gamma, g, scale_value,
-                                                      initial_state, cu_seqlens, output_final_state, layout, trains)
+                                                      initial_state, cu_seqlens, output_final_state, layout, keep)
     return out, final if output_final_state else None
 
 
@@ -220,6 +223,9 @@ def _kept_bytes(problem: _api.Problem, q) -> int:
     fake, which cannot ask compute_dtype while torch.compile traces, answers as the op does."""
     if not q.is_cuda or q.dtype not in (torch.float16, torch.bfloat16):
         return 0
+    if not all(type(size) is int for size in (*problem.dims, problem.num_seqs, *sum(problem.strides, ()))):
+        raise ArgumentError(f"keep_for_backward: the kept workspace's size follows the kernels' plan, which a symbolic "
+                            f"shape does not fix (dims {problem.dims})", "pass keep_for_backward=False while tracing")
     _api.ready_device(q.device.index)
     return _workspace_bytes(_C.kept_workspace_bytes, problem, q.device)
 
@@ -425,12 +431,7 @@ def _forward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, decay: Option
 def _forward_fake(q, k, v, decay, gamma, g, scale, initial_state, cu_seqlens, output_final_state, layout,
                   keep_for_backward=False):
     problem = problem_of(q, k, v, gamma, g, initial_state, cu_seqlens, layout)
-    kept = 0
-    if keep_for_backward:
-        # The kept workspace's size follows the kernels' plan, not a formula in the shape: with a
-        # symbolic dimension (torch.compile's dynamic shapes) it is a size known only once the op runs.
-        static = all(type(size) is int for size in problem.dims)
-        kept = _kept_bytes(problem, q) if static else torch.library.get_ctx().new_dynamic_size()
+    kept = _kept_bytes(problem, q) if keep_for_backward else 0
     return (q.new_empty(problem.shape(problem.dims[4]), dtype=v.dtype),
             q.new_empty(problem.states if output_final_state else (0,), dtype=torch.float32),
             q.new_empty((kept,), dtype=torch.uint8))

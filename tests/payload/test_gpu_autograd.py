@@ -134,8 +134,8 @@ def test_the_dq_pass_reads_what_the_forward_kept(gates):
 
 
 def test_eager_autograd_and_the_op_keep_the_same():
-    """A call that trains keeps the forward's segment states for the backward on both routes: the
-    eager autograd.Function and the op (torch.compile's), whose fake implementation gives the
+    """A call that trains keeps the forward's segment states for the backward on both eager
+    routes: the autograd.Function and the op (as tensor subclasses reach it), whose fake gives the
     kept workspace the real one's size (opcheck); the two give the same bits but in the gates'
     gradients, whose per-token dots the kernels add up with atomics, in no fixed order."""
     q, k, v, g, gamma, s0, d_out, d_final = segmented_problem("g+gamma")
@@ -166,10 +166,10 @@ def test_eager_autograd_and_the_op_keep_the_same():
 
 @pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
 def test_compiled_training_equals_eager(dynamic):
-    """torch.compile'd training of the segmented shape: the op keeps the forward's workspace for
-    the backward, as eager autograd does, its size known while tracing with static shapes and
-    once the op runs with dynamic ones. The gradients equal eager autograd's, to the order of
-    fp32 sums."""
+    """torch.compile'd training of the segmented shape, static and dynamic: the traced op keeps
+    nothing for the backward (the kept workspace's size follows the kernels' plan, which a
+    symbolic shape does not fix), so its backward computes the dq pass's states; the gradients
+    equal eager autograd's, which keeps them, to the order of fp32 sums."""
     q, k, v, g, gamma, s0, d_out, d_final = segmented_problem("g+gamma")
 
     def step(q, k, v, g, gamma, s0):

@@ -188,8 +188,9 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_column_sp
     if (GATED && c < chunks) copy_chunk_gates(slot(c) + L::gates, p, span, c, tid);
     commit_async_copies();
   };
-  // The first chunks' rows come from the caller's tensors, complete before the kernels ahead
-  // (chunk gates, state pass) began; their gates and the entering state come from those kernels.
+  // The first chunks' rows come from the caller's tensors, complete before the kernel of ours
+  // ahead began (the pass's chunk gates or state pass, or the dv pass's walk ahead of the dk
+  // pass's); the gates and entering states come from earlier kernels, complete after the wait.
 #pragma unroll
   for (int c = 0; c < kSlots - 1; ++c) issue_rows(c);
   wait_for_previous_grid();
