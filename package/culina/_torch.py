@@ -7,8 +7,8 @@ q, k, v, the gates (g and the per-head log decay gamma) and initial_state, and
 torch.compile(fullgraph=True) traces it without a graph break. Both run on the CPU reference for
 CPU tensors and on the GPU kernels for CUDA tensors, reading raw addresses and strides straight
 from the tensors (no DLPack round trip, no copy of a strided view) on the caller's current
-stream, with scratch memory from PyTorch's caching allocator. A forward that trains keeps its
-workspace for the backward where the backward reads from it (the forward op's third output).
+stream, with scratch memory from PyTorch's caching allocator. An eager forward that trains keeps
+its workspace for the backward where the backward reads from it (the forward op's third output).
 
 Eager calls on plain tensors skip PyTorch's dispatcher (tens of microseconds a call for an op
 written in Python): straight to the implementation where no autograd is needed, through an
@@ -309,8 +309,7 @@ def backward(q, k, v, d_out, decay: Optional[List[float]], gamma: Optional[torch
              need_gate_dots: bool = False, kept: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, ...]:
     """dq, dk, dv (C-contiguous in the layout), dS0 and the gate dots on real tensors; `kept`:
     what the forward kept for it (forward's keep_for_backward; empty or None: nothing), untouched
-    since. The gate
-    dots, float32 [B, H, T] in either layout, are q_t.dq_t - k_t.dk_t per token from
+    since. The gate dots, float32 [B, H, T] in either layout, are q_t.dq_t - k_t.dk_t per token from
     the kernels' fp32 dq and dk, the gates' gradient before its reverse sum (gate_gradient). As
     the op returns tensors only, dS0 and the gate dots not asked for are empty tensors. Computed
     in compute_dtype's answer, as the forward is; where that rounds, q, k, v and do are rounded
@@ -328,6 +327,7 @@ def backward(q, k, v, d_out, decay: Optional[List[float]], gamma: Optional[torch
         raise ArgumentError(f"d_final_state: expected a contiguous float32 tensor of shape {problem.states}, got "
                             f"{d_final_state.dtype} {tuple(d_final_state.shape)}",
                             "pass the final state's gradient as float32 .contiguous()")
+    kept = kept if kept is not None and kept.numel() else None
     dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     dk = torch.empty(k.shape, dtype=k.dtype, device=q.device)
     dv = torch.empty(v.shape, dtype=v.dtype, device=q.device)
@@ -341,8 +341,7 @@ def backward(q, k, v, d_out, decay: Optional[List[float]], gamma: Optional[torch
              "d_final_state": _address(d_final_state), "dq": dq.data_ptr(), "dk": dk.data_ptr(), "dv": dv.data_ptr(),
              "d_initial_state": d_initial.data_ptr() if need_d_initial_state else 0,
              "gate_dots": gate_dots.data_ptr() if need_gate_dots else 0, "gamma": _address(gamma), "g": _address(g),
-             "scale": scale, "decay": decay, "kept": _address(kept) if kept is not None and kept.numel() else 0,
-             "kept_bytes": 0 if kept is None else kept.numel()})
+             "scale": scale, "decay": decay, "kept": _address(kept), "kept_bytes": 0 if kept is None else kept.numel()})
     if rounded:
         dq, dk, dv = dq.to(input_dtype), dk.to(input_dtype), dv.to(input_dtype)
     return dq, dk, dv, d_initial, gate_dots
@@ -465,8 +464,8 @@ def _setup_context(ctx, inputs, output):
     q, k, v, decay, gamma, g, scale, initial_state, cu_seqlens, output_final_state, layout, _ = inputs
     # The gates' gradient has a term in S_T where S_T has a gradient of its own.
     gated_final = output[1] if output_final_state and (gamma is not None or g is not None) else None
-    # What the forward kept for the backward, empty where nothing (whose size a traced forward may
-    # not know: no test of it here).
+    # What the forward kept for the backward, saved as it is (empty where nothing: backward()
+    # tells, on real tensors).
     ctx.save_for_backward(q, k, v, gamma, g, initial_state, cu_seqlens, gated_final, output[2])
     ctx.decay, ctx.scale, ctx.layout = decay, scale, layout
 
