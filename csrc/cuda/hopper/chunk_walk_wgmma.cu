@@ -19,8 +19,9 @@
 //   so that both are the same instruction on different tiles: no branch around it) and then
 //   O += P V with P read from there. Each updates its own rows of H.
 // Both share the chunk's q, k and v tiles (hopper/wgmma.cuh's swizzled layout, filled by
-// asynchronous copies one chunk ahead). In the backward's dq and dk passes (DOTS) each output
-// warp dots its rows' fp32 values with the partner rows (chunk_rows_mma.cuh: add_gate_dots).
+// asynchronous copies one or two chunks ahead: column_split_slots, kRowSplitSlots). In the
+// backward's dq and dk passes (DOTS) each output warp dots its rows' fp32 values with the
+// partner rows (chunk_rows_mma.cuh: add_gate_dots).
 #include "cuda/chunk_rows_mma.cuh"
 #include "cuda/hopper/hopper_kernels.h"
 #include "cuda/hopper/wgmma.cuh"
@@ -35,10 +36,10 @@ using namespace mma;
 
 constexpr int kGroupCols = 64;    // value columns per warpgroup
 constexpr int kGroupThreads = 128;
-#ifndef CULINA_HOPPER_WALK_SLOTS
-#define CULINA_HOPPER_WALK_SLOTS 2  // a tuning knob: ring slots (copies slots - 1 chunks ahead)
-#endif
-constexpr int kSlots = CULINA_HOPPER_WALK_SLOTS;
+// The column split's ring slots (copies slots - 1 chunks ahead): three for the forward and dv
+// walks (3-4% faster than two, H100), two for those with gate dots (DOTS), which were 2-5%
+// slower with three (BENCHMARKS.md).
+__host__ __device__ constexpr int column_split_slots(bool dots) { return dots ? 2 : 3; }
 constexpr int kBlockBytes = kChunk * wgmma::kLineBytes;  // one 64-feature block of a chunk's 64 rows
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -133,7 +134,7 @@ __host__ __device__ constexpr int walk_threads() { return SLICE / kGroupCols * k
 // A ring slot: q and k (DK / 64 blocks each), v (SLICE / 64 blocks), the chunk's gates; then
 // per warpgroup its state H_c and its scaled v columns V', the warps' output staging rows and a
 // constant gate's powers.
-template <int DK, int SLICE>
+template <int DK, int SLICE, int SLOTS>
 struct ColumnSplitLayout {
   static constexpr int kGroups = SLICE / kGroupCols;
   static constexpr size_t q = 0;
@@ -142,7 +143,7 @@ struct ColumnSplitLayout {
   static constexpr size_t gates = v + size_t(kGroups) * kBlockBytes;
   static constexpr size_t slot_bytes = (gates + kGateSlot * 4 + wgmma::kSwizzleAtomBytes - 1) /
                                        wgmma::kSwizzleAtomBytes * wgmma::kSwizzleAtomBytes;
-  static constexpr size_t h = kSlots * slot_bytes;                          // kGroups x [DK][64] 16-bit
+  static constexpr size_t h = SLOTS * slot_bytes;                           // kGroups x [DK][64] 16-bit
   static constexpr size_t scaled_v = h + size_t(kGroups) * DK * wgmma::kLineBytes;  // kGroups blocks
   static constexpr size_t stage = scaled_v + size_t(kGroups) * kBlockBytes;
   static constexpr size_t powers = stage + size_t(walk_threads<SLICE>() / 32) * staging_bytes<kGroupCols>();
@@ -154,7 +155,8 @@ struct ColumnSplitLayout {
 template <typename T, typename S, int DK, int SLICE, bool GATED, bool DOTS>
 __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_column_split_kernel(KernelParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using L = ColumnSplitLayout<DK, SLICE>;
+  constexpr int kSlots = column_split_slots(DOTS);
+  using L = ColumnSplitLayout<DK, SLICE, kSlots>;
   static_assert(L::bytes <= 227 * 1024, "what one sm_90 block may opt in to");
   constexpr int kThreads = walk_threads<SLICE>();
   constexpr int kDkBlocks = DK / 64;
@@ -333,8 +335,7 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_column_sp
     wgmma::wait<1>();
     wgmma::pin(o);
     if constexpr (DOTS) {
-      // The partner rows: with two ring slots the ring's one later group may still fly (with
-      // more, groups retire in order, so this waits for all but the newest).
+      // The partner rows (the ring's one later group may still fly).
       wait_async_copies<1>();
       __syncwarp();            // and every lane's copies of them
       add_gate_dots<T, kGroupCols>(p, rows, o, stage, staging_ld<kGroupCols>(), first_row, valid, col0, lane);
@@ -353,7 +354,7 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_column_sp
 }
 
 // Two ring slots (73 KB each at DK 256; with a third the layout passes the 227 KB a block may have),
-// whatever CULINA_HOPPER_WALK_SLOTS sets for the column split.
+// whatever column_split_slots gives the column split.
 constexpr int kRowSplitSlots = 2;
 
 // The row-split walk's shared memory: a ring slot as above with one block of v; H_c^T (16-bit,
@@ -593,9 +594,10 @@ template <typename T, typename S, int DK, int SLICE>
 cudaError_t launch_column_split(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own) {
   const dim3 grid(params.dv_padded / SLICE, params.segments, sequences * params.heads);
   return with_gate_kinds<T, S>(params, [&](auto gated, auto dots) {
-    const auto kernel = chunk_walk_column_split_kernel<T, S, DK, SLICE, decltype(gated)::value, decltype(dots)::value>;
-    return launch_with_shared(kernel, grid, walk_threads<SLICE>(), ColumnSplitLayout<DK, SLICE>::bytes, stream, params,
-                              after_own);
+    constexpr bool kDots = decltype(dots)::value;
+    const auto kernel = chunk_walk_column_split_kernel<T, S, DK, SLICE, decltype(gated)::value, kDots>;
+    return launch_with_shared(kernel, grid, walk_threads<SLICE>(),
+                              ColumnSplitLayout<DK, SLICE, column_split_slots(kDots)>::bytes, stream, params, after_own);
   });
 }
 
