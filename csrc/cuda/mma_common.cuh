@@ -170,11 +170,13 @@ __device__ __forceinline__ void commit_async_copies() {
 }
 
 // Waits until at most PENDING of this thread's committed groups are still in flight; the
-// data of the others is then visible to this thread (to others after a barrier).
+// data of the others is then visible to this thread (to others after a barrier). The memory
+// clobber keeps the compiler from moving a read of the landed words above the wait: the state
+// passes read their own v words straight after it, with no barrier between.
 template <int PENDING>
 __device__ __forceinline__ void wait_async_copies() {
 #if __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING));
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
 #endif
 }
 
