@@ -150,7 +150,7 @@ __global__ void __launch_bounds__(threads<SLICE>()) chunk_output_kernel(KernelPa
     const int64_t first_row = t0 + row_warp * kTile;
     const S* partner = static_cast<const S*>(p.partner) + rows.at(p.partner_at, first_row) + v0 + col_base;
     add_gate_dots<T, kGroupV>(p, rows, o, partner, rows.stride(p.partner_at), first_row, n - row_warp * kTile,
-                              v0 + col_base, lane);
+                              v0 + col_base, p.dv, lane);
   }
   __syncthreads();  // every warp is past its q rows
   // Staged in the q and k regions.

@@ -256,19 +256,20 @@ __device__ __forceinline__ void store_rows(const float (&o)[COLS / 8][4], T* sta
 // store_rows rounds them, against the same tokens' partner rows, COLS columns from `col`, read
 // from `partner` (row 0's column `col`; row_step elements between rows; device memory or
 // stage_partner_rows' copy; 16-bit rows only: common/kernel_dispatch.cpp). Rows at or past
-// `valid` and columns at or past dv are skipped. The quad of lanes holding a row sums it; the
-// warps and blocks of the other columns add their parts to the same element.
+// `valid` and columns at or past `width` (the output's, a multiple of 8) are skipped. The quad
+// of lanes holding a row sums it; the warps and blocks of the other columns add their parts to
+// the same element.
 template <typename T, int COLS>
 __device__ __forceinline__ void add_gate_dots(const KernelParams& p, const SequenceRows& rows,
                                               const float (&o)[COLS / 8][4], const T* partner, int64_t row_step,
-                                              int64_t first_row, int valid, int col, const LaneRoles& lane) {
+                                              int64_t first_row, int valid, int col, int width, const LaneRoles& lane) {
   const bool top = lane.group < valid, bottom = lane.group + 8 < valid;
   const T* top_row = partner + row_step * lane.group + lane.pair;
   const T* bottom_row = top_row + 8 * row_step;
   float dot_top = 0.0f, dot_bottom = 0.0f;
 #pragma unroll
   for (int c = 0; c < COLS / 8; ++c) {
-    if (col + c * 8 >= p.dv) continue;  // dv is a multiple of 8
+    if (col + c * 8 >= width) continue;
     alignas(4) T x[2];
     if (top) {
       *reinterpret_cast<uint32_t*>(x) = *reinterpret_cast<const uint32_t*>(top_row + c * 8);
@@ -292,18 +293,18 @@ __device__ __forceinline__ void add_gate_dots(const KernelParams& p, const Seque
 
 // Starts copying the partner rows add_gate_dots reads for the warp's 16 rows from pass row
 // first_row, COLS columns from `col`, into its staging rows (staging_bytes<COLS>(), zeros past
-// `valid` rows and past dv), as one group of asynchronous copies: issued early, their latency
-// hides behind the chunk's products.
+// `valid` rows and past `width` columns), as one group of asynchronous copies: issued early,
+// their latency hides behind the chunk's products.
 template <typename T, int COLS>
 __device__ __forceinline__ void stage_partner_rows(const KernelParams& p, const SequenceRows& rows, T* stage,
-                                                   int64_t first_row, int valid, int col, int lane_index) {
+                                                   int64_t first_row, int valid, int col, int width, int lane_index) {
   constexpr int kVectors = COLS / 8;  // 16-byte words per row
   const T* partner = static_cast<const T*>(p.partner);
   __syncwarp();  // every lane is done with the staging rows (store_rows)
 #pragma unroll
   for (int x = 0; x < kTile * kVectors / 32; ++x) {
     const int e = lane_index + 32 * x, row = e / kVectors, c8 = (e % kVectors) * 8;
-    const bool inside = row < valid && col + c8 < p.dv;
+    const bool inside = row < valid && col + c8 < width;
     copy16_async(stage + row * staging_ld<COLS>() + c8,
                  inside ? partner + rows.at(p.partner_at, first_row + row) + col + c8 : partner, inside);
   }

@@ -202,7 +202,7 @@ __global__ void __launch_bounds__(threads<SLICE>(), 1) chunk_walk_kernel(KernelP
     // copies before the ring's next, so that waiting for it leaves the ring's in flight.
     if constexpr (DOTS)
       stage_partner_rows<T, kGroupV>(p, rows, stage, t0 + row_warp * kTile, n - row_warp * kTile, v0 + col_base,
-                                     tid % 32);
+                                     p.dv, tid % 32);
     // Into the slot chunk c - 1 used. With kFetchBehind, float32 rows load one tensor at a time
     // into registers, each behind one of this chunk's products, and land after it.
     const int next = c + L::slots - 1, t_next = (first_chunk + next) * kChunk, n_next = min(kChunk, rows.length - t_next);
@@ -240,7 +240,7 @@ __global__ void __launch_bounds__(threads<SLICE>(), 1) chunk_walk_kernel(KernelP
         wait_async_copies<1>();  // the partner rows (the ring's next chunk may still fly)
         __syncwarp();            // and every lane's copies of them
         add_gate_dots<T, kGroupV>(p, rows, o, stage, staging_ld<kGroupV>(), t0 + row_warp * kTile,
-                                  n - row_warp * kTile, v0 + col_base, lane);
+                                  n - row_warp * kTile, v0 + col_base, p.dv, lane);
       }
       S* out = static_cast<S*>(p.out) + rows.at(p.out_at, t0 + row_warp * kTile) + v0 + col_base;
       store_rows<T, kGroupV>(o, stage, out, rows.stride(p.out_at), n - row_warp * kTile, dv - v0 - col_base, lane,

@@ -82,6 +82,14 @@ struct KernelParams {
   const void* partner;
   Strides partner_at;
   float dot_sign;
+  // The backward's dk pass riding on the dv pass's walk (the Hopper family's twin walk:
+  // hopper_twin_walk_takes): its state is this pass's transposed, with the same gates in the same
+  // order (common/passes.h), so one walk carries the state once and writes both outputs. Its k'
+  // and v' are this pass's v' and k'; its own rows are its q' (`twin_q`, dv features) and its
+  // output (`twin_out`, dk features), and the gate terms above are then its. Null: no twin.
+  const void* twin_q;
+  void* twin_out;
+  Strides twin_q_at, twin_out_at;
   // Two passes in one segment, on devices that launch early (below): pass 2 starts while pass 1
   // runs. Per (sequence, head) and 64 x 64 block of pass 1's [dk_padded][dv_padded] states,
   // [sequences x heads][dk_padded / 64][dv_padded / 64]: how many chunks' entering states that

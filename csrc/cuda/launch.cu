@@ -189,9 +189,10 @@ std::optional<size_t> handed_ends_at(const Choice& first, const Choice& later, s
   return at;
 }
 
-// Queues one pass (common/passes.h) of `problem` on the current device, as `choice` says.
+// Queues one pass (common/passes.h) of `problem` on the current device, as `choice` says, and
+// with it `twin`, where set: the dk pass riding on the dv pass's walk (twin_walk).
 void run_pass(const Problem& problem, const Pass& pass, const Choice& choice, const DeviceFacts& facts,
-              cudaStream_t stream, const EndsHandoff& ends = {}) {
+              cudaStream_t stream, const EndsHandoff& ends = {}, const Pass* twin = nullptr) {
   KernelParams params{};
   params.q = pass.q.data;
   params.k = pass.k.data;
@@ -223,6 +224,17 @@ void run_pass(const Problem& problem, const Pass& pass, const Choice& choice, co
   params.partner = pass.partner.data;
   params.partner_at = pass.partner.strides;
   params.dot_sign = pass.dot_sign;
+  if (twin) {
+    params.twin_q = twin->q.data;
+    params.twin_q_at = twin->q.strides;
+    params.twin_out = twin->out.data;
+    params.twin_out_at = twin->out.strides;
+    params.gate_dots = twin->gate_dots.data;
+    params.gate_dots_at = twin->gate_dots.strides;
+    params.partner = twin->partner.data;
+    params.partner_at = twin->partner.strides;
+    params.dot_sign = twin->dot_sign;
+  }
   params.early_launch = facts.info.binary_version >= 90;
   for (int64_t h = 0; h < problem.heads; ++h) params.log2_decay[h] = std::log2(problem.decay_of(h));
 
@@ -280,17 +292,42 @@ std::optional<size_t> kept_ends_at(const Problem& problem, const Choice& forward
   return handed_ends_at(forward, choose(problem, dq, facts, SIZE_MAX), workspace_limit);
 }
 
+// Whether the dk pass rides on the dv pass's walk (KernelParams::twin_q): where the Hopper family
+// takes both passes and walks the dv pass in a shape its twin walk takes.
+bool twin_walk(const Choice& dv, const Choice& dk, const Problem& problem) {
+  const auto hopper_walks = [](const Choice& choice) {
+    return choice.family->family == KernelFamily::kHopper && choice.plan && choice.plan->fused;
+  };
+  return hopper_walks(dv) && hopper_walks(dk) &&
+         hopper_twin_walk_takes(mma::padded_head_size(int(problem.dk)), mma::padded_head_size(int(problem.dv)));
+}
+
+// How the backward's three passes run: their families and plans, whether the dk pass rides on the
+// dv pass's walk, and else where the dv pass hands the dk pass its segment end states.
+struct BackwardPlan {
+  Choice dq, dk, dv;
+  bool twin;
+  std::optional<size_t> handed_at;
+};
+
+BackwardPlan plan_backward(const Problem& problem, const Gradients& gradients, const DeviceFacts& facts,
+                           size_t workspace_limit) {
+  const auto [dq, dk, dv] = backward_passes(problem, gradients);
+  BackwardPlan plan{choose(problem, dq, facts, workspace_limit), choose(problem, dk, facts, workspace_limit),
+                    choose(problem, dv, facts, workspace_limit), false, std::nullopt};
+  plan.twin = twin_walk(plan.dv, plan.dk, problem);
+  if (!plan.twin) plan.handed_at = handed_ends_at(plan.dv, plan.dk, workspace_limit);
+  return plan;
+}
+
 // The tensor-core workspace the backward's passes need (the largest of theirs, and the ends the
 // dv pass hands the dk pass), else 0.
 size_t backward_workspace(const Problem& problem, const DeviceFacts& facts) {
-  const auto [dq, dk, dv] = backward_passes(problem, Gradients{});
-  const Choice dq_choice = choose(problem, dq, facts, SIZE_MAX), dk_choice = choose(problem, dk, facts, SIZE_MAX),
-               dv_choice = choose(problem, dv, facts, SIZE_MAX);
+  const BackwardPlan plan = plan_backward(problem, Gradients{}, facts, SIZE_MAX);
   size_t bytes = 0;
-  for (const Choice* choice : {&dq_choice, &dk_choice, &dv_choice})
+  for (const Choice* choice : {&plan.dq, &plan.dk, &plan.dv})
     if (choice->plan) bytes = std::max(bytes, choice->plan->workspace);
-  if (const std::optional<size_t> at = handed_ends_at(dv_choice, dk_choice, SIZE_MAX))
-    bytes = std::max(bytes, *at + dv_choice.plan->segment_states_bytes);
+  if (plan.handed_at) bytes = std::max(bytes, *plan.handed_at + plan.dv.plan->segment_states_bytes);
   return bytes;
 }
 
@@ -370,29 +407,31 @@ void linear_attention(const Problem& problem, int device, uintptr_t stream) {
 // The three passes share the workspace, and the stream orders them: each reads only what it
 // wrote itself, but where they can (handed_ends_at) the dq pass reads the segment end states the
 // forward kept (Gradients::kept) and the dk pass the dv pass's, which spares each a state pass.
+// Where the twin walk takes them, the dv pass's walk writes dk as well, and no dk pass runs.
 void linear_attention_backward(const Problem& problem, const Gradients& gradients, int device, uintptr_t stream) {
   check_limits(problem);
   const DeviceFacts& facts = runnable_facts_of(device);
   DeviceGuard guard(device);
   const auto on = reinterpret_cast<cudaStream_t>(stream);
   const auto [dq, dk, dv] = backward_passes(problem, gradients);
-  const Choice dq_choice = choose(problem, dq, facts, problem.workspace_bytes);
+  const BackwardPlan plan = plan_backward(problem, gradients, facts, problem.workspace_bytes);
   EndsHandoff dq_ends;
   if (gradients.kept) {
     const Choice forward = choose(problem, forward_pass(problem), facts, gradients.kept_bytes);
-    if (const std::optional<size_t> at = handed_ends_at(forward, dq_choice, gradients.kept_bytes)) {
+    if (const std::optional<size_t> at = handed_ends_at(forward, plan.dq, gradients.kept_bytes)) {
       dq_ends.ready_workspace = static_cast<char*>(gradients.kept);
       dq_ends.ready_ends = reinterpret_cast<float*>(dq_ends.ready_workspace + *at);
     }
   }
-  const Choice dv_choice = choose(problem, dv, facts, problem.workspace_bytes);
-  const Choice dk_choice = choose(problem, dk, facts, problem.workspace_bytes);
-  const std::optional<size_t> at = handed_ends_at(dv_choice, dk_choice, problem.workspace_bytes);
+  run_pass(problem, dq, plan.dq, facts, on, dq_ends);
+  if (plan.twin) {
+    run_pass(problem, dv, plan.dv, facts, on, {}, &dk);
+    return;
+  }
   char* workspace = static_cast<char*>(problem.workspace);
-  float* handed = at ? reinterpret_cast<float*>(workspace + *at) : nullptr;
-  run_pass(problem, dq, dq_choice, facts, on, dq_ends);
-  run_pass(problem, dv, dv_choice, facts, on, {handed, nullptr, nullptr});
-  run_pass(problem, dk, dk_choice, facts, on, {nullptr, handed ? workspace : nullptr, handed, true});
+  float* handed = plan.handed_at ? reinterpret_cast<float*>(workspace + *plan.handed_at) : nullptr;
+  run_pass(problem, dv, plan.dv, facts, on, {handed, nullptr, nullptr});
+  run_pass(problem, dk, plan.dk, facts, on, {nullptr, handed ? workspace : nullptr, handed, true});
 }
 
 }  // namespace culina::gpu

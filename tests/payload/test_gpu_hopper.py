@@ -106,3 +106,25 @@ def test_the_hopper_family_takes_the_tensor_core_passes_and_the_switch_turns_it_
     env = {**os.environ, "CULINA_KERNELS": "portable", "PYTHONPATH": os.pathsep.join(sys.path)}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     assert out.strip() == "tensor-core, fused (sm_80+)"
+
+
+def backward_kernels(b, t, h, dk, dv, gates):
+    """The names of the kernels a forward+backward through autograd launches."""
+    q, k, v, g, g_gamma, _, _ = inputs(b, t, h, dk, dv, gates, 0, "bfloat16", seed=1)
+    leaves = [x.detach().clone().requires_grad_() for x in (q, k, v)]
+    g_leaf = g.detach().clone().requires_grad_() if g is not None else None
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        culina.chunk_simple_gla(*leaves, g=g_leaf, g_gamma=g_gamma)[0].sum().backward()
+        torch.cuda.synchronize()
+    return [event.key for event in prof.key_averages()]
+
+
+@pytest.mark.skipif(_api.apply_kernel_choice() == "portable", reason="CULINA_KERNELS=portable turns the Hopper family off")
+@pytest.mark.parametrize("dk, dv, twin", [(128, 128, True), (64, 64, True), (96, 96, True), (64, 128, False),
+                                          (256, 256, False)])
+@pytest.mark.parametrize("gates", ["g", "gamma"])
+def test_the_dk_pass_rides_on_the_dv_walk_where_the_twin_walk_takes_it(dk, dv, twin, gates):
+    # One walk for dv and dk where both head sizes pad alike to 64 or to 128 (96 pads to 128);
+    # elsewhere each pass walks alone.
+    names = backward_kernels(2, 1024, 2, dk, dv, gates)
+    assert any("chunk_walk_twin_kernel" in name for name in names) == twin, names

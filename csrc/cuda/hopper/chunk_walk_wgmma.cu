@@ -22,114 +22,18 @@
 // asynchronous copies one or two chunks ahead: column_split_slots, kRowSplitSlots). In the
 // backward's dq and dk passes (DOTS) each output warp dots its rows' fp32 values with the
 // partner rows (chunk_rows_mma.cuh: add_gate_dots).
-#include "cuda/chunk_rows_mma.cuh"
 #include "cuda/hopper/hopper_kernels.h"
-#include "cuda/hopper/wgmma.cuh"
-#include "cuda/kernels.h"
-#include "cuda/sequence_rows.cuh"
-#include "cuda/state_tiles.cuh"
+#include "cuda/hopper/walk_tiles.cuh"
 
 namespace culina::gpu {
 namespace {
 
-using namespace mma;
+using namespace hopper_walk;
 
-constexpr int kGroupCols = 64;    // value columns per warpgroup
-constexpr int kGroupThreads = 128;
 // The column split's ring slots (copies slots - 1 chunks ahead): three for the forward and dv
 // walks (3-4% faster than two, H100), two for those with gate dots (DOTS), which were 2-5%
 // slower with three (BENCHMARKS.md).
 __host__ __device__ constexpr int column_split_slots(bool dots) { return dots ? 2 : 3; }
-constexpr int kBlockBytes = kChunk * wgmma::kLineBytes;  // one 64-feature block of a chunk's 64 rows
-
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-// A chunk's rows of ROW_WORDS 16-byte words into their swizzled 64-feature blocks (zeros past
-// `n` rows and past `cols` features), by the block's THREADS threads, `tid` this one: every
-// thread's words in flight together. A thread's words are one column word of rows i0,
-// i0 + kRowStep, ..., so one pointer and one offset step through them (per-word addresses cost
-// registers the walks need for their state).
-template <typename T, typename S, int THREADS, int ROW_WORDS>
-__device__ __forceinline__ void stage_tile(unsigned char* to, const S* from, int64_t step, int n, int cols, int tid) {
-  constexpr int kPerThread = kChunk * ROW_WORDS / THREADS, kRowStep = THREADS / ROW_WORDS;
-  static_assert(kPerThread * THREADS == kChunk * ROW_WORDS && kRowStep % 8 == 0, "whole words, one swizzle phase");
-  const int i0 = tid / ROW_WORDS, w = tid % ROW_WORDS;
-  const bool column_inside = 8 * w < cols;
-  unsigned char* word_to = to + (w / 8) * kBlockBytes + wgmma::swizzled_offset(i0, w % 8);
-  const S* word_from = from + i0 * step + 8 * w;
-  WordCopies<T, S, kPerThread> words;
-#pragma unroll
-  for (int x = 0; x < kPerThread; ++x, word_from += kRowStep * step) {
-    const bool inside = column_inside && i0 + x * kRowStep < n;
-    words.fetch(x, word_to + x * kRowStep * wgmma::kLineBytes, word_from, inside);
-  }
-#pragma unroll
-  for (int x = 0; x < kPerThread; ++x) words.land(x, word_to + x * kRowStep * wgmma::kLineBytes);
-}
-
-// A walk block's rows of q, k and v (v from value column v0) at pass row 0, and the elements from
-// one pass row to the next.
-template <typename S>
-struct WalkInputs {
-  const S *q, *k, *v;
-  int64_t q_step, k_step, v_step;
-  __device__ __forceinline__ WalkInputs(const KernelParams& p, const SequenceRows& rows, int v0)
-      : q(static_cast<const S*>(p.q) + rows.at(p.q_at, 0)),
-        k(static_cast<const S*>(p.k) + rows.at(p.k_at, 0)),
-        v(static_cast<const S*>(p.v) + rows.at(p.v_at, 0) + v0),
-        q_step(rows.stride(p.q_at)),
-        k_step(rows.stride(p.k_at)),
-        v_step(rows.stride(p.v_at)) {}
-};
-
-// Chunk `c` of the block's segment: its kGateSlot cumulative gates into `to`, 16 bytes by each of
-// the first kGateSlot / 4 threads.
-__device__ __forceinline__ void copy_chunk_gates(unsigned char* to, const KernelParams& p, const WalkSpan& span, int c,
-                                                 int tid) {
-  if (tid < kGateSlot / 4)
-    copy16_async(to + 16 * tid, p.chunk_gates + (span.rows.chunk_base + span.first_chunk + c) * kGateSlot + 4 * tid,
-                 true);
-}
-
-// The state a walk's block enters its segment with, this lane's elements of TILES 64-row tiles
-// (rows first_row + 64 t and + 8, columns col + 8 c and + 1): the initial state for segment 0;
-// else joined from the segments' end states as the portable walk does (chunk_walk_mma.cu).
-template <int TILES>
-__device__ __forceinline__ void enter_state(float (&acc)[TILES][8][4], const KernelParams& p, const SequenceRows& rows,
-                                            int segment, bool gated, float log2g, int first_row, int col) {
-  if (segment == 0) {
-    const float* from = p.initial_state ? p.initial_state + rows.state_index * p.dk * p.dv : nullptr;
-#pragma unroll
-    for (int t = 0; t < TILES; ++t)
-      load_initial_tile(acc[t], from, p.initial_transposed, p.dk, p.dv, first_row + 64 * t, col);
-    return;
-  }
-  const int64_t size = int64_t(p.dk_padded) * p.dv_padded;
-  const float* ends = p.segment_states + rows.state_index * p.segments * size;
-#pragma unroll 1
-  for (int r = 0; r < segment; ++r) {
-    const float decay = r == 0 ? 0.0f : segment_decay(p, rows, r, gated, log2g);
-#pragma unroll
-    for (int t = 0; t < TILES; ++t)
-      join_padded_tile(acc[t], ends + r * size, p.dv_padded, first_row + 64 * t, col, decay, r == 0);
-  }
-}
-
-// The final state, where this block's segment holds the sequence's last chunk (segment 0 for an
-// empty sequence): only the real rows and columns go out, [dk][dv].
-template <int TILES>
-__device__ __forceinline__ void leave_state(const float (&acc)[TILES][8][4], const KernelParams& p,
-                                            const SequenceRows& rows, int segment, int all_chunks, int first_row,
-                                            int col) {
-  const int last_segment = max(0, all_chunks - 1) / p.segment_chunks;
-  if (!p.final_state || segment != last_segment) return;
-#pragma unroll
-  for (int t = 0; t < TILES; ++t)
-    store_final_tile(acc[t], p.final_state + rows.state_index * p.dk * p.dv, p.dk, p.dv, first_row + 64 * t, col);
-}
-#endif
-
-template <int SLICE>
-__host__ __device__ constexpr int walk_threads() { return SLICE / kGroupCols * kGroupThreads; }
 
 // A ring slot: q and k (DK / 64 blocks each), v (SLICE / 64 blocks), the chunk's gates; then
 // per warpgroup its state H_c and its scaled v columns V', the warps' output staging rows and a
@@ -221,7 +125,7 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_column_sp
     const int first_row = t0 + 16 * group_warp, valid = n - 16 * group_warp;
     // The gates' gradient terms: the partner rows into this warp's staging rows, a group of
     // copies before the ring's next, so that waiting for it leaves the ring's in flight.
-    if constexpr (DOTS) stage_partner_rows<T, kGroupCols>(p, rows, stage, first_row, valid, col0, tid % 32);
+    if constexpr (DOTS) stage_partner_rows<T, kGroupCols>(p, rows, stage, first_row, valid, col0, dv, tid % 32);
     // The next chunk's copies: 16-bit rows once the first products are on their way (issued here
     // they held up everything after), float32 rows here (they go through registers, which are
     // short while the products fly).
@@ -233,23 +137,10 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_column_sp
     const unsigned char* here = slot(c);
     const GatePowers<GATED> gates = chunk_powers<GATED>(p, here + L::gates, s_powers, n);
 
-    // H_c as 16-bit into the warpgroup's [DK][64] tile, the B operand of Q H_c: a store of four
-    // 8 x 8 matrices per two column tiles (this lane addresses row h_row's word x + x_step).
-#pragma unroll
-    for (int t = 0; t < kDkBlocks; ++t)
-#pragma unroll
-      for (int x = 0; x < 8; x += 2)
-        wgmma::store_matrices(s_h + wgmma::swizzled_offset(64 * t + h_row, x + x_step),
-                              pack2<T>(acc[t][x][0], acc[t][x][1]), pack2<T>(acc[t][x][2], acc[t][x][3]),
-                              pack2<T>(acc[t][x + 1][0], acc[t][x + 1][1]), pack2<T>(acc[t][x + 1][2], acc[t][x + 1][3]));
-    // V': the warpgroup's v columns times u 2^(L - c_j), zero past the chunk's rows.
+    // H_c as 16-bit into the warpgroup's [DK][64] tile; V', the warpgroup's v columns scaled.
+    store_state_tiles<T>(s_h, acc, h_row, x_step);
     const unsigned char* v_block = here + L::v + size_t(group) * kBlockBytes;
-#pragma unroll
-    for (int x = 0; x < kChunk * 8 / kGroupThreads; ++x) {
-      const int e = lt + x * kGroupThreads, j = e / 8, w = e % 8, at = wgmma::swizzled_offset(j, w);
-      const float power = w_update * gates.to_end(j), weight = j < n ? power : 0.0f;
-      *reinterpret_cast<uint4*>(s_scaled_v + at) = scale8<T>(*reinterpret_cast<const uint4*>(v_block + at), weight);
-    }
+    store_scaled_v<T>(s_scaled_v, v_block, gates, w_update, n, lt);
     wgmma::fence_for_async_reads();
     wgmma::sync_warpgroup(group);  // H_c and V' are the warpgroup's
 
@@ -296,18 +187,8 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_column_sp
     const float decay_top = w_state * gates.at(i_top), decay_bottom = w_state * gates.at(i_top + 8);
     wgmma::wait<0>();
     wgmma::pin(o);
-#pragma unroll
-    for (int x = 0; x < 8; ++x) {
-      o[x][0] *= decay_top, o[x][1] *= decay_top;
-      o[x][2] *= decay_bottom, o[x][3] *= decay_bottom;
-    }
-    const float chunk_decay = gates.total();
-#pragma unroll
-    for (int t = 0; t < kDkBlocks; ++t)
-#pragma unroll
-      for (int x = 0; x < 8; ++x)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[t][x][e] *= chunk_decay;
+    scale_rows(o, decay_top, decay_bottom);
+    scale_state(acc, gates.total());
 
     // O += P V (P's key steps of 16 rows), then H = 2^L H + K^T V': O goes out while H updates.
     // P's registers, O's and H's are pinned before the fence: computed after it, ptxas inserts
@@ -338,7 +219,7 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_column_sp
       // The partner rows (the ring's one later group may still fly).
       wait_async_copies<1>();
       __syncwarp();            // and every lane's copies of them
-      add_gate_dots<T, kGroupCols>(p, rows, o, stage, staging_ld<kGroupCols>(), first_row, valid, col0, lane);
+      add_gate_dots<T, kGroupCols>(p, rows, o, stage, staging_ld<kGroupCols>(), first_row, valid, col0, dv, lane);
     }
     S* out = static_cast<S*>(p.out) + rows.at(p.out_at, first_row) + col0;
     store_rows<T, kGroupCols>(o, stage, out, rows.stride(p.out_at), valid, dv - col0, lane, tid % 32);
@@ -468,7 +349,7 @@ __global__ void __launch_bounds__(2 * kGroupThreads, 1) chunk_walk_row_split_ker
     const int t0 = (first_chunk + c) * kChunk, n = min(kChunk, rows.length - t0);
     const int first_row = t0 + 16 * group_warp, valid = n - 16 * group_warp;
     if constexpr (DOTS)
-      if (!scoring) stage_partner_rows<T, kGroupCols>(p, rows, stage, first_row, valid, v0, tid % 32);
+      if (!scoring) stage_partner_rows<T, kGroupCols>(p, rows, stage, first_row, valid, v0, dv, tid % 32);
     if constexpr (!kCopiesWhileWaiting) {
       issue_rows(c + kRowSplitSlots - 1);
       issue_gates(c + kRowSplitSlots - 1);
@@ -494,13 +375,7 @@ __global__ void __launch_bounds__(2 * kGroupThreads, 1) chunk_walk_row_split_ker
       const float power = w_update * gates.to_end(j), weight = j < n ? power : 0.0f;
       *reinterpret_cast<uint4*>(s_scaled_v + at) = scale8<T>(*reinterpret_cast<const uint4*>(v_block + at), weight);
     }
-    const float chunk_decay = gates.total();
-#pragma unroll
-    for (int t = 0; t < kGroupTiles; ++t)
-#pragma unroll
-      for (int x = 0; x < 8; ++x)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[t][x][e] *= chunk_decay;
+    scale_state(acc, gates.total());
     wgmma::fence_for_async_reads();
     __syncthreads();  // H_c and V' are whole
 
@@ -550,12 +425,7 @@ __global__ void __launch_bounds__(2 * kGroupThreads, 1) chunk_walk_row_split_ker
       wgmma::hand_over();
     } else {
       // O's rows times w 2^(c_i), the next chunk's copies, then O += P V once P is in.
-      const float decay_top = w_state * gates.at(i_top), decay_bottom = w_state * gates.at(i_top + 8);
-#pragma unroll
-      for (int x = 0; x < 8; ++x) {
-        d[x][0] *= decay_top, d[x][1] *= decay_top;
-        d[x][2] *= decay_bottom, d[x][3] *= decay_bottom;
-      }
+      scale_rows(d, w_state * gates.at(i_top), w_state * gates.at(i_top + 8));
       if constexpr (kCopiesWhileWaiting) {
         issue_rows(c + kRowSplitSlots - 1);
         issue_gates(c + kRowSplitSlots - 1);
@@ -574,7 +444,7 @@ __global__ void __launch_bounds__(2 * kGroupThreads, 1) chunk_walk_row_split_ker
       if constexpr (DOTS) {
         wait_async_copies<1>();  // the partner rows (the ring's one later group may still fly)
         __syncwarp();
-        add_gate_dots<T, kGroupCols>(p, rows, d, stage, staging_ld<kGroupCols>(), first_row, valid, v0, lane);
+        add_gate_dots<T, kGroupCols>(p, rows, d, stage, staging_ld<kGroupCols>(), first_row, valid, v0, dv, lane);
       }
       S* out = static_cast<S*>(p.out) + rows.at(p.out_at, first_row) + v0;
       store_rows<T, kGroupCols>(d, stage, out, rows.stride(p.out_at), valid, dv - v0, lane, tid % 32);

@@ -29,4 +29,12 @@ constexpr bool hopper_walk_takes(int dk_padded) { return dk_padded <= 128 || dk_
 template <typename T, typename S>
 cudaError_t launch_hopper_chunk_walk(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own);
 
+// The backward's dv pass's walk with the dk pass riding on it (KernelParams::twin_q, twin_out;
+// hopper/chunk_walk_twin_wgmma.cu): for dk and dv padded alike to 64 or 128, so that one block
+// holds all of the state's columns and every warpgroup's dk columns can read all of it. The dv
+// pass's plan and grid with one column block; its state pass unchanged; no walk for the dk pass.
+constexpr bool hopper_twin_walk_takes(int dk_padded, int dv_padded) { return dk_padded == dv_padded && dk_padded <= 128; }
+template <typename T, typename S>
+cudaError_t launch_hopper_twin_walk(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own);
+
 }  // namespace culina::gpu

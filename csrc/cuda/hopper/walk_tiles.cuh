@@ -1,0 +1,158 @@
+// What both Hopper walks share (hopper/chunk_walk_wgmma.cu, the forward's and every backward
+// pass's; hopper/chunk_walk_twin_wgmma.cu, the dv and dk passes in one): warpgroups of 64 value
+// columns, a chunk's rows copied into hopper/wgmma.cuh's swizzled tiles, the state a block enters
+// its segment with and leaves it with, and the steps of a chunk that the two walks take alike.
+#pragma once
+
+#include "cuda/chunk_rows_mma.cuh"
+#include "cuda/hopper/wgmma.cuh"
+#include "cuda/kernels.h"
+#include "cuda/sequence_rows.cuh"
+#include "cuda/state_tiles.cuh"
+
+namespace culina::gpu::hopper_walk {
+
+using namespace mma;
+
+constexpr int kGroupCols = 64;    // value columns per warpgroup
+constexpr int kGroupThreads = 128;
+constexpr int kBlockBytes = kChunk * wgmma::kLineBytes;  // one 64-feature block of a chunk's 64 rows
+
+template <int SLICE>
+__host__ __device__ constexpr int walk_threads() { return SLICE / kGroupCols * kGroupThreads; }
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// A chunk's rows of ROW_WORDS 16-byte words into their swizzled 64-feature blocks (zeros past
+// `n` rows and past `cols` features), by the block's THREADS threads, `tid` this one: every
+// thread's words in flight together. A thread's words are one column word of rows i0,
+// i0 + kRowStep, ..., so one pointer and one offset step through them (per-word addresses cost
+// registers the walks need for their state).
+template <typename T, typename S, int THREADS, int ROW_WORDS>
+__device__ __forceinline__ void stage_tile(unsigned char* to, const S* from, int64_t step, int n, int cols, int tid) {
+  constexpr int kPerThread = kChunk * ROW_WORDS / THREADS, kRowStep = THREADS / ROW_WORDS;
+  static_assert(kPerThread * THREADS == kChunk * ROW_WORDS && kRowStep % 8 == 0, "whole words, one swizzle phase");
+  const int i0 = tid / ROW_WORDS, w = tid % ROW_WORDS;
+  const bool column_inside = 8 * w < cols;
+  unsigned char* word_to = to + (w / 8) * kBlockBytes + wgmma::swizzled_offset(i0, w % 8);
+  const S* word_from = from + i0 * step + 8 * w;
+  WordCopies<T, S, kPerThread> words;
+#pragma unroll
+  for (int x = 0; x < kPerThread; ++x, word_from += kRowStep * step) {
+    const bool inside = column_inside && i0 + x * kRowStep < n;
+    words.fetch(x, word_to + x * kRowStep * wgmma::kLineBytes, word_from, inside);
+  }
+#pragma unroll
+  for (int x = 0; x < kPerThread; ++x) words.land(x, word_to + x * kRowStep * wgmma::kLineBytes);
+}
+
+// A walk block's rows of q, k and v (v from value column v0) at pass row 0, and the elements from
+// one pass row to the next.
+template <typename S>
+struct WalkInputs {
+  const S *q, *k, *v;
+  int64_t q_step, k_step, v_step;
+  __device__ __forceinline__ WalkInputs(const KernelParams& p, const SequenceRows& rows, int v0)
+      : q(static_cast<const S*>(p.q) + rows.at(p.q_at, 0)),
+        k(static_cast<const S*>(p.k) + rows.at(p.k_at, 0)),
+        v(static_cast<const S*>(p.v) + rows.at(p.v_at, 0) + v0),
+        q_step(rows.stride(p.q_at)),
+        k_step(rows.stride(p.k_at)),
+        v_step(rows.stride(p.v_at)) {}
+};
+
+// Chunk `c` of the block's segment: its kGateSlot cumulative gates into `to`, 16 bytes by each of
+// the first kGateSlot / 4 threads.
+__device__ __forceinline__ void copy_chunk_gates(unsigned char* to, const KernelParams& p, const WalkSpan& span, int c,
+                                                 int tid) {
+  if (tid < kGateSlot / 4)
+    copy16_async(to + 16 * tid, p.chunk_gates + (span.rows.chunk_base + span.first_chunk + c) * kGateSlot + 4 * tid,
+                 true);
+}
+
+// The state a walk's block enters its segment with, this lane's elements of TILES 64-row tiles
+// (rows first_row + 64 t and + 8, columns col + 8 c and + 1): the initial state for segment 0;
+// else joined from the segments' end states as the portable walk does (chunk_walk_mma.cu).
+template <int TILES>
+__device__ __forceinline__ void enter_state(float (&acc)[TILES][8][4], const KernelParams& p, const SequenceRows& rows,
+                                            int segment, bool gated, float log2g, int first_row, int col) {
+  if (segment == 0) {
+    const float* from = p.initial_state ? p.initial_state + rows.state_index * p.dk * p.dv : nullptr;
+#pragma unroll
+    for (int t = 0; t < TILES; ++t)
+      load_initial_tile(acc[t], from, p.initial_transposed, p.dk, p.dv, first_row + 64 * t, col);
+    return;
+  }
+  const int64_t size = int64_t(p.dk_padded) * p.dv_padded;
+  const float* ends = p.segment_states + rows.state_index * p.segments * size;
+#pragma unroll 1
+  for (int r = 0; r < segment; ++r) {
+    const float decay = r == 0 ? 0.0f : segment_decay(p, rows, r, gated, log2g);
+#pragma unroll
+    for (int t = 0; t < TILES; ++t)
+      join_padded_tile(acc[t], ends + r * size, p.dv_padded, first_row + 64 * t, col, decay, r == 0);
+  }
+}
+
+// The final state, where this block's segment holds the sequence's last chunk (segment 0 for an
+// empty sequence): only the real rows and columns go out, [dk][dv].
+template <int TILES>
+__device__ __forceinline__ void leave_state(const float (&acc)[TILES][8][4], const KernelParams& p,
+                                            const SequenceRows& rows, int segment, int all_chunks, int first_row,
+                                            int col) {
+  const int last_segment = max(0, all_chunks - 1) / p.segment_chunks;
+  if (!p.final_state || segment != last_segment) return;
+#pragma unroll
+  for (int t = 0; t < TILES; ++t)
+    store_final_tile(acc[t], p.final_state + rows.state_index * p.dk * p.dv, p.dk, p.dv, first_row + 64 * t, col);
+}
+// The state's TILES 64-row tiles, this lane's elements as enter_state leaves them, as 16-bit
+// into a warpgroup's [64 TILES][64] tile (the B operand of Q H_c): a store of four 8 x 8
+// matrices per two column tiles, rows +0..7 and +8..15 of the warp's 16 and words x and x + 1
+// (this lane addresses row h_row's word x + x_step).
+template <typename T, int TILES>
+__device__ __forceinline__ void store_state_tiles(unsigned char* s_h, const float (&acc)[TILES][8][4], int h_row,
+                                                  int x_step) {
+#pragma unroll
+  for (int t = 0; t < TILES; ++t)
+#pragma unroll
+    for (int x = 0; x < 8; x += 2)
+      wgmma::store_matrices(s_h + wgmma::swizzled_offset(64 * t + h_row, x + x_step),
+                            pack2<T>(acc[t][x][0], acc[t][x][1]), pack2<T>(acc[t][x][2], acc[t][x][3]),
+                            pack2<T>(acc[t][x + 1][0], acc[t][x + 1][1]), pack2<T>(acc[t][x + 1][2], acc[t][x + 1][3]));
+}
+
+// V': a warpgroup's 64-column block of v' times w_update 2^(L - c_j), zero past the chunk's n rows,
+// by its 128 threads (`lt` this one).
+template <typename T, bool GATED>
+__device__ __forceinline__ void store_scaled_v(unsigned char* s_scaled_v, const unsigned char* v_block,
+                                               const GatePowers<GATED>& gates, float w_update, int n, int lt) {
+#pragma unroll
+  for (int x = 0; x < kChunk * 8 / kGroupThreads; ++x) {
+    const int e = lt + x * kGroupThreads, j = e / 8, w = e % 8, at = wgmma::swizzled_offset(j, w);
+    const float power = w_update * gates.to_end(j), weight = j < n ? power : 0.0f;
+    *reinterpret_cast<uint4*>(s_scaled_v + at) = scale8<T>(*reinterpret_cast<const uint4*>(v_block + at), weight);
+  }
+}
+
+// A warp's 16 accumulator rows: the lane's top row times `top`, its bottom row times `bottom`.
+__device__ __forceinline__ void scale_rows(float (&o)[8][4], float top, float bottom) {
+#pragma unroll
+  for (int x = 0; x < 8; ++x) {
+    o[x][0] *= top, o[x][1] *= top;
+    o[x][2] *= bottom, o[x][3] *= bottom;
+  }
+}
+
+template <int TILES>
+__device__ __forceinline__ void scale_state(float (&acc)[TILES][8][4], float factor) {
+#pragma unroll
+  for (int t = 0; t < TILES; ++t)
+#pragma unroll
+    for (int x = 0; x < 8; ++x)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[t][x][e] *= factor;
+}
+#endif
+
+
+}  // namespace culina::gpu::hopper_walk
