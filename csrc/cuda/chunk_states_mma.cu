@@ -268,18 +268,7 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
       }
     }
   }
-  // One segment: the final state ([dk][dv]: the real rows and columns only; dk and dv are
-  // multiples of 8, so a column pair is real or not as a whole); several: this segment's end
-  // state ([dk_padded][dv_padded]), for the scan or the walk, in slot [item][segment], which is
-  // blockIdx.z, and with gates its total log2 gate, written by one block of the (item, segment).
-  if (p.segments > 1) {
-    store_padded_tile(acc, p.segment_states + blockIdx.z * state_size, p.dv_padded, state_row, state_col);
-    if (p.transposed_ends)
-      store_transposed_tile(acc, p.transposed_ends + blockIdx.z * state_size, p.dk_padded, state_row, state_col);
-    if (GATED && blockIdx.x == 0 && blockIdx.y == 0 && tid == 0) p.segment_gates[blockIdx.z] = segment_gate;
-  } else if (p.final_state) {
-    store_final_tile(acc, p.final_state + rows.state_index * dk * dv, dk, dv, state_row, state_col);
-  }
+  store_state_pass_result<GATED>(acc, p, rows, segment_gate, state_row, state_col);
   if (progress) {  // the states of the last step's later chunks
     __syncthreads();
     if (tid == 0) announce_progress(progress, chunks);

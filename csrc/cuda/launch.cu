@@ -174,19 +174,22 @@ struct EndsHandoff {
   bool after_own = false;
 };
 
-// Where, in the first pass's workspace of `workspace_limit` bytes, it hands the later pass its
-// segment end states, or none. Only where both walk in the same segments, so that the chunk and
+// The region of the first pass's workspace (of `workspace_limit` bytes) where it hands the later
+// pass its segment end states, or none. Only where both walk in the same segments, so that the chunk and
 // segment gates lie in the same place: after the first pass's workspace, as large as its segment
 // states.
-std::optional<size_t> handed_ends_at(const Choice& first, const Choice& later, size_t workspace_limit) {
+struct HandedEnds {
+  size_t at, end;  // bytes into the first pass's workspace
+};
+std::optional<HandedEnds> handed_ends(const Choice& first, const Choice& later, size_t workspace_limit) {
   const std::optional<MmaPlan>&a = first.plan, &b = later.plan;
   if (!a || !b || !a->fused || !b->fused || a->segments < 2 || a->segments != b->segments ||
       a->segment_chunks != b->segment_chunks || a->chunk_gates_at != b->chunk_gates_at ||
       a->segment_gates_at != b->segment_gates_at)
     return std::nullopt;
-  const size_t at = (a->workspace + 15) / 16 * 16;
-  if (at + a->segment_states_bytes > workspace_limit) return std::nullopt;
-  return at;
+  const size_t at = (a->workspace + 15) / 16 * 16, end = at + a->segment_states_bytes;
+  if (end > workspace_limit) return std::nullopt;
+  return HandedEnds{at, end};
 }
 
 // Queues one pass (common/passes.h) of `problem` on the current device, as `choice` says, and
@@ -286,10 +289,10 @@ void check_limits(const Problem& problem) {
 
 // Where a forward with Problem::keep_for_backward in a workspace of `workspace_limit` bytes
 // leaves the dq pass its end states (the dq pass's state is the forward's transposed), or none.
-std::optional<size_t> kept_ends_at(const Problem& problem, const Choice& forward, const DeviceFacts& facts,
+std::optional<HandedEnds> kept_ends(const Problem& problem, const Choice& forward, const DeviceFacts& facts,
                                    size_t workspace_limit) {
   const Pass dq = std::get<0>(backward_passes(problem, Gradients{}));
-  return handed_ends_at(forward, choose(problem, dq, facts, SIZE_MAX), workspace_limit);
+  return handed_ends(forward, choose(problem, dq, facts, SIZE_MAX), workspace_limit);
 }
 
 // Whether the dk pass rides on the dv pass's walk (KernelParams::twin_q): where the Hopper family
@@ -307,7 +310,7 @@ bool twin_walk(const Choice& dv, const Choice& dk, const Problem& problem) {
 struct BackwardPlan {
   Choice dq, dk, dv;
   bool twin;
-  std::optional<size_t> handed_at;
+  std::optional<HandedEnds> handed;
 };
 
 BackwardPlan plan_backward(const Problem& problem, const Gradients& gradients, const DeviceFacts& facts,
@@ -316,7 +319,7 @@ BackwardPlan plan_backward(const Problem& problem, const Gradients& gradients, c
   BackwardPlan plan{choose(problem, dq, facts, workspace_limit), choose(problem, dk, facts, workspace_limit),
                     choose(problem, dv, facts, workspace_limit), false, std::nullopt};
   plan.twin = twin_walk(plan.dv, plan.dk, problem);
-  if (!plan.twin) plan.handed_at = handed_ends_at(plan.dv, plan.dk, workspace_limit);
+  if (!plan.twin) plan.handed = handed_ends(plan.dv, plan.dk, workspace_limit);
   return plan;
 }
 
@@ -327,7 +330,7 @@ size_t backward_workspace(const Problem& problem, const DeviceFacts& facts) {
   size_t bytes = 0;
   for (const Choice* choice : {&plan.dq, &plan.dk, &plan.dv})
     if (choice->plan) bytes = std::max(bytes, choice->plan->workspace);
-  if (plan.handed_at) bytes = std::max(bytes, *plan.handed_at + plan.dv.plan->segment_states_bytes);
+  if (plan.handed) bytes = std::max(bytes, plan.handed->end);
   return bytes;
 }
 
@@ -374,8 +377,8 @@ size_t backward_workspace_bytes(const Problem& problem, int device) {
 size_t kept_workspace_bytes(const Problem& problem, int device) {
   const DeviceFacts& facts = runnable_facts_of(device);
   const Choice forward = choose(problem, forward_pass(problem), facts, SIZE_MAX);
-  const std::optional<size_t> at = kept_ends_at(problem, forward, facts, SIZE_MAX);
-  return at ? *at + forward.plan->segment_states_bytes : 0;
+  const std::optional<HandedEnds> kept = kept_ends(problem, forward, facts, SIZE_MAX);
+  return kept ? kept->end : 0;
 }
 
 std::string kernel_path(const Problem& problem, int device) {
@@ -399,13 +402,13 @@ void linear_attention(const Problem& problem, int device, uintptr_t stream) {
   const Choice choice = choose(problem, pass, facts, problem.workspace_bytes);
   EndsHandoff ends;
   if (problem.keep_for_backward)
-    if (const std::optional<size_t> at = kept_ends_at(problem, choice, facts, problem.workspace_bytes))
-      ends.write_transposed = reinterpret_cast<float*>(static_cast<char*>(problem.workspace) + *at);
+    if (const std::optional<HandedEnds> kept = kept_ends(problem, choice, facts, problem.workspace_bytes))
+      ends.write_transposed = reinterpret_cast<float*>(static_cast<char*>(problem.workspace) + kept->at);
   run_pass(problem, pass, choice, facts, reinterpret_cast<cudaStream_t>(stream), ends);
 }
 
 // The three passes share the workspace, and the stream orders them: each reads only what it
-// wrote itself, but where they can (handed_ends_at) the dq pass reads the segment end states the
+// wrote itself, but where they can (handed_ends) the dq pass reads the segment end states the
 // forward kept (Gradients::kept) and the dk pass the dv pass's, which spares each a state pass.
 // Where the twin walk takes them, the dv pass's walk writes dk as well, and no dk pass runs.
 void linear_attention_backward(const Problem& problem, const Gradients& gradients, int device, uintptr_t stream) {
@@ -418,9 +421,9 @@ void linear_attention_backward(const Problem& problem, const Gradients& gradient
   EndsHandoff dq_ends;
   if (gradients.kept) {
     const Choice forward = choose(problem, forward_pass(problem), facts, gradients.kept_bytes);
-    if (const std::optional<size_t> at = handed_ends_at(forward, plan.dq, gradients.kept_bytes)) {
+    if (const std::optional<HandedEnds> kept = handed_ends(forward, plan.dq, gradients.kept_bytes)) {
       dq_ends.ready_workspace = static_cast<char*>(gradients.kept);
-      dq_ends.ready_ends = reinterpret_cast<float*>(dq_ends.ready_workspace + *at);
+      dq_ends.ready_ends = reinterpret_cast<float*>(dq_ends.ready_workspace + kept->at);
     }
   }
   run_pass(problem, dq, plan.dq, facts, on, dq_ends);
@@ -429,7 +432,7 @@ void linear_attention_backward(const Problem& problem, const Gradients& gradient
     return;
   }
   char* workspace = static_cast<char*>(problem.workspace);
-  float* handed = plan.handed_at ? reinterpret_cast<float*>(workspace + *plan.handed_at) : nullptr;
+  float* handed = plan.handed ? reinterpret_cast<float*>(workspace + plan.handed->at) : nullptr;
   run_pass(problem, dv, plan.dv, facts, on, {handed, nullptr, nullptr});
   run_pass(problem, dk, plan.dk, facts, on, {nullptr, handed ? workspace : nullptr, handed, true});
 }

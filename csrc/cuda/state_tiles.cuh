@@ -62,6 +62,25 @@ __device__ __forceinline__ void store_transposed_tile(const float (&acc)[C][4], 
   }
 }
 
+// A state pass block's piece of its result. Several segments: its segment's end state
+// ([dk_padded][dv_padded] in slot [item][segment], which is blockIdx.z), for the scan or the walk,
+// also transposed where a later pass takes it (KernelParams::transposed_ends), and GATED its total
+// log2 gate, by one block of the (item, segment). One segment: the final state ([dk][dv], the real
+// rows and columns only), where wanted.
+template <bool GATED, int C>
+__device__ __forceinline__ void store_state_pass_result(const float (&acc)[C][4], const KernelParams& p,
+                                                        const SequenceRows& rows, float segment_gate, int row,
+                                                        int col) {
+  const int64_t state_size = int64_t(p.dk_padded) * p.dv_padded;
+  if (p.segments > 1) {
+    store_padded_tile(acc, p.segment_states + blockIdx.z * state_size, p.dv_padded, row, col);
+    if (p.transposed_ends) store_transposed_tile(acc, p.transposed_ends + blockIdx.z * state_size, p.dk_padded, row, col);
+    if (GATED && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) p.segment_gates[blockIdx.z] = segment_gate;
+  } else if (p.final_state) {
+    store_final_tile(acc, p.final_state + rows.state_index * p.dk * p.dv, p.dk, p.dv, row, col);
+  }
+}
+
 // One step of a walk's join of the segments before its own: S = E_r for r = 0, else
 // S = decay S + E_r, E_r padded (rows of `ld` floats at `end`).
 template <int C>

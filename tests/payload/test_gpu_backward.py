@@ -211,7 +211,7 @@ def test_kernel_path_names_the_path_taken():
 def test_workspace_follows_the_plan():
     # Fused, few (sequence, head) pairs: segment states only (fp32). The backward's dv pass hands
     # the dk pass its segment states, transposed, in a region of their size after its own, where
-    # the two walk in the same segments (launch.cu: handed_ends_at): always where Dk = Dv. The
+    # the two walk in the same segments (launch.cu: handed_ends): always where Dk = Dv. The
     # Hopper family's twin walk takes such dk passes up to 128 (one walk for both, no hand-off).
     twin = tensor_core_family().startswith("hopper")
     for dims in ([2, 4, 1000, 128, 64], [1, 1, 40000, 64, 128], [1, 2, 40000, 128, 128], [2, 4, 1000, 64, 64]):

@@ -181,14 +181,7 @@ __global__ void __launch_bounds__(kThreads) chunk_states_wgmma_kernel(KernelPara
     wgmma::wait<0>();
     wgmma::pin(acc);
   }
-  if (p.segments > 1) {
-    store_padded_tile(acc, p.segment_states + blockIdx.z * state_size, p.dv_padded, state_row, state_col);
-    if (p.transposed_ends)
-      store_transposed_tile(acc, p.transposed_ends + blockIdx.z * state_size, p.dk_padded, state_row, state_col);
-    if (GATED && blockIdx.x == 0 && blockIdx.y == 0 && tid == 0) p.segment_gates[blockIdx.z] = segment_gate;
-  } else if (p.final_state) {
-    store_final_tile(acc, p.final_state + rows.state_index * dk * dv, dk, dv, state_row, state_col);
-  }
+  store_state_pass_result<GATED>(acc, p, rows, segment_gate, state_row, state_col);
   if (progress) {
     __syncthreads();
     if (tid == 0) announce_progress(progress, chunks);
