@@ -143,23 +143,9 @@ __global__ void __launch_bounds__(walk_threads<D>(), 1) chunk_walk_twin_kernel(K
     wgmma::pin(o);
     wgmma::pin(s_twin);
     wgmma::fence();
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      const int within = (kk / 4) * kBlockBytes + (kk % 4) * 32;
-      wgmma::mma_64x64x16<T, 0, 0>(s, wgmma::advanced(q_tile, within), wgmma::advanced(k_tile, within));
-    }
-    wgmma::commit();
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk)
-      wgmma::mma_64x64x16<T, 0, 1>(o, wgmma::advanced(q_tile, (kk / 4) * kBlockBytes + (kk % 4) * 32),
-                                   wgmma::advanced(h_tile, kk * 16 * wgmma::kLineBytes));
-    wgmma::commit();
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      const int within = (kk / 4) * kBlockBytes + (kk % 4) * 32;
-      wgmma::mma_64x64x16<T, 0, 0>(s_twin, wgmma::advanced(twin_q_tile, within), wgmma::advanced(v_tile, within));
-    }
-    wgmma::commit();
+    issue_scores<T, D>(s, q_tile, k_tile);
+    issue_state_output<T, D>(o, q_tile, h_tile);
+    issue_scores<T, D>(s_twin, twin_q_tile, v_tile);
     if constexpr (kCopiesWhileMultiplying) {
       issue_rows(c + 1);
       issue_gates(c + 1);

@@ -144,7 +144,7 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_column_sp
     wgmma::fence_for_async_reads();
     wgmma::sync_warpgroup(group);  // H_c and V' are the warpgroup's
 
-    // S = Q K^T and O = Q H_c, over DK in steps of 16 features (32 bytes within a 64-feature block).
+    // S = Q K^T and O = Q H_c (issue_scores, issue_state_output).
     float s[8][4], o[8][4];
 #pragma unroll
     for (int x = 0; x < 8; ++x)
@@ -158,17 +158,8 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_column_sp
     wgmma::pin(s);
     wgmma::pin(o);
     wgmma::fence();
-#pragma unroll
-    for (int kk = 0; kk < DK / 16; ++kk) {
-      const int within = (kk / 4) * kBlockBytes + (kk % 4) * 32;
-      wgmma::mma_64x64x16<T, 0, 0>(s, wgmma::advanced(q_tile, within), wgmma::advanced(k_tile, within));
-    }
-    wgmma::commit();
-#pragma unroll
-    for (int kk = 0; kk < DK / 16; ++kk)
-      wgmma::mma_64x64x16<T, 0, 1>(o, wgmma::advanced(q_tile, (kk / 4) * kBlockBytes + (kk % 4) * 32),
-                                   wgmma::advanced(h_tile, kk * 16 * wgmma::kLineBytes));
-    wgmma::commit();
+    issue_scores<T, DK>(s, q_tile, k_tile);
+    issue_state_output<T, DK>(o, q_tile, h_tile);
     if constexpr (kCopiesWhileMultiplying) {
       issue_rows(c + kSlots - 1);
       issue_gates(c + kSlots - 1);

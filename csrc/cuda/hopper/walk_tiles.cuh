@@ -134,6 +134,29 @@ __device__ __forceinline__ void store_scaled_v(unsigned char* s_scaled_v, const 
   }
 }
 
+// A chunk's first products, each committed as its own group of wgmma, over DK features in steps
+// of 16 (32 bytes within a 64-feature block), A's rows from a K-major tile of the chunk's rows:
+// scores S = A B^T with B's rows K-major too (Q K^T), and the state's output O = A H_c with H_c
+// a [DK][64] tile (MN-major). The caller zeroes and pins the accumulators before its fence.
+template <typename T, int DK>
+__device__ __forceinline__ void issue_scores(float (&s)[8][4], uint64_t a_tile, uint64_t b_tile) {
+#pragma unroll
+  for (int kk = 0; kk < DK / 16; ++kk) {
+    const int within = (kk / 4) * kBlockBytes + (kk % 4) * 32;
+    wgmma::mma_64x64x16<T, 0, 0>(s, wgmma::advanced(a_tile, within), wgmma::advanced(b_tile, within));
+  }
+  wgmma::commit();
+}
+
+template <typename T, int DK>
+__device__ __forceinline__ void issue_state_output(float (&o)[8][4], uint64_t a_tile, uint64_t h_tile) {
+#pragma unroll
+  for (int kk = 0; kk < DK / 16; ++kk)
+    wgmma::mma_64x64x16<T, 0, 1>(o, wgmma::advanced(a_tile, (kk / 4) * kBlockBytes + (kk % 4) * 32),
+                                 wgmma::advanced(h_tile, kk * 16 * wgmma::kLineBytes));
+  wgmma::commit();
+}
+
 // A warp's 16 accumulator rows: the lane's top row times `top`, its bottom row times `bottom`.
 __device__ __forceinline__ void scale_rows(float (&o)[8][4], float top, float bottom) {
 #pragma unroll
