@@ -156,10 +156,7 @@ __global__ void __launch_bounds__(walk_threads<D>(), 1) chunk_walk_twin_kernel(K
     const int i_top = 16 * group_warp + lane.group;
     const float2 exponents = causal_rows(gates, i_top);
     uint32_t pa[4][4];
-#pragma unroll
-    for (int x = 0; x < 8; ++x)
-      causal_tile<T>(pa[x / 2][2 * (x % 2)], pa[x / 2][2 * (x % 2) + 1], s[x], x, group_warp, p.scale, exponents, gates,
-                     lane);
+    causal_fragments<T>(pa, s, group_warp, p.scale, exponents, gates, lane);
     const float decay_top = w_state * gates.at(i_top), decay_bottom = w_state * gates.at(i_top + 8);
     wgmma::wait<1>();
     wgmma::pin(o);
@@ -168,23 +165,14 @@ __global__ void __launch_bounds__(walk_threads<D>(), 1) chunk_walk_twin_kernel(K
     // Group 4: O += P dO (this warpgroup's columns), while S' turns into P'; then group 5:
     // O' = V H_c^T, this warpgroup's dk columns (H_c's rows) summed over every warpgroup's dv
     // columns, while dv goes out.
-#pragma unroll
-    for (int kk = 0; kk < kChunk / 16; ++kk)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(pa[kk][e])::"memory");
+    pin_fragments(pa);
     wgmma::pin(o);
     wgmma::fence();
-#pragma unroll
-    for (int kk = 0; kk < kChunk / 16; ++kk)
-      wgmma::mma_64x64x16<T, 1>(o, pa[kk], wgmma::advanced(wgmma::tile_descriptor(v_block), kk * 16 * wgmma::kLineBytes));
-    wgmma::commit();
+    issue_times_fragments<T>(o, pa, wgmma::tile_descriptor(v_block));
     wgmma::wait<1>();
     wgmma::pin(s_twin);
     uint32_t pa_twin[4][4];
-#pragma unroll
-    for (int x = 0; x < 8; ++x)
-      causal_tile<T>(pa_twin[x / 2][2 * (x % 2)], pa_twin[x / 2][2 * (x % 2) + 1], s_twin[x], x, group_warp, p.scale,
-                     exponents, gates, lane);
+    causal_fragments<T>(pa_twin, s_twin, group_warp, p.scale, exponents, gates, lane);
     float o_twin[8][4];
 #pragma unroll
     for (int x = 0; x < 8; ++x)
@@ -208,26 +196,13 @@ __global__ void __launch_bounds__(walk_threads<D>(), 1) chunk_walk_twin_kernel(K
     scale_state(acc, gates.total());
 
     // Group 6: O' += P' Q (this warpgroup's dk columns of q); 7: H = 2^L H + Q^T V'.
-#pragma unroll
-    for (int kk = 0; kk < kChunk / 16; ++kk)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(pa_twin[kk][e])::"memory");
+    pin_fragments(pa_twin);
     wgmma::pin(o_twin);
 #pragma unroll
     for (int t = 0; t < kBlocks; ++t) wgmma::pin(acc[t]);
     wgmma::fence();
-#pragma unroll
-    for (int kk = 0; kk < kChunk / 16; ++kk)
-      wgmma::mma_64x64x16<T, 1>(o_twin, pa_twin[kk],
-                                wgmma::advanced(k_tile, group * kBlockBytes + kk * 16 * wgmma::kLineBytes));
-    wgmma::commit();
-#pragma unroll
-    for (int t = 0; t < kBlocks; ++t)
-#pragma unroll
-      for (int kk = 0; kk < kChunk / 16; ++kk)
-        wgmma::mma_64x64x16<T, 1, 1>(acc[t], wgmma::advanced(k_tile, t * kBlockBytes + kk * 16 * wgmma::kLineBytes),
-                                     wgmma::advanced(scaled_v_tile, kk * 16 * wgmma::kLineBytes));
-    wgmma::commit();
+    issue_times_fragments<T>(o_twin, pa_twin, k_tile, group * kBlockBytes);
+    issue_state_update<T>(acc, k_tile, scaled_v_tile);
     wgmma::wait<1>();
     wgmma::pin(o_twin);
     if constexpr (DOTS) {

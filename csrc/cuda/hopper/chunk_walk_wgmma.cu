@@ -171,39 +171,23 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_column_sp
     const int i_top = 16 * group_warp + lane.group;
     const float2 exponents = causal_rows(gates, i_top);
     uint32_t pa[4][4];
-#pragma unroll
-    for (int x = 0; x < 8; ++x)
-      causal_tile<T>(pa[x / 2][2 * (x % 2)], pa[x / 2][2 * (x % 2) + 1], s[x], x, group_warp, p.scale, exponents, gates,
-                     lane);
+    causal_fragments<T>(pa, s, group_warp, p.scale, exponents, gates, lane);
     const float decay_top = w_state * gates.at(i_top), decay_bottom = w_state * gates.at(i_top + 8);
     wgmma::wait<0>();
     wgmma::pin(o);
     scale_rows(o, decay_top, decay_bottom);
     scale_state(acc, gates.total());
 
-    // O += P V (P's key steps of 16 rows), then H = 2^L H + K^T V': O goes out while H updates.
-    // P's registers, O's and H's are pinned before the fence: computed after it, ptxas inserts
-    // a warpgroup sync of its own before each wgmma that reads them (C7519).
-    const uint64_t v_tile = wgmma::tile_descriptor(v_block);
-#pragma unroll
-    for (int kk = 0; kk < kChunk / 16; ++kk)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(pa[kk][e])::"memory");
+    // O += P V, then H = 2^L H + K^T V': O goes out while H updates. P's registers, O's and H's
+    // are pinned before the fence: computed after it, ptxas inserts a warpgroup sync of its own
+    // before each wgmma that reads them (C7519).
+    pin_fragments(pa);
     wgmma::pin(o);
 #pragma unroll
     for (int t = 0; t < kDkBlocks; ++t) wgmma::pin(acc[t]);
     wgmma::fence();
-#pragma unroll
-    for (int kk = 0; kk < kChunk / 16; ++kk)
-      wgmma::mma_64x64x16<T, 1>(o, pa[kk], wgmma::advanced(v_tile, kk * 16 * wgmma::kLineBytes));
-    wgmma::commit();
-#pragma unroll
-    for (int t = 0; t < kDkBlocks; ++t)
-#pragma unroll
-      for (int kk = 0; kk < kChunk / 16; ++kk)
-        wgmma::mma_64x64x16<T, 1, 1>(acc[t], wgmma::advanced(k_tile, t * kBlockBytes + kk * 16 * wgmma::kLineBytes),
-                                     wgmma::advanced(scaled_v_tile, kk * 16 * wgmma::kLineBytes));
-    wgmma::commit();
+    issue_times_fragments<T>(o, pa, wgmma::tile_descriptor(v_block));
+    issue_state_update<T>(acc, k_tile, scaled_v_tile);
     wgmma::wait<1>();
     wgmma::pin(o);
     if constexpr (DOTS) {

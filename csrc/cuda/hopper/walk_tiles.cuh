@@ -157,6 +157,52 @@ __device__ __forceinline__ void issue_state_output(float (&o)[8][4], uint64_t a_
   wgmma::commit();
 }
 
+// P = scale S 2^(c_i - c_j), zero above the diagonal (causal_tile), from a warp's score
+// accumulators straight into A fragments for P times a tile (issue_times_fragments).
+template <typename T, bool GATED>
+__device__ __forceinline__ void causal_fragments(uint32_t (&pa)[4][4], const float (&s)[8][4], int group_warp,
+                                                 float scale, float2 exponents, const GatePowers<GATED>& gates,
+                                                 const LaneRoles& lane) {
+#pragma unroll
+  for (int x = 0; x < 8; ++x)
+    causal_tile<T>(pa[x / 2][2 * (x % 2)], pa[x / 2][2 * (x % 2) + 1], s[x], x, group_warp, scale, exponents, gates,
+                   lane);
+}
+
+// Keeps the compiler from moving the fragments' computation past the fence ahead of the wgmma
+// that reads them: computed after it, ptxas inserts a warpgroup sync of its own before each
+// such wgmma (C7519).
+__device__ __forceinline__ void pin_fragments(uint32_t (&pa)[4][4]) {
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(pa[kk][e])::"memory");
+}
+
+// O += P B over the chunk's 64 keys in steps of 16, P in A fragments, B the chunk's rows of the
+// 64-column block `at` bytes into a tile (MN-major), committed as one group.
+template <typename T>
+__device__ __forceinline__ void issue_times_fragments(float (&o)[8][4], const uint32_t (&pa)[4][4], uint64_t b_tile,
+                                                      int at = 0) {
+#pragma unroll
+  for (int kk = 0; kk < kChunk / 16; ++kk)
+    wgmma::mma_64x64x16<T, 1>(o, pa[kk], wgmma::advanced(b_tile, at + kk * 16 * wgmma::kLineBytes));
+  wgmma::commit();
+}
+
+// The state's update H += K^T V' for TILES 64-row tiles of H (the chunk's rows of k' MN-major,
+// V' a 64-column tile), committed as one group; H already times 2^L (scale_state).
+template <typename T, int TILES>
+__device__ __forceinline__ void issue_state_update(float (&acc)[TILES][8][4], uint64_t k_tile, uint64_t scaled_v_tile) {
+#pragma unroll
+  for (int t = 0; t < TILES; ++t)
+#pragma unroll
+    for (int kk = 0; kk < kChunk / 16; ++kk)
+      wgmma::mma_64x64x16<T, 1, 1>(acc[t], wgmma::advanced(k_tile, t * kBlockBytes + kk * 16 * wgmma::kLineBytes),
+                                   wgmma::advanced(scaled_v_tile, kk * 16 * wgmma::kLineBytes));
+  wgmma::commit();
+}
+
 // A warp's 16 accumulator rows: the lane's top row times `top`, its bottom row times `bottom`.
 __device__ __forceinline__ void scale_rows(float (&o)[8][4], float top, float bottom) {
 #pragma unroll
