@@ -290,7 +290,7 @@ void check_limits(const Problem& problem) {
 // Where a forward with Problem::keep_for_backward in a workspace of `workspace_limit` bytes
 // leaves the dq pass its end states (the dq pass's state is the forward's transposed), or none.
 std::optional<HandedEnds> kept_ends(const Problem& problem, const Choice& forward, const DeviceFacts& facts,
-                                   size_t workspace_limit) {
+                                    size_t workspace_limit) {
   const Pass dq = std::get<0>(backward_passes(problem, Gradients{}));
   return handed_ends(forward, choose(problem, dq, facts, SIZE_MAX), workspace_limit);
 }

@@ -56,7 +56,6 @@ __global__ void __launch_bounds__(walk_threads<D>(), 1) chunk_walk_twin_kernel(K
   using L = TwinLayout<D, DOTS>;
   static_assert(L::bytes <= 227 * 1024, "what one sm_90 block may opt in to");
   constexpr int kThreads = walk_threads<D>(), kBlocks = D / 64;
-  static_assert(L::kGroups <= 2, "wgmma::sync_warpgroup has two barriers");
   extern __shared__ __align__(16) unsigned char smem_unaligned[];
   unsigned char* smem = wgmma::swizzle_aligned(smem_unaligned);
   float* s_powers = reinterpret_cast<float*>(smem + L::powers);
