@@ -23,7 +23,8 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available() or _C.device_count
 # row-split walk of Dk 256 (with Dv 256, 128, 64; its backward's dq and dk passes run the
 # column-split walk where Dv is 128 or less), 192 (the portable walk after the wgmma state
 # pass), packed sequences (the two-pass path, every chunk's state published), float32 rows
-# rounded on load.
+# rounded on load. The backward's twin walk (dv and dk in one) runs where Dk and Dv pad alike to
+# 64 or 128 and no dk pass needs gate dots from float32 rows (those run on the generic kernel).
 CASES = [
     (2, 4096, 4, 128, 128, "g", 0, "bfloat16"),
     (2, 4096, 4, 128, 128, "gamma", 0, "bfloat16"),
@@ -42,6 +43,7 @@ CASES = [
     (1, 8192, 4, 128, 128, "g", 5, "bfloat16"),
     (1, 8192, 4, 64, 64, "", 7, "float16"),
     (2, 2048, 2, 128, 128, "g", 0, "float32"),
+    (2, 2048, 2, 128, 128, "gamma", 0, "float32"),
 ]
 
 
