@@ -63,29 +63,10 @@ __global__ void __launch_bounds__(threads<SLICE>()) chunk_output_kernel(KernelPa
   constexpr int kGroups = SLICE / kGroupV;
   const int row_warp = warp % kRowWarps, group = warp / kRowWarps, col_base = group * kGroupV;
   const int dk = p.dk, dv = p.dv;
-  int v0 = blockIdx.y * SLICE, chunk = blockIdx.x, head = blockIdx.z % p.heads, seq = blockIdx.z / p.heads;
-  if (p.state_progress) {
-    // Alongside pass 1 (launch_shape's grid): chunks in the order pass 1 writes their states.
-    // One block of the last chunk row waits for all of pass 1, so that this grid ends after it:
-    // what follows in the stream (the final state included) then finds pass 1 done.
-    if (blockIdx.x == 0 && blockIdx.y == gridDim.y - 1) wait_for_previous_grid();
-    const int per_slice = gridDim.x / (p.dv_padded / SLICE), row = blockIdx.x % per_slice;
-    v0 = blockIdx.x / per_slice * SLICE;
-    if (p.cu_seqlens) {
-      head = row;
-      seq = sequence_of_rank(p, blockIdx.y, chunk);
-      if (seq < 0) return;
-    } else {
-      head = row % p.heads;
-      seq = row / p.heads;
-      chunk = blockIdx.y;
-    }
-  } else if (p.cu_seqlens) {
-    head = blockIdx.z;
-    seq = sequence_of_slot(p, blockIdx.x, chunk);
-    if (seq < 0) return;
-  }
-  const SequenceRows rows = sequence_rows(p, seq, head);
+  const OutputChunk at = output_chunk(p, SLICE);
+  if (at.seq < 0) return;
+  const int v0 = at.v0, chunk = at.chunk, head = at.head;
+  const SequenceRows rows = sequence_rows(p, at.seq, head);
   const int t0 = chunk * kChunk, n = min(kChunk, rows.length - t0);
   const int64_t state_size = int64_t(p.dk_padded) * p.dv_padded;
 
@@ -107,12 +88,7 @@ __global__ void __launch_bounds__(threads<SLICE>()) chunk_output_kernel(KernelPa
   commit_async_copies();
   stage_rows<kChunk, SLICE, kThreads, T>(s_v, L::ld_v, static_cast<const S*>(p.v) + rows.at(p.v_at, t0) + v0,
                                          rows.stride(p.v_at), n, dv - v0);
-  if (p.state_progress) {  // the 64 x 64 blocks of the state this block reads, one thread each
-    constexpr int kSliceBlocks = SLICE / 64;
-    if (tid < p.dk_padded / 64 * kSliceBlocks)
-      wait_for_progress(progress_counter(p, rows.state_index, tid / kSliceBlocks, v0 / 64 + tid % kSliceBlocks), chunk);
-    __syncthreads();
-  }
+  wait_for_chunk_state(p, rows.state_index, v0, SLICE, chunk);
   stage_rows<DK, SLICE, kThreads, T>(s_h, L::ld_v,
                                      static_cast<const T*>(p.states) + (rows.chunk_base + chunk) * state_size + v0,
                                      p.dv_padded, p.dk_padded, SLICE);

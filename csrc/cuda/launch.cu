@@ -386,10 +386,11 @@ std::string kernel_path(const Problem& problem, int device) {
   if (!choice.plan) return choice.family->name;
   std::string path = std::string(choice.family->name) + (choice.plan->fused ? ", fused (" : ", two passes (") +
                      choice.family->code + ")";
-  // The Hopper family's walk takes dk up to 128 and 256 (padded); its state pass runs where a state pass does
-  // (two passes, or a walk in segments).
+  // The Hopper family's walk takes dk up to 128 and 256 (padded), its output pass (two passes) dk up
+  // to 128; its state pass runs where a state pass does (two passes, or a walk in segments).
+  const int dk_padded = mma::padded_head_size(int(problem.dk));
   if (choice.family->family == KernelFamily::kHopper &&
-      !(choice.plan->fused && hopper_walk_takes(mma::padded_head_size(int(problem.dk)))))
+      !(choice.plan->fused ? hopper_walk_takes(dk_padded) : hopper_output_takes(dk_padded, choice.plan->segments)))
     path += !choice.plan->fused || choice.plan->segments > 1 ? ", wgmma state pass only" : ", no pass on wgmma here";
   return path;
 }

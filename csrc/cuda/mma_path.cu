@@ -35,7 +35,10 @@ cudaError_t launch_passes(const KernelParams& params, int sequences, cudaStream_
   // The fused pass joins the segments' end states itself (chunk_walk_mma.cu).
   if (err == cudaSuccess && params.segments > 1 && !params.fused) err = launch_segment_scan(params, sequences, stream);
   if (err != cudaSuccess) return err;
-  if (!params.fused) return launch_chunk_output<T, S>(params, sequences, stream);
+  if (!params.fused)
+    return hopper && hopper_output_takes(params.dk_padded, params.segments)
+               ? launch_hopper_chunk_output<T, S>(params, sequences, stream)
+               : launch_chunk_output<T, S>(params, sequences, stream);
   if (params.twin_out) return hopper ? launch_hopper_twin_walk<T, S>(params, sequences, stream, walk_after_own)
                                      : cudaErrorInvalidValue;
   if (hopper && hopper_walk_takes(params.dk_padded))

@@ -137,6 +137,50 @@ __device__ __forceinline__ int sequence_of_rank(const KernelParams& p, int rank,
 #endif
 }
 
+// The chunk one block of the two-pass path's output pass takes (the portable kernel's grid,
+// chunk_output_mma.cu: launch_shape, which the Hopper one shares): its sequence (-1: a packed
+// slot between sequences, nothing to do), head, chunk and first value column, for blocks of
+// `slice` value columns. Alongside pass 1 (state_progress) one block of the last chunk row waits
+// for all of pass 1, so that the grid ends after it: what follows in the stream (the final
+// state included) then finds pass 1 done.
+struct OutputChunk {
+  int seq, head, chunk, v0;
+};
+
+__device__ __forceinline__ OutputChunk output_chunk(const KernelParams& p, int slice) {
+  OutputChunk at{int(blockIdx.z / p.heads), int(blockIdx.z % p.heads), int(blockIdx.x), int(blockIdx.y) * slice};
+  if (p.state_progress) {
+    if (blockIdx.x == 0 && blockIdx.y == gridDim.y - 1) wait_for_previous_grid();
+    const int per_slice = gridDim.x / (p.dv_padded / slice), row = blockIdx.x % per_slice;
+    at.v0 = blockIdx.x / per_slice * slice;
+    if (p.cu_seqlens) {
+      at.head = row;
+      at.seq = sequence_of_rank(p, blockIdx.y, at.chunk);
+    } else {
+      at.head = row % p.heads;
+      at.seq = row / p.heads;
+      at.chunk = blockIdx.y;
+    }
+  } else if (p.cu_seqlens) {
+    at.head = blockIdx.z;
+    at.seq = sequence_of_slot(p, blockIdx.x, at.chunk);
+  }
+  return at;
+}
+
+// Alongside pass 1: waits until the 64 x 64 blocks of the state entering `chunk` that an output
+// block of `slice` columns from v0 reads are written, one thread per block, then the block's
+// barrier orders its reads behind the wait.
+__device__ __forceinline__ void wait_for_chunk_state(const KernelParams& p, int64_t state_index, int v0, int slice,
+                                                     int chunk) {
+  if (!p.state_progress) return;
+  const int slice_blocks = slice / 64;
+  if (int(threadIdx.x) < p.dk_padded / 64 * slice_blocks)
+    wait_for_progress(progress_counter(p, state_index, threadIdx.x / slice_blocks, v0 / 64 + threadIdx.x % slice_blocks),
+                      chunk);
+  __syncthreads();
+}
+
 // Weights of a pass (common/passes.h): out = scale (intra-chunk) + state_weight 2^(c_i) q H and
 // H' = 2^L H + update_weight sum_j 2^(L - c_j) k_j^T v_j.
 __device__ __forceinline__ float state_weight(const KernelParams& p) { return p.adjoint ? 1.0f : p.scale; }

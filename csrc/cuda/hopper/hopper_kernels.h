@@ -1,8 +1,8 @@
 // The Hopper family's launchers (sm_90a code; common/kernel_dispatch.h's "hopper" row): the
-// tensor-core plan with pass 1 and, where it takes the pass, the fused pass on wgmma. Its
-// sources are built for sm_90a alone, and only where the build's architectures include 9.0
-// (the build defines CULINA_SM90A for them then); elsewhere they compile to kernels that are
-// never launched, and hopper_kernel_attributes says so.
+// tensor-core plan with pass 1 and, where they take the pass, the fused pass and the two-pass
+// path's output pass on wgmma. Its sources are built for sm_90a alone, and only where the
+// build's architectures include 9.0 (the build defines CULINA_SM90A for them then); elsewhere
+// they compile to kernels that are never launched, and hopper_kernel_attributes says so.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -28,6 +28,14 @@ cudaError_t launch_hopper_chunk_states(const KernelParams& params, int sequences
 constexpr bool hopper_walk_takes(int dk_padded) { return dk_padded <= 128 || dk_padded == 256; }
 template <typename T, typename S>
 cudaError_t launch_hopper_chunk_walk(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own);
+
+// The two-pass path's output pass (kernels.h: launch_chunk_output) on wgmma, for dk_padded of 64
+// or 128 in one segment: the same grid, block mapping and results. On Hopper the two passes run
+// for packed sequences, always in one segment (a padded batch walks); a plan in segments (the
+// portable kernel adds each segment's entering state) stays portable.
+constexpr bool hopper_output_takes(int dk_padded, int segments) { return dk_padded <= 128 && segments == 1; }
+template <typename T, typename S>
+cudaError_t launch_hopper_chunk_output(const KernelParams& params, int sequences, cudaStream_t stream);
 
 // The backward's dv pass's walk with the dk pass riding on it (KernelParams::twin_q, twin_out;
 // hopper/chunk_walk_twin_wgmma.cu): for dk and dv padded alike to 64 or 128, so that one block
