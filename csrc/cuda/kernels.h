@@ -75,8 +75,9 @@ struct KernelParams {
   bool ends_after_own;
   // The gates' gradient terms (common/passes.h: Pass::gate_dots), null where not wanted: the
   // output kernels add dot_sign times each output row's fp32 values dotted with the same
-  // token's row of `partner` (q's dtype, dv features) to the token's element of gate_dots
-  // (float32, no feature axis), with atomics: every block of value columns adds its part.
+  // token's row of `partner` (q's dtype, the output's features: dv, or dk for the twin's below)
+  // to the token's element of gate_dots (float32, no feature axis), with atomics: every block of
+  // value columns adds its part.
   float* gate_dots;
   Strides gate_dots_at;
   const void* partner;

@@ -24,7 +24,8 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available() or _C.device_count
 # column-split walk where Dv is 128 or less), 192 (the portable walk after the wgmma state
 # pass), packed sequences (the two-pass path, every chunk's state published), float32 rows
 # rounded on load. The backward's twin walk (dv and dk in one) runs where Dk and Dv pad alike to
-# 64 or 128 and no dk pass needs gate dots from float32 rows (those run on the generic kernel).
+# 64 or 128 (96 and 128: dk's columns and dv's differ) and no dk pass needs gate dots from
+# float32 rows (those run on the generic kernel).
 CASES = [
     (2, 4096, 4, 128, 128, "g", 0, "bfloat16"),
     (2, 4096, 4, 128, 128, "gamma", 0, "bfloat16"),
@@ -40,6 +41,8 @@ CASES = [
     (2, 1024, 2, 256, 256, "g", 0, "float32"),
     (1, 2048, 2, 192, 192, "g", 0, "bfloat16"),
     (2, 2049, 3, 96, 96, "g", 0, "bfloat16"),
+    (2, 1500, 2, 96, 128, "g", 0, "bfloat16"),
+    (2, 1500, 2, 128, 96, "g", 0, "bfloat16"),
     (1, 8192, 4, 128, 128, "g", 5, "bfloat16"),
     (1, 8192, 4, 64, 64, "", 7, "float16"),
     (2, 2048, 2, 128, 128, "g", 0, "float32"),
@@ -122,8 +125,8 @@ def backward_kernels(b, t, h, dk, dv, gates):
 
 
 @pytest.mark.skipif(_api.apply_kernel_choice() == "portable", reason="CULINA_KERNELS=portable turns the Hopper family off")
-@pytest.mark.parametrize("dk, dv, twin", [(128, 128, True), (64, 64, True), (96, 96, True), (64, 128, False),
-                                          (256, 256, False)])
+@pytest.mark.parametrize("dk, dv, twin", [(128, 128, True), (64, 64, True), (96, 96, True), (96, 128, True),
+                                          (64, 128, False), (256, 256, False)])
 @pytest.mark.parametrize("gates", ["g", "gamma"])
 def test_the_dk_pass_rides_on_the_dv_walk_where_the_twin_walk_takes_it(dk, dv, twin, gates):
     # One walk for dv and dk where both head sizes pad alike to 64 or to 128 (96 pads to 128);

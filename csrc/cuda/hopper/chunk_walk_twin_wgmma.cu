@@ -4,8 +4,8 @@
 //   dv_i = scale sum_(j<=i) 2^(c_i - c_j) (k_i.q_j) do_j + 2^(c_i) k_i H_c
 //   dk_i = scale sum_(j<=i) 2^(c_i - c_j) (v_i.do_j) q_j + 2^(c_i) v_i H_c^T
 //   H_(c+1) = 2^L H_c + scale Q^T (2^(L - c_j) do_j rows)
-// so one walk reads k, q, do and v once and writes dv and dk (6 N D bytes where the two walks
-// move 8), and updates the state once. As in the column-split walk (chunk_walk_wgmma.cu), each
+// so one walk reads k, q, do and v once and writes dv and dk (six tensors of N D elements where
+// the two walks move eight), and updates the state once. As in the column-split walk (chunk_walk_wgmma.cu), each
 // warpgroup owns 64 columns of H (dv's) and of dv; here also 64 columns of dk. Its dk columns
 // need every warpgroup's H_c (v_i H_c^T sums over all of dv): both store H_c as 16-bit, and a
 // block barrier makes them whole before the products. Per chunk and warpgroup, in groups of

@@ -1,8 +1,9 @@
 // The Hopper family's launchers (sm_90a code; common/kernel_dispatch.h's "hopper" row): the
-// tensor-core plan with pass 1 and, where they take the pass, the fused pass and the two-pass
-// path's output pass on wgmma. Its sources are built for sm_90a alone, and only where the
-// build's architectures include 9.0 (the build defines CULINA_SM90A for them then); elsewhere
-// they compile to kernels that are never launched, and hopper_kernel_attributes says so.
+// tensor-core plan with pass 1 and, where they take the pass, the fused pass (with the twin walk
+// for the backward's dv and dk passes) and the two-pass path's output pass on wgmma. Its sources
+// are built for sm_90a alone, and only where the build's architectures include 9.0 (the build
+// defines CULINA_SM90A for them then); elsewhere they compile to kernels that are never
+// launched, and hopper_kernel_attributes says so.
 #pragma once
 
 #include <cuda_runtime.h>

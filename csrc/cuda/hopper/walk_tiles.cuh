@@ -1,7 +1,9 @@
-// What both Hopper walks share (hopper/chunk_walk_wgmma.cu, the forward's and every backward
-// pass's; hopper/chunk_walk_twin_wgmma.cu, the dv and dk passes in one): warpgroups of 64 value
-// columns, a chunk's rows copied into hopper/wgmma.cuh's swizzled tiles, the state a block enters
-// its segment with and leaves it with, and the steps of a chunk that the two walks take alike.
+// What the Hopper kernels that multiply a chunk's rows share: the walks (hopper/chunk_walk_wgmma.cu,
+// every pass's; hopper/chunk_walk_twin_wgmma.cu, the backward's dv and dk passes in one) and the
+// two-pass path's output pass (hopper/chunk_output_wgmma.cu). Warpgroups of 64 value columns, a
+// chunk's rows copied into hopper/wgmma.cuh's swizzled tiles, the state a walk's block enters its
+// segment with and leaves it with, and the steps of a chunk they take alike (H_c's 16-bit store,
+// V', the scores and Q H_c, P's fragments, P times a tile, the state's update).
 #pragma once
 
 #include "cuda/chunk_rows_mma.cuh"
