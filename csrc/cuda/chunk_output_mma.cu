@@ -140,18 +140,10 @@ __global__ void __launch_bounds__(threads<SLICE>()) chunk_output_kernel(KernelPa
 
 template <typename T, typename S, int DK, int SLICE>
 cudaError_t launch_shape(const KernelParams& params, int sequences, cudaStream_t stream) {
-  // Padded: one block row per (sequence, head) and chunk; packed: per head and chunk slot.
-  // Alongside pass 1, chunks go in the grid's second dimension, whose blocks the scheduler
-  // starts after the first dimension's (in practice, not by contract): first every (sequence,
-  // head, slice)'s chunk 0, then every chunk 1, as pass 1 writes them (packed: ranks,
-  // sequence_rows.cuh: sequence_of_rank). Any order is correct: blocks wait for their states.
-  const unsigned slices = params.dv_padded / SLICE, rows = params.cu_seqlens ? params.heads : sequences * params.heads;
-  const bool alongside = params.state_progress != nullptr;
-  const dim3 grid = alongside ? dim3(rows * slices, unsigned(params.chunk_slots))
-                              : dim3(unsigned(params.chunk_slots), slices, rows);
   return with_gate_kinds<T, S>(params, [&](auto gated, auto dots) {
     const auto kernel = chunk_output_kernel<T, S, DK, SLICE, decltype(gated)::value, decltype(dots)::value>;
-    return launch_with_shared(kernel, grid, threads<SLICE>(), Layout<DK, SLICE>::bytes, stream, params, alongside);
+    return launch_with_shared(kernel, output_grid(params, sequences, SLICE), threads<SLICE>(), Layout<DK, SLICE>::bytes,
+                              stream, params, params.state_progress != nullptr);
   });
 }
 
@@ -164,6 +156,17 @@ cudaError_t launch_shape(const KernelParams& params, int sequences, cudaStream_t
 #define CULINA_OUTPUT_MAX_SLICE 128  // a tuning knob: 64 or 128
 #endif
 int output_slice(int dv) { return CULINA_OUTPUT_MAX_SLICE == 128 && padded_head_size(dv) % 128 == 0 ? 128 : 64; }
+
+// Padded: one block row per (sequence, head) and chunk; packed: per head and chunk slot.
+// Alongside pass 1, chunks go in the grid's second dimension, whose blocks the scheduler starts
+// after the first dimension's (in practice, not by contract): first every (sequence, head,
+// slice)'s chunk 0, then every chunk 1, as pass 1 writes them (packed: ranks,
+// sequence_rows.cuh: sequence_of_rank). Any order is correct: blocks wait for their states.
+dim3 output_grid(const KernelParams& params, int sequences, int slice) {
+  const unsigned slices = params.dv_padded / slice, rows = params.cu_seqlens ? params.heads : sequences * params.heads;
+  return params.state_progress ? dim3(rows * slices, unsigned(params.chunk_slots))
+                               : dim3(unsigned(params.chunk_slots), slices, rows);
+}
 
 size_t output_shared_bytes(int dk, int dv) {
   return with_head_size(dk, [&](auto head) {

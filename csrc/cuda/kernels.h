@@ -156,6 +156,9 @@ size_t states_shared_bytes(bool fused);  // the state pass before the fused pass
 size_t output_shared_bytes(int dk, int dv);
 size_t walk_shared_bytes(int dk, int dv);
 int output_slice(int dv);  // value columns per output block: 128 where dv allows, else 64
+// The output pass's grid for blocks of `slice` value columns (sequence_rows.cuh: output_chunk
+// maps a block to its chunk).
+dim3 output_grid(const KernelParams& params, int sequences, int slice);
 int walk_slice(int dk, int dv);  // value columns per chunk-walk block: 128, 96 or 64
 // `after_own`: the kernel before it in the stream is one of launch_mma's (launch_with_shared).
 template <typename T, typename S>

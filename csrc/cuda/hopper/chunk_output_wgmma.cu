@@ -122,14 +122,10 @@ __global__ void __launch_bounds__(walk_threads<SLICE>()) chunk_output_wgmma_kern
 
 template <typename T, typename S, int DK, int SLICE>
 cudaError_t launch_output(const KernelParams& params, int sequences, cudaStream_t stream) {
-  const unsigned slices = params.dv_padded / SLICE, rows = params.cu_seqlens ? params.heads : sequences * params.heads;
-  const bool alongside = params.state_progress != nullptr;
-  const dim3 grid = alongside ? dim3(rows * slices, unsigned(params.chunk_slots))
-                              : dim3(unsigned(params.chunk_slots), slices, rows);
   return with_gate_kinds<T, S>(params, [&](auto gated, auto dots) {
     const auto kernel = chunk_output_wgmma_kernel<T, S, DK, SLICE, decltype(gated)::value, decltype(dots)::value>;
-    return launch_with_shared(kernel, grid, walk_threads<SLICE>(), OutputLayout<DK, SLICE>::bytes, stream, params,
-                              alongside);
+    return launch_with_shared(kernel, output_grid(params, sequences, SLICE), walk_threads<SLICE>(),
+                              OutputLayout<DK, SLICE>::bytes, stream, params, params.state_progress != nullptr);
   });
 }
 
