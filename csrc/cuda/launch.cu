@@ -174,13 +174,15 @@ struct EndsHandoff {
   bool after_own = false;
 };
 
-// The region of the first pass's workspace (of `workspace_limit` bytes) where it hands the later
-// pass its segment end states, or none. Only where both walk in the same segments, so that the chunk and
-// segment gates lie in the same place: after the first pass's workspace, as large as its segment
-// states.
+// A region of a pass's workspace: bytes from `at` to `end`.
 struct HandedEnds {
-  size_t at, end;  // bytes into the first pass's workspace
+  size_t at, end;
 };
+
+// The region of the first pass's workspace (of `workspace_limit` bytes) where it hands the later
+// pass its segment end states, or none. Only where both walk in the same segments, so that the
+// chunk and segment gates lie in the same place: after the first pass's workspace, as large as
+// its segment states.
 std::optional<HandedEnds> handed_ends(const Choice& first, const Choice& later, size_t workspace_limit) {
   const std::optional<MmaPlan>&a = first.plan, &b = later.plan;
   if (!a || !b || !a->fused || !b->fused || a->segments < 2 || a->segments != b->segments ||
@@ -298,10 +300,10 @@ std::optional<HandedEnds> kept_ends(const Problem& problem, const Choice& forwar
 // Whether the dk pass rides on the dv pass's walk (KernelParams::twin_q): where the Hopper family
 // takes both passes and walks the dv pass in a shape its twin walk takes.
 bool twin_walk(const Choice& dv, const Choice& dk, const Problem& problem) {
-  const auto hopper_walks = [](const Choice& choice) {
+  const auto hopper_fused = [](const Choice& choice) {
     return choice.family->family == KernelFamily::kHopper && choice.plan && choice.plan->fused;
   };
-  return hopper_walks(dv) && hopper_walks(dk) &&
+  return hopper_fused(dv) && hopper_fused(dk) &&
          hopper_twin_walk_takes(mma::padded_head_size(int(problem.dk)), mma::padded_head_size(int(problem.dv)));
 }
 

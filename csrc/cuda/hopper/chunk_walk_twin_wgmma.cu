@@ -40,10 +40,9 @@ struct TwinLayout {
                                        wgmma::kSwizzleAtomBytes * wgmma::kSwizzleAtomBytes;
   static constexpr size_t h = kTwinSlots * slot_bytes;                       // kGroups x [D][64] 16-bit
   static constexpr size_t scaled_v = h + size_t(kGroups) * D * wgmma::kLineBytes;  // kGroups blocks
-  static constexpr size_t staging = size_t(walk_threads<D>() / 32) * staging_bytes<kGroupCols>();
   static constexpr size_t stage = scaled_v + size_t(kGroups) * kBlockBytes;
-  static constexpr size_t partner = stage + staging;
-  static constexpr size_t powers = partner + (DOTS ? staging : 0);
+  static constexpr size_t partner = stage + size_t(walk_threads<D>() / 32) * staging_bytes<kGroupCols>();
+  static constexpr size_t powers = partner + (DOTS ? partner - stage : 0);
   static constexpr size_t used = powers + (kChunk + 1) * 4;
   static constexpr size_t bytes = used + wgmma::kSwizzleAtomBytes;  // room to align the base to 1024
 };

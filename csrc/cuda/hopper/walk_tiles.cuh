@@ -107,6 +107,7 @@ __device__ __forceinline__ void leave_state(const float (&acc)[TILES][8][4], con
   for (int t = 0; t < TILES; ++t)
     store_final_tile(acc[t], p.final_state + rows.state_index * p.dk * p.dv, p.dk, p.dv, first_row + 64 * t, col);
 }
+
 // The state's TILES 64-row tiles, this lane's elements as enter_state leaves them, as 16-bit
 // into a warpgroup's [64 TILES][64] tile (the B operand of Q H_c): a store of four 8 x 8
 // matrices per two column tiles, rows +0..7 and +8..15 of the warp's 16 and words x and x + 1
@@ -224,6 +225,5 @@ __device__ __forceinline__ void scale_state(float (&acc)[TILES][8][4], float fac
       for (int e = 0; e < 4; ++e) acc[t][x][e] *= factor;
 }
 #endif
-
 
 }  // namespace culina::gpu::hopper_walk
