@@ -315,9 +315,9 @@ struct BackwardPlan {
   std::optional<HandedEnds> handed;
 };
 
-BackwardPlan plan_backward(const Problem& problem, const Gradients& gradients, const DeviceFacts& facts,
+BackwardPlan plan_backward(const Problem& problem, const std::array<Pass, 3>& passes, const DeviceFacts& facts,
                            size_t workspace_limit) {
-  const auto [dq, dk, dv] = backward_passes(problem, gradients);
+  const auto& [dq, dk, dv] = passes;
   BackwardPlan plan{choose(problem, dq, facts, workspace_limit), choose(problem, dk, facts, workspace_limit),
                     choose(problem, dv, facts, workspace_limit), false, std::nullopt};
   plan.twin = twin_walk(plan.dv, plan.dk, problem);
@@ -328,7 +328,7 @@ BackwardPlan plan_backward(const Problem& problem, const Gradients& gradients, c
 // The tensor-core workspace the backward's passes need (the largest of theirs, and the ends the
 // dv pass hands the dk pass), else 0.
 size_t backward_workspace(const Problem& problem, const DeviceFacts& facts) {
-  const BackwardPlan plan = plan_backward(problem, Gradients{}, facts, SIZE_MAX);
+  const BackwardPlan plan = plan_backward(problem, backward_passes(problem, Gradients{}), facts, SIZE_MAX);
   size_t bytes = 0;
   for (const Choice* choice : {&plan.dq, &plan.dk, &plan.dv})
     if (choice->plan) bytes = std::max(bytes, choice->plan->workspace);
@@ -419,8 +419,9 @@ void linear_attention_backward(const Problem& problem, const Gradients& gradient
   const DeviceFacts& facts = runnable_facts_of(device);
   DeviceGuard guard(device);
   const auto on = reinterpret_cast<cudaStream_t>(stream);
-  const auto [dq, dk, dv] = backward_passes(problem, gradients);
-  const BackwardPlan plan = plan_backward(problem, gradients, facts, problem.workspace_bytes);
+  const std::array<Pass, 3> passes = backward_passes(problem, gradients);
+  const auto& [dq, dk, dv] = passes;
+  const BackwardPlan plan = plan_backward(problem, passes, facts, problem.workspace_bytes);
   EndsHandoff dq_ends;
   if (gradients.kept) {
     const Choice forward = choose(problem, forward_pass(problem), facts, gradients.kept_bytes);
