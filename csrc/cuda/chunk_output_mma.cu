@@ -39,7 +39,6 @@ struct Layout : ChunkTiles<DK, SLICE> {
   static constexpr size_t scores = h + size_t(DK) * Tiles::ld_v * 2;  // P, [64][kLdP] 16-bit
   static constexpr size_t gates = scores + kScoreBytes;
   static constexpr size_t bytes = gates + kGateSlot * 4;
-  static_assert(kGateSlot >= kChunk + 1, "the gates' room holds a constant's powers too");
   static_assert(Tiles::v - Tiles::q >= size_t(threads<SLICE>() / 32) * staging_bytes<kGroupV>(),
                 "the output staging rows must fit in the q and k regions");
 };
@@ -76,15 +75,8 @@ __global__ void __launch_bounds__(threads<SLICE>()) chunk_output_kernel(KernelPa
   stage_rows<kChunk, DK, kThreads, T>(s_k, L::ld_qk, static_cast<const S*>(p.k) + rows.at(p.k_at, t0),
                                       rows.stride(p.k_at), n, dk);
   const float log2g = p.log2_decay[head];
-  GatePowers<GATED> gates;
-  if constexpr (GATED) {
-    if (tid < kGateSlot / 4)
-      copy16_async(s_gates + 4 * tid, p.chunk_gates + (rows.chunk_base + chunk) * kGateSlot + 4 * tid, true);
-    gates = {s_gates};
-  } else {
-    if (tid <= kChunk) s_gates[tid] = exp2f(float(tid) * log2g);
-    gates = {s_gates, p.adjoint ? 0 : 1, n};
-  }
+  stage_output_gates<GATED>(s_gates, p, rows, chunk, log2g, tid);
+  const GatePowers<GATED> gates = chunk_powers<GATED>(p, s_gates, s_gates, n);
   commit_async_copies();
   stage_rows<kChunk, SLICE, kThreads, T>(s_v, L::ld_v, static_cast<const S*>(p.v) + rows.at(p.v_at, t0) + v0,
                                          rows.stride(p.v_at), n, dv - v0);

@@ -90,6 +90,22 @@ __device__ __forceinline__ GatePowers<GATED> chunk_powers(const KernelParams& p,
   else return {powers, p.adjoint ? 0 : 1, n};
 }
 
+// An output block's gates for chunk_powers(p, s_gates, s_gates, n), kGateSlot floats at s_gates:
+// GATED, the chunk's chunk_gates slot (16 bytes by each of the first kGateSlot / 4 threads,
+// asynchronous copies in the caller's next group); else the constant gate's powers g^x, x = 0 ..
+// kChunk (log2g = log2 g), by the first kChunk + 1 threads (visible after the caller's barrier).
+template <bool GATED>
+__device__ __forceinline__ void stage_output_gates(float* s_gates, const KernelParams& p, const SequenceRows& rows,
+                                                   int chunk, float log2g, int tid) {
+  static_assert(kGateSlot >= kChunk + 1, "the gates' room holds a constant's powers too");
+  if constexpr (GATED) {
+    if (tid < kGateSlot / 4)
+      copy16_async(s_gates + 4 * tid, p.chunk_gates + (rows.chunk_base + chunk) * kGateSlot + 4 * tid, true);
+  } else if (tid <= kChunk) {
+    s_gates[tid] = exp2f(float(tid) * log2g);
+  }
+}
+
 // Where this lane's values sit in mma.sync tiles and which row address it gives ldmatrix.
 struct LaneRoles {
   int group, pair;  // accumulator row (lane / 4) and first column (2 * (lane % 4)) in a tile

@@ -28,7 +28,6 @@ struct OutputLayout {
   static constexpr size_t gates = stage + size_t(walk_threads<SLICE>() / 32) * staging_bytes<kGroupCols>();
   static constexpr size_t used = gates + kGateSlot * 4;
   static constexpr size_t bytes = used + wgmma::kSwizzleAtomBytes;  // room to align the base to 1024
-  static_assert(kGateSlot >= kChunk + 1, "the gates' room holds a constant's powers too");
 };
 
 template <typename T, typename S, int DK, int SLICE, bool GATED, bool DOTS>
@@ -57,12 +56,7 @@ __global__ void __launch_bounds__(walk_threads<SLICE>()) chunk_output_wgmma_kern
   stage_tile<T, S, kThreads, DK / 8>(smem + L::q, in.q + t0 * in.q_step, in.q_step, n, dk, tid);
   stage_tile<T, S, kThreads, DK / 8>(smem + L::k, in.k + t0 * in.k_step, in.k_step, n, dk, tid);
   stage_tile<T, S, kThreads, SLICE / 8>(smem + L::v, in.v + t0 * in.v_step, in.v_step, n, dv - v0, tid);
-  if constexpr (GATED) {
-    if (tid < kGateSlot / 4)
-      copy16_async(s_gates + 4 * tid, p.chunk_gates + (rows.chunk_base + chunk) * kGateSlot + 4 * tid, true);
-  } else if (tid <= kChunk) {
-    s_gates[tid] = exp2f(float(tid) * p.log2_decay[at.head]);
-  }
+  stage_output_gates<GATED>(s_gates, p, rows, chunk, p.log2_decay[at.head], tid);
   wait_for_chunk_state(p, rows.state_index, v0, SLICE, chunk);
   const T* state = static_cast<const T*>(p.states) + (rows.chunk_base + chunk) * state_size + v0;
 #pragma unroll
