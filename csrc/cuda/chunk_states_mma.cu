@@ -99,15 +99,15 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
   const int dk = p.dk, dv = p.dv;
   const int64_t state_size = int64_t(p.dk_padded) * p.dv_padded;  // one workspace state
   const int v0 = blockIdx.x * kBlockV, d0 = blockIdx.y * kBlockD;
-  const int segment = blockIdx.z % p.segments, item = blockIdx.z / p.segments;
-  // Before the fused pass, only the end states of all but the last segment are needed.
-  if (!PUBLISH && segment == p.segments - 1) return;
+  const int runs = state_runs(p), run = blockIdx.z % runs, item = blockIdx.z / runs;
+  // Before the fused pass, only the end states of the runs before the last segment are needed.
+  if (!PUBLISH && run >= runs - p.pieces) return;
   const int head = item % p.heads;
   const SequenceRows rows = sequence_rows(p, item / p.heads, head);
-  // This block's run of chunks: segment 0 starts from the initial state, the others from zero.
-  const int first_chunk = segment * p.segment_chunks, row_base = first_chunk * kChunk;
-  const int chunks = max(0, min((rows.length + kChunk - 1) / kChunk - first_chunk, p.segment_chunks));
-  // Rows past the segment are never used: they load as zeros, like those past the sequence.
+  // This block's run of chunks: run 0 starts from the initial state, the others from zero.
+  const int first_chunk = run * run_chunks(p), row_base = first_chunk * kChunk;
+  const int chunks = max(0, min((rows.length + kChunk - 1) / kChunk - first_chunk, run_chunks(p)));
+  // Rows past the run are never used: they load as zeros, like those past the sequence.
   const int t_end = min(rows.length, row_base + chunks * kChunk);
   // Row t of the sequence: k + t * k_step, v + t * v_step (pointers past the sequence are formed
   // for chunk-aligned bases only, never read).
@@ -126,7 +126,7 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
   // Segment 0 starts from the initial state ([dk][dv], or [dv][dk] transposed; zero past dk and
   // dv), the others from zero.
   const float* initial_state =
-      segment == 0 && p.initial_state ? p.initial_state + rows.state_index * dk * dv : nullptr;
+      run == 0 && p.initial_state ? p.initial_state + rows.state_index * dk * dv : nullptr;
   float acc[kColTiles][4];
   load_initial_tile(acc, initial_state, p.initial_transposed, dk, dv, state_row, state_col);
 
@@ -182,7 +182,7 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
   for (int c = 0; c < kStages - 1; ++c) issue(c);
   wait_async_copies<kStages - 1>();  // step 0's gates, the oldest group
   __syncthreads();
-  float segment_gate = 0.0f;  // the sum of the segment's L so far
+  float run_gate = 0.0f;  // the sum of the run's L so far
 
   // ldmatrix row addresses of this lane (see load_matrices_transposed): matrix m = lane / 8.
   const int m = lane / 8, r = lane % 8;
@@ -247,7 +247,7 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
       if (PUBLISH && sub > 0) publish(chunk);
       const float total = GATED ? step_gates[sub * kGateSlot + kChunk]
                                         : float(min(kChunk, t_end - (first_chunk + chunk) * kChunk)) * log2g;  // L
-      segment_gate += total;
+      run_gate += total;
       const float chunk_decay = fast_exp2(total);
 #pragma unroll
       for (int c = 0; c < kColTiles; ++c)
@@ -268,7 +268,7 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
       }
     }
   }
-  store_state_pass_result<GATED>(acc, p, rows, segment_gate, state_row, state_col);
+  store_state_pass_result<GATED>(acc, p, rows, run_gate, state_row, state_col);
   if (progress) {  // the states of the last step's later chunks
     __syncthreads();
     if (tid == 0) announce_progress(progress, chunks);
@@ -284,7 +284,7 @@ size_t states_shared_bytes(bool fused) { return fused ? Layout<false>::bytes : L
 
 template <typename T, typename S>
 cudaError_t launch_chunk_states(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own) {
-  const dim3 grid(params.dv_padded / kBlockV, params.dk_padded / kBlockD, sequences * params.heads * params.segments);
+  const dim3 grid(params.dv_padded / kBlockV, params.dk_padded / kBlockD, sequences * params.heads * state_runs(params));
   const size_t shared = states_shared_bytes(params.fused);
   // The largest shared-memory carveout: the driver's own choice may hold two of the fused
   // pass's blocks where three fit.

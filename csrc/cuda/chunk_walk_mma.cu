@@ -161,16 +161,16 @@ __global__ void __launch_bounds__(threads<SLICE>(), 1) chunk_walk_kernel(KernelP
     for (int t = 0; t < kStateTiles; ++t)
       load_initial_tile(acc[t], from, p.initial_transposed, dk, dv, state_row + t * kTile, state_col);
   } else {
-    // The others from the end states the state pass left for the segments before this one
-    // ([dk_padded][dv_padded], the padding zero; segment 0's from the initial state, the
-    // rest from zero), joined here rather than by a scan kernel: S = E_0, then S = 2^(G_r) S +
-    // E_r for r = 1 .. segment - 1, G_r segment r's total log2 gate. These reads from L2 cost
-    // less than the scan kernel they replace (11 us on the H100 at B2 T16384 H16 D128).
+    // The others from the end states the state pass left for its runs before this segment
+    // ([dk_padded][dv_padded], the padding zero; run 0's from the initial state, the rest from
+    // zero), joined here rather than by a scan kernel: S = E_0, then S = 2^(G_r) S + E_r for
+    // r = 1 .. segment * pieces - 1, G_r run r's total log2 gate. These reads from L2 cost less
+    // than the scan kernel they replace (11 us on the H100 at B2 T16384 H16 D128).
     const int64_t size = int64_t(p.dk_padded) * p.dv_padded;
-    const float* ends = p.segment_states + rows.state_index * p.segments * size;
+    const float* ends = p.segment_states + rows.state_index * state_runs(p) * size;
 #pragma unroll 2
-    for (int r = 0; r < segment; ++r) {
-      const float decay = r == 0 ? 0.0f : segment_decay(p, rows, r, GATED, log2g);
+    for (int r = 0; r < segment * p.pieces; ++r) {
+      const float decay = r == 0 ? 0.0f : run_decay(p, rows, r, GATED, log2g);
 #pragma unroll
       for (int t = 0; t < kStateTiles; ++t)
         join_padded_tile(acc[t], ends + r * size, p.dv_padded, state_row + t * kTile, state_col, decay, r == 0);

@@ -58,6 +58,11 @@ struct KernelParams {
   // the chunk states it reads; the fused pass's blocks join the end states before them.
   int segments;
   int segment_chunks;
+  // Fused, several segments: pass 1 cuts each segment into `pieces` runs of segment_chunks /
+  // pieces chunks, and the walk joins the runs' end states, so that pass 1 has blocks for every
+  // multiprocessor where few (sequence, head) pairs would leave most idle; segment_states and
+  // segment_gates then hold one slot per run ([rows][segments * pieces]). Two passes: 1.
+  int pieces;
   float* segment_states;
   // The fused pass (chunk_walk_mma.cu) runs instead of pass 2: pass 1 then only computes the
   // end states of all segments but the last, and no chunk state goes through `states`.
@@ -124,13 +129,19 @@ cudaError_t launch_generic(const KernelParams& params, int sequences, DType dtyp
 // or in two passes: chunk states into the workspace (in segments joined by a
 // scan when the state blocks alone would leave the device idle), then all outputs in parallel.
 // How the tensor-core path runs one pass on one device.
+// Pass 1's runs of chunks, computed side by side (KernelParams::pieces): how many per
+// (sequence, head), and the chunks in each.
+__host__ __device__ inline int state_runs(const KernelParams& p) { return p.segments * p.pieces; }
+__host__ __device__ inline int run_chunks(const KernelParams& p) { return p.segment_chunks / p.pieces; }
+
 struct MmaPlan {
   bool fused = false;
-  int segments = 1;        // runs of segment_chunks chunks computed side by side
+  int segments = 1;        // runs of segment_chunks chunks walked side by side
   int segment_chunks = 1;
+  int pieces = 1;          // pass 1's runs per segment (KernelParams::pieces)
   size_t workspace = 0;    // bytes: chunk states (two passes), segment states, then the gates'
   size_t segment_states_at = 0;
-  size_t segment_states_bytes = 0;  // several segments: [rows][segments][dk_padded][dv_padded] fp32
+  size_t segment_states_bytes = 0;  // several segments: [rows][segments * pieces][dk_padded][dv_padded] fp32
   size_t chunk_gates_at = 0;    // gated problems: KernelParams::chunk_gates
   size_t segment_gates_at = 0;  // gated problems with several segments: KernelParams::segment_gates
   // Two passes in one segment whose chunks fit the output grid's second dimension (65535): the

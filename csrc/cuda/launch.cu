@@ -186,7 +186,7 @@ struct HandedEnds {
 std::optional<HandedEnds> handed_ends(const Choice& first, const Choice& later, size_t workspace_limit) {
   const std::optional<MmaPlan>&a = first.plan, &b = later.plan;
   if (!a || !b || !a->fused || !b->fused || a->segments < 2 || a->segments != b->segments ||
-      a->segment_chunks != b->segment_chunks || a->chunk_gates_at != b->chunk_gates_at ||
+      a->segment_chunks != b->segment_chunks || a->pieces != b->pieces || a->chunk_gates_at != b->chunk_gates_at ||
       a->segment_gates_at != b->segment_gates_at)
     return std::nullopt;
   const size_t at = (a->workspace + 15) / 16 * 16, end = at + a->segment_states_bytes;
@@ -253,6 +253,7 @@ void run_pass(const Problem& problem, const Pass& pass, const Choice& choice, co
     params.chunk_slots = chunk_slots(problem);
     params.segments = plan->segments;
     params.segment_chunks = plan->segment_chunks;
+    params.pieces = plan->pieces;
     params.segment_states = ends.ready_ends ? ends.ready_ends
                                             : reinterpret_cast<float*>(workspace + plan->segment_states_at);
     params.ends_ready = ends.ready_ends != nullptr;

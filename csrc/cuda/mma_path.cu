@@ -21,6 +21,8 @@ using mma::padded_head_size;
 
 // Below this many chunks per segment, the scan and the fix-up cost more than they save.
 constexpr int kMinSegmentChunks = 8;
+// Pass 1's runs before a walk (KernelParams::pieces) take at least this many chunks each.
+constexpr int kMinRunChunks = 4;
 
 template <typename T, typename S>
 cudaError_t launch_passes(const KernelParams& params, int sequences, cudaStream_t stream, bool hopper) {
@@ -70,6 +72,22 @@ int walk_segments(int64_t blocks, int64_t chunks, int resident, int multiprocess
   return best;
 }
 
+// Pass 1's runs per segment before a walk in `segments`: `blocks` of its 64 x 64 state blocks
+// work on the segments before the last, one run each, and three share a multiprocessor. Where
+// they leave some idle (few sequence-head pairs: B8 T1024 H8 D64 gives 64 working blocks for
+// the H100's 132 multiprocessors, each walking 8 chunks one after another), each segment is cut
+// into the most runs that still fit one such wave, dividing its chunks evenly (so the walk's
+// segments stay as they are), each of kMinRunChunks or more, and no more runs in all than
+// kMaxSegments: a walk block joins the end states of every run before its segment.
+int state_pieces(int segments, int segment_chunks, int64_t blocks, int multiprocessors) {
+  const int64_t fit = 3 * int64_t(multiprocessors) / std::max<int64_t>(1, blocks);
+  int best = 1;
+  for (int pieces = 2; pieces <= fit && segment_chunks / pieces >= kMinRunChunks && segments * pieces <= kMaxSegments;
+       ++pieces)
+    if (segment_chunks % pieces == 0) best = pieces;
+  return best;
+}
+
 }  // namespace
 
 int64_t chunk_slots(const Problem& problem) {
@@ -97,19 +115,23 @@ std::optional<MmaPlan> plan_mma(const Problem& problem, const Pass& pass, int mu
                                : segments_for((dk_padded / 64) * (dv_padded / 64) * rows, chunks, 3, multiprocessors);
   plan.segment_chunks = int(std::max<int64_t>(1, (chunks + plan.segments - 1) / plan.segments));
   plan.segments = int(std::max<int64_t>(1, (chunks + plan.segment_chunks - 1) / plan.segment_chunks));
+  if (plan.fused && plan.segments > 1)
+    plan.pieces = state_pieces(plan.segments, plan.segment_chunks,
+                               (dk_padded / 64) * (dv_padded / 64) * rows * (plan.segments - 1), multiprocessors);
   // Chunk states (two passes, 16-bit), segment states (fp32), then with gates the chunk gates
   // and the segments' gates; every region starts on 16 bytes.
   const size_t state_elements = size_t(dk_padded) * size_t(dv_padded);
   const size_t chunk_state_bytes = plan.fused ? 0 : (size_t(rows * chunks) * state_elements * 2 + 15) / 16 * 16;
   plan.segment_states_at = chunk_state_bytes;
-  plan.segment_states_bytes = plan.segments > 1 ? size_t(rows * plan.segments) * state_elements * 4 : 0;
+  const int64_t runs = int64_t(plan.segments) * plan.pieces;
+  plan.segment_states_bytes = plan.segments > 1 ? size_t(rows * runs) * state_elements * 4 : 0;
   size_t end = chunk_state_bytes + plan.segment_states_bytes;
   if (problem.gated()) {
     plan.chunk_gates_at = end;
     end += size_t(rows * chunks) * kGateSlot * 4;
     if (plan.segments > 1) {
       plan.segment_gates_at = end;
-      end += size_t(rows * plan.segments) * 4;
+      end += size_t(rows * runs) * 4;
     }
   }
   // Pass 2 alongside pass 1 (KernelParams::state_progress), where pass 1's blocks fit in about two

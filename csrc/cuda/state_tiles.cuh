@@ -62,26 +62,26 @@ __device__ __forceinline__ void store_transposed_tile(const float (&acc)[C][4], 
   }
 }
 
-// A state pass block's piece of its result. Several segments: its segment's end state
-// ([dk_padded][dv_padded] in slot [item][segment], which is blockIdx.z), for the scan or the walk,
-// also transposed where a later pass takes it (KernelParams::transposed_ends), and GATED its total
-// log2 gate, by one block of the (item, segment). One segment: the final state ([dk][dv], the real
-// rows and columns only), where wanted.
+// A state pass block's piece of its result. Several segments: its run's end state
+// ([dk_padded][dv_padded] in slot [item][run], which is blockIdx.z; kernels.h: state_runs), for
+// the scan or the walk, also transposed where a later pass takes it (KernelParams::transposed_ends),
+// and GATED its total log2 gate, by one block of the (item, run). One segment: the final state
+// ([dk][dv], the real rows and columns only), where wanted.
 template <bool GATED, int C>
 __device__ __forceinline__ void store_state_pass_result(const float (&acc)[C][4], const KernelParams& p,
-                                                        const SequenceRows& rows, float segment_gate, int row,
+                                                        const SequenceRows& rows, float run_gate, int row,
                                                         int col) {
   const int64_t state_size = int64_t(p.dk_padded) * p.dv_padded;
   if (p.segments > 1) {
     store_padded_tile(acc, p.segment_states + blockIdx.z * state_size, p.dv_padded, row, col);
     if (p.transposed_ends) store_transposed_tile(acc, p.transposed_ends + blockIdx.z * state_size, p.dk_padded, row, col);
-    if (GATED && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) p.segment_gates[blockIdx.z] = segment_gate;
+    if (GATED && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) p.segment_gates[blockIdx.z] = run_gate;
   } else if (p.final_state) {
     store_final_tile(acc, p.final_state + rows.state_index * p.dk * p.dv, p.dk, p.dv, row, col);
   }
 }
 
-// One step of a walk's join of the segments before its own: S = E_r for r = 0, else
+// One step of a walk's join of the runs before its segment: S = E_r for r = 0, else
 // S = decay S + E_r, E_r padded (rows of `ld` floats at `end`).
 template <int C>
 __device__ __forceinline__ void join_padded_tile(float (&acc)[C][4], const float* end, int64_t ld, int row, int col,
@@ -96,13 +96,13 @@ __device__ __forceinline__ void join_padded_tile(float (&acc)[C][4], const float
   }
 }
 
-// The decay across segment r (r > 0) of a walk's (sequence, head): 2^(its total log2 gate), from
-// segment_gates with gates, from its length and the constant's log2 otherwise.
-__device__ __forceinline__ float segment_decay(const KernelParams& p, const SequenceRows& rows, int r, bool gated,
-                                               float log2g) {
-  const int segment_rows = p.segment_chunks * kStateChunk;
-  return gated ? exp2f(p.segment_gates[rows.state_index * p.segments + r])
-               : exp2f(float(min(rows.length - r * segment_rows, segment_rows)) * log2g);
+// The decay across pass 1's run r (r > 0) of a walk's (sequence, head): 2^(its total log2
+// gate), from segment_gates with gates, from its length and the constant's log2 otherwise.
+__device__ __forceinline__ float run_decay(const KernelParams& p, const SequenceRows& rows, int r, bool gated,
+                                           float log2g) {
+  const int run_rows = run_chunks(p) * kStateChunk;
+  return gated ? exp2f(p.segment_gates[rows.state_index * state_runs(p) + r])
+               : exp2f(float(min(rows.length - r * run_rows, run_rows)) * log2g);
 }
 
 }  // namespace culina::gpu

@@ -256,3 +256,19 @@ def test_long_sequences_split_the_state_pass(dtype, heads, mode):
     problem = Problem(dims, dtype, seed=11 + dk, decay=mode == "decay", states=True, gates=mode.startswith("gates"),
                       layout="BTHD" if "BTHD" in mode else "BHTD")
     assert_matches_cpu(problem, dtype)
+
+
+@pytest.mark.parametrize("mode", ["plain", "decay", "gates BTHD"])
+def test_segments_cut_into_runs_join_as_one_walk(mode):
+    """Where pass 1's blocks would leave most multiprocessors idle, it cuts each segment into runs
+    (mma_path.cu: state_pieces) and the walks join the runs' end states: 40 chunks of two
+    (sequence, head) pairs walk in five segments of 8 chunks, and pass 1 computes ten runs of 4
+    (its workspace: an fp32 64 x 64 end state per run and pair). Forward and backward, with the
+    dk pass on the dv pass's runs and the dq pass on the forward's."""
+    dims = (1, 2, 64 * 40, 64, 64)
+    gated = mode.startswith("gates")
+    runs = workspace_bytes(dims, 2) // (2 * 64 * 64 * 4)
+    assert runs == 10, f"pass 1 runs {runs} per pair, not two per segment"
+    problem = Problem(dims, "bfloat16", seed=5, decay=mode == "decay", states=True, gates=gated,
+                      layout="BTHD" if "BTHD" in mode else "BHTD")
+    assert_matches_cpu(problem, "bfloat16")

@@ -65,12 +65,12 @@ __global__ void __launch_bounds__(kThreads) chunk_states_wgmma_kernel(KernelPara
   const int dk = p.dk, dv = p.dv;
   const int64_t state_size = int64_t(p.dk_padded) * p.dv_padded;
   const int v0 = blockIdx.x * kBlock, d0 = blockIdx.y * kBlock;
-  const int segment = blockIdx.z % p.segments, item = blockIdx.z / p.segments;
-  if (!PUBLISH && segment == p.segments - 1) return;
+  const int runs = state_runs(p), run = blockIdx.z % runs, item = blockIdx.z / runs;
+  if (!PUBLISH && run >= runs - p.pieces) return;  // the last segment's runs: nothing joins them
   const int head = item % p.heads;
   const SequenceRows rows = sequence_rows(p, item / p.heads, head);
-  const int first_chunk = segment * p.segment_chunks, row_base = first_chunk * kChunk;
-  const int chunks = max(0, min((rows.length + kChunk - 1) / kChunk - first_chunk, p.segment_chunks));
+  const int first_chunk = run * run_chunks(p), row_base = first_chunk * kChunk;
+  const int chunks = max(0, min((rows.length + kChunk - 1) / kChunk - first_chunk, run_chunks(p)));
   const int t_end = min(rows.length, row_base + chunks * kChunk);
   const S* k = static_cast<const S*>(p.k) + rows.at(p.k_at, 0) + d0;
   const S* v = static_cast<const S*>(p.v) + rows.at(p.v_at, 0) + v0;
@@ -85,7 +85,7 @@ __global__ void __launch_bounds__(kThreads) chunk_states_wgmma_kernel(KernelPara
   const float w_update = update_weight(p);
 
   const float* initial_state =
-      segment == 0 && p.initial_state ? p.initial_state + rows.state_index * dk * dv : nullptr;
+      run == 0 && p.initial_state ? p.initial_state + rows.state_index * dk * dv : nullptr;
   float acc[kColTiles][4];
   load_initial_tile(acc, initial_state, p.initial_transposed, dk, dv, state_row, state_col);
 
@@ -140,7 +140,7 @@ __global__ void __launch_bounds__(kThreads) chunk_states_wgmma_kernel(KernelPara
     __syncwarp();
   };
 
-  float segment_gate = 0.0f;
+  float run_gate = 0.0f;
   for (int chunk = 0; chunk < chunks; ++chunk) {
     const int slot = chunk % kStages, t0 = row_base + chunk * kChunk, n = min(kChunk, t_end - t0);
     const float* gates = s_gates + (chunk % kGateStages) * kGateSlot;  // GATED
@@ -165,7 +165,7 @@ __global__ void __launch_bounds__(kThreads) chunk_states_wgmma_kernel(KernelPara
     issue(chunk + kStages - 1);
     if constexpr (PUBLISH) publish(chunk);
     const float total = GATED ? gates[kChunk] : float(n) * log2g;  // L
-    segment_gate += total;
+    run_gate += total;
     const float chunk_decay = fast_exp2(total);
 #pragma unroll
     for (int c = 0; c < kColTiles; ++c)
@@ -181,7 +181,7 @@ __global__ void __launch_bounds__(kThreads) chunk_states_wgmma_kernel(KernelPara
     wgmma::wait<0>();
     wgmma::pin(acc);
   }
-  store_state_pass_result<GATED>(acc, p, rows, segment_gate, state_row, state_col);
+  store_state_pass_result<GATED>(acc, p, rows, run_gate, state_row, state_col);
   if (progress) {
     __syncthreads();
     if (tid == 0) announce_progress(progress, chunks);
@@ -204,7 +204,7 @@ cudaError_t hopper_kernel_attributes(cudaFuncAttributes* attributes) {
 
 template <typename T, typename S>
 cudaError_t launch_hopper_chunk_states(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own) {
-  const dim3 grid(params.dv_padded / kBlock, params.dk_padded / kBlock, sequences * params.heads * params.segments);
+  const dim3 grid(params.dv_padded / kBlock, params.dk_padded / kBlock, sequences * params.heads * state_runs(params));
   const auto kernel = params.chunk_gates ? (params.fused ? chunk_states_wgmma_kernel<T, S, true, false>
                                                          : chunk_states_wgmma_kernel<T, S, true, true>)
                                          : (params.fused ? chunk_states_wgmma_kernel<T, S, false, false>

@@ -73,7 +73,8 @@ __device__ __forceinline__ void copy_chunk_gates(unsigned char* to, const Kernel
 
 // The state a walk's block enters its segment with, this lane's elements of TILES 64-row tiles
 // (rows first_row + 64 t and + 8, columns col + 8 c and + 1): the initial state for segment 0;
-// else joined from the segments' end states as the portable walk does (chunk_walk_mma.cu).
+// else joined from the end states of pass 1's runs before its segment, as the portable walk does
+// (chunk_walk_mma.cu).
 template <int TILES>
 __device__ __forceinline__ void enter_state(float (&acc)[TILES][8][4], const KernelParams& p, const SequenceRows& rows,
                                             int segment, bool gated, float log2g, int first_row, int col) {
@@ -85,10 +86,10 @@ __device__ __forceinline__ void enter_state(float (&acc)[TILES][8][4], const Ker
     return;
   }
   const int64_t size = int64_t(p.dk_padded) * p.dv_padded;
-  const float* ends = p.segment_states + rows.state_index * p.segments * size;
+  const float* ends = p.segment_states + rows.state_index * state_runs(p) * size;
 #pragma unroll 1
-  for (int r = 0; r < segment; ++r) {
-    const float decay = r == 0 ? 0.0f : segment_decay(p, rows, r, gated, log2g);
+  for (int r = 0; r < segment * p.pieces; ++r) {
+    const float decay = r == 0 ? 0.0f : run_decay(p, rows, r, gated, log2g);
 #pragma unroll
     for (int t = 0; t < TILES; ++t)
       join_padded_tile(acc[t], ends + r * size, p.dv_padded, first_row + 64 * t, col, decay, r == 0);
