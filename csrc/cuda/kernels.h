@@ -120,6 +120,12 @@ int64_t chunk_slots(const Problem& problem);
 
 // Any head sizes up to kMaxHeadDim, every dtype, every architecture (CUDA cores, fp32 math).
 cudaError_t launch_generic(const KernelParams& params, int sequences, DType dtype, cudaStream_t stream);
+
+// Pass 1's runs of chunks, computed side by side (KernelParams::pieces): how many per
+// (sequence, head), and the chunks in each.
+__host__ __device__ inline int state_runs(const KernelParams& p) { return p.segments * p.pieces; }
+__host__ __device__ inline int run_chunks(const KernelParams& p) { return p.segment_chunks / p.pieces; }
+
 // Tensor-core path (mma_path.cu), for the passes the dispatch table gives it
 // (common/kernel_dispatch.h: fp16/bf16, dk and dv multiples of 8 from 16 to 256, 16-byte aligned
 // rows; the kernels are built for dk of 64, 128 and 256 and zero-fill the features past the real
@@ -129,11 +135,6 @@ cudaError_t launch_generic(const KernelParams& params, int sequences, DType dtyp
 // or in two passes: chunk states into the workspace (in segments joined by a
 // scan when the state blocks alone would leave the device idle), then all outputs in parallel.
 // How the tensor-core path runs one pass on one device.
-// Pass 1's runs of chunks, computed side by side (KernelParams::pieces): how many per
-// (sequence, head), and the chunks in each.
-__host__ __device__ inline int state_runs(const KernelParams& p) { return p.segments * p.pieces; }
-__host__ __device__ inline int run_chunks(const KernelParams& p) { return p.segment_chunks / p.pieces; }
-
 struct MmaPlan {
   bool fused = false;
   int segments = 1;        // runs of segment_chunks chunks walked side by side
