@@ -72,7 +72,7 @@ def case(seed, dtype, T=600, D=64, scale=0.125):
         partition[rows] = (torch.exp(bb[-1] - b_in) * (g_out * s_in).sum() + inter_q.flip(0).cumsum(0).flip(0)
                            + inter_k.cumsum(0) - inter_k + (from_t_on.tril(-1)).sum(1))
     dots = (q * dq).sum(1) - (k * dk).sum(1)
-    gate_dots = dots.flip(0).cumsum(0).flip(0) + (d_final * states[-1]).sum()  # as culina's gate_gradient
+    gate_dots = dots.flip(0).cumsum(0).flip(0) + (d_final * states[-1]).sum()  # as culina's Gradients::d_gates
     return exact, gate_dots, partition
 
 

@@ -1,8 +1,7 @@
-"""Cumulative sums along the token axis on the GPU: the PyTorch calls culina made before
-(cumsum along an outer axis, or along the rows of a few long rows) against
-culina._torch.cumulative_sum (one device-wide scan of the rows laid end to end). Shapes: a
-context-parallel shard's log gates [1, 131072, 16] (summed along the tokens, axis 1), the gates'
-gradient's [2, 16, 16384] gate dots, and a packed batch's [16, 16384].
+"""Cumulative sums along the token axis on the GPU: the PyTorch call culina made before (cumsum
+along an outer axis) against culina._torch.cumulative_sum (one device-wide scan of the rows laid
+end to end), on a context-parallel shard's log gates [1, 131072, 16] (summed along the tokens,
+axis 1).
 
 Usage: python benchmarks/token_scan_bench.py   (microseconds per call, median)
 """
@@ -20,15 +19,9 @@ def main() -> int:
     from culina._torch import cumulative_sum
 
     g = torch.randn(1, 131072, 16, device="cuda")
-    dots = torch.randn(2, 16, 16384, device="cuda")
-    packed = torch.randn(16, 16384, device="cuda")
     cases = {
         "shard gates [1, 131072, 16], g.float().cumsum(1)": lambda: g.float().cumsum(1),
         "shard gates [1, 131072, 16], cumulative_sum": lambda: cumulative_sum(g.transpose(1, 2)).float().transpose(1, 2),
-        "gate dots [2, 16, 16384], float32 flip, cumsum(2), flip": lambda: dots.flip(2).cumsum(2).flip(2),
-        "gate dots [2, 16, 16384], cumulative_sum reverse": lambda: cumulative_sum(dots, reverse=True),
-        "packed [16, 16384], float64 flip, cumsum(1), flip": lambda: packed.double().flip(1).cumsum(1).flip(1),
-        "packed [16, 16384], cumulative_sum reverse": lambda: cumulative_sum(packed, reverse=True),
     }
     print(f"GPU: {torch.cuda.get_device_name()}; torch {torch.__version__}")
     for name, run in cases.items():

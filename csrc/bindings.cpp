@@ -116,6 +116,10 @@ struct Keys {
   PyObject* const dv = intern("dv");
   PyObject* const d_initial_state = intern("d_initial_state");
   PyObject* const gate_dots = intern("gate_dots");
+  PyObject* const d_gates = intern("d_g");
+  PyObject* const d_gates_strides = intern("d_g_strides");
+  PyObject* const d_gamma = intern("d_gamma");
+  PyObject* const gate_ends = intern("gate_ends");
   PyObject* const keep_for_backward = intern("keep_for_backward");
   PyObject* const kept = intern("kept");
   PyObject* const kept_bytes = intern("kept_bytes");
@@ -229,8 +233,8 @@ void forward(const Description& d, py::dict values) {
     culina::cpu::linear_attention(p, at.threads);
 }
 
-// do has its own strides, do_strides; gate_dots (absent or 0: not wanted) the description's
-// (common/problem.h: Gradients).
+// do has its own strides, do_strides; gate_dots (absent or 0: not wanted) the description's, d_g
+// its own, d_g_strides (common/problem.h: Gradients).
 void backward(const Description& d, py::dict values) {
   const Keys& key = keys();
   Call call(std::move(values));
@@ -246,6 +250,13 @@ void backward(const Description& d, py::dict values) {
     throw std::invalid_argument("the backward needs do, dq, dk and dv (0 given)");
   grads.d_initial_state = reinterpret_cast<float*>(call.get(key.d_initial_state));
   grads.gate_dots = {reinterpret_cast<float*>(call.get(key.gate_dots)), d.gate_dots};
+  grads.d_gates.data = reinterpret_cast<float*>(call.get(key.d_gates));
+  if (grads.d_gates.data) grads.d_gates.strides = strides_of(call.need<StrideTriple>(key.d_gates_strides));
+  grads.d_gamma = reinterpret_cast<double*>(call.get(key.d_gamma));
+  grads.gate_ends = reinterpret_cast<const double*>(call.get(key.gate_ends));
+  if ((grads.d_gates.data || grads.d_gamma) && !grads.gate_dots.data)
+    throw std::invalid_argument("the gates' gradient (d_g, d_gamma) is summed from gate_dots, which the call must "
+                                "give too (0 given)");
   grads.kept = reinterpret_cast<void*>(call.get(key.kept));
   grads.kept_bytes = call.get<size_t>(key.kept_bytes);
   const Placement at(call);
@@ -332,7 +343,8 @@ void define_module(py::module_& m) {
   // (absent or -1: the CPU reference, with `threads` workers) or a CUDA device with stream,
   // workspace and workspace_bytes (the queries below). forward: out, final_state;
   // keep_for_backward (its workspace kept_workspace_bytes large). backward: do, do_strides, dq,
-  // dk, dv; d_final_state, d_initial_state, gate_dots; kept and kept_bytes (that forward's
+  // dk, dv; d_final_state, d_initial_state, gate_dots; d_g with d_g_strides, d_gamma and
+  // gate_ends (the gates' gradient, from gate_dots); kept and kept_bytes (that forward's
   // workspace, unchanged).
   m.def("forward", &forward, py::arg("description"), py::arg("call"));
   m.def("backward", &backward, py::arg("description"), py::arg("call"));

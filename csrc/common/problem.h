@@ -92,14 +92,23 @@ struct Problem {
 // be null.
 // gate_dots (may be null: not computed), float32 Rows with no feature axis like gates, zeroed
 // by the caller: the backward adds q_t.dq_t - k_t.dk_t to each token's element, from dq's and
-// dk's fp32 values before they are rounded to the dtype. The gates' gradient follows from it
-// (the Python side's reverse cumulative sum, as flash-linear-attention computes it).
+// dk's fp32 values before they are rounded to the dtype.
 struct Gradients {
   InRows d_out;
   const float* d_final_state = nullptr;
   OutRows dq, dk, dv;
   float* d_initial_state = nullptr;
   Rows<float*> gate_dots;
+  // The gates' gradient, from gate_dots once the passes have filled them (so gate_dots must be
+  // set where either output is). Token t of a sequence enters every cumulative gate from t on,
+  // so d_gates (float32 Rows in g's shape; may be null) gets the sum of gate_dots over the rest
+  // of its sequence from t, plus gate_ends[sequence * heads + head] (float64, may be null:
+  // <dS_T, S_T> where the final state has a gradient); d_gamma (float64 [heads], overwritten; may
+  // be null) each head's sum of those over all its tokens. Summed in float64: gamma's sums
+  // largely cancel (in float32 their error reached 2.2e-4 at D96 on the H100).
+  Rows<float*> d_gates;
+  double* d_gamma = nullptr;
+  const double* gate_ends = nullptr;
   // The workspace of this problem's forward with keep_for_backward, unchanged since; may be null.
   // Read only. The backward reads what that forward kept where its own plan says the forward's
   // plan kept it, so the forward must have run the tensor-core kernels (any 16-byte aligned out

@@ -149,6 +149,23 @@ void run(const Problem& p, const Pass& pass, const std::vector<int64_t>& offsets
 
 int worker_count(int threads) { return threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency())); }
 
+// The gates' gradient from the gate dots (common/problem.h: Gradients::d_gates, d_gamma): per
+// (sequence, head), the dots' sums from each token to the sequence's end, in float64.
+void gate_gradient(const Problem& p, const Gradients& g, const std::vector<int64_t>& offsets) {
+  if (g.d_gamma) std::fill(g.d_gamma, g.d_gamma + p.heads, 0.0);
+  for (int64_t n = 0; n < p.sequences(); ++n)
+    for (int64_t h = 0; h < p.heads; ++h) {
+      const Sequence s{p.packed() ? 0 : n, h, p.packed() ? offsets[n] : 0, offsets[n + 1] - offsets[n], 0};
+      double after = g.gate_ends ? g.gate_ends[n * p.heads + h] : 0.0, head_sum = 0.0;
+      for (int64_t t = s.length - 1; t >= 0; --t) {
+        after += g.gate_dots.data[offset(g.gate_dots.strides, s, t)];
+        if (g.d_gates.data) g.d_gates.data[offset(g.d_gates.strides, s, t)] = float(after);
+        head_sum += after;
+      }
+      if (g.d_gamma) g.d_gamma[h] += head_sum;
+    }
+}
+
 }  // namespace
 
 void linear_attention(const Problem& problem, int threads) {
@@ -158,6 +175,7 @@ void linear_attention(const Problem& problem, int threads) {
 void linear_attention_backward(const Problem& problem, const Gradients& gradients, int threads) {
   const auto offsets = sequence_offsets(problem);
   for (const Pass& pass : backward_passes(problem, gradients)) run(problem, pass, offsets, worker_count(threads));
+  if (gradients.d_gates.data || gradients.d_gamma) gate_gradient(problem, gradients, offsets);
 }
 
 }  // namespace culina::cpu

@@ -12,7 +12,8 @@ void linear_attention(const Problem& problem, int threads = 0);
 
 // The gradients of linear_attention's out (and final state) with respect to q, k, v and the
 // initial state, and the gates' terms where gradients.gate_dots is set (common/passes.h gives
-// the three passes), with the same workers.
+// the three passes), with the same workers; then the gates' gradient where asked for
+// (gradients.d_gates, d_gamma).
 void linear_attention_backward(const Problem& problem, const Gradients& gradients, int threads = 0);
 
 }  // namespace culina::cpu

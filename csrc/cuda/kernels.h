@@ -121,6 +121,10 @@ int64_t chunk_slots(const Problem& problem);
 // Any head sizes up to kMaxHeadDim, every dtype, every architecture (CUDA cores, fp32 math).
 cudaError_t launch_generic(const KernelParams& params, int sequences, DType dtype, cudaStream_t stream);
 
+// After the backward's passes: the gates' gradient from their gate dots (common/problem.h:
+// Gradients::d_gates, d_gamma), whichever of the two is set.
+cudaError_t launch_gate_gradient(const Problem& problem, const Gradients& gradients, cudaStream_t stream);
+
 // Pass 1's runs of chunks, computed side by side (KernelParams::pieces): how many per
 // (sequence, head), and the chunks in each.
 __host__ __device__ inline int state_runs(const KernelParams& p) { return p.segments * p.pieces; }

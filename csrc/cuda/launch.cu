@@ -434,12 +434,14 @@ void linear_attention_backward(const Problem& problem, const Gradients& gradient
   run_pass(problem, dq, plan.dq, facts, on, dq_ends);
   if (plan.twin) {
     run_pass(problem, dv, plan.dv, facts, on, {}, &dk);
-    return;
+  } else {
+    char* workspace = static_cast<char*>(problem.workspace);
+    float* handed = plan.handed ? reinterpret_cast<float*>(workspace + plan.handed->at) : nullptr;
+    run_pass(problem, dv, plan.dv, facts, on, {handed, nullptr, nullptr});
+    run_pass(problem, dk, plan.dk, facts, on, {nullptr, handed ? workspace : nullptr, handed, true});
   }
-  char* workspace = static_cast<char*>(problem.workspace);
-  float* handed = plan.handed ? reinterpret_cast<float*>(workspace + plan.handed->at) : nullptr;
-  run_pass(problem, dv, plan.dv, facts, on, {handed, nullptr, nullptr});
-  run_pass(problem, dk, plan.dk, facts, on, {nullptr, handed ? workspace : nullptr, handed, true});
+  if (gradients.d_gates.data || gradients.d_gamma)
+    check(launch_gate_gradient(problem, gradients, on), "launching the gates' gradient");
 }
 
 }  // namespace culina::gpu

@@ -81,8 +81,8 @@ class Problem(typing.NamedTuple):
 def describe(problem: Problem):
     """The problem as the extension's entry points take it (_C.Description), made once per
     distinct problem: every stride but do's, o, dq, dk and dv C-contiguous in the layout, and the
-    backward's gate dots [B, H, T] C-contiguous in either layout (the reverse cumulative sum over
-    tokens then runs along the innermost axis, several times faster than across it)."""
+    backward's gate dots [B, H, T] C-contiguous in either layout (the gates' gradient then sums
+    them along the innermost axis)."""
     batch, heads, seq_len, dk, dv = problem.dims
     q, k, v, g = problem.strides
     key_rows, value_rows = problem.output_strides(dk), problem.output_strides(dv)

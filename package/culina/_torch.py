@@ -306,15 +306,16 @@ def forward(q, k, v, decay: Optional[List[float]], gamma: Optional[torch.Tensor]
 def backward(q, k, v, d_out, decay: Optional[List[float]], gamma: Optional[torch.Tensor], g: Optional[torch.Tensor],
              scale: float, initial_state: Optional[torch.Tensor], d_final_state: Optional[torch.Tensor],
              cu_seqlens: Optional[torch.Tensor], need_d_initial_state: bool, layout: str,
-             need_gate_dots: bool = False, kept: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, ...]:
-    """dq, dk, dv (C-contiguous in the layout), dS0 and the gate dots on real tensors; `kept`:
-    what the forward kept for it (forward's keep_for_backward; empty or None: nothing), untouched
-    since. The gate dots, float32 [B, H, T] in either layout, are q_t.dq_t - k_t.dk_t per token from
-    the kernels' fp32 dq and dk, the gates' gradient before its reverse sum (gate_gradient). As
-    the op returns tensors only, dS0 and the gate dots not asked for are empty tensors. Computed
-    in compute_dtype's answer, as the forward is; where that rounds, q, k, v and do are rounded
-    here, once, and dq, dk and dv brought back: each of the three passes reads three of them
-    again, and rounding at every load was slower (BENCHMARKS.md)."""
+             need_d_g: bool = False, need_d_gamma: bool = False, gate_ends: Optional[torch.Tensor] = None,
+             kept: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, ...]:
+    """dq, dk, dv (C-contiguous in the layout), dS0, dg and dgamma on real tensors; `kept`: what
+    the forward kept for it (forward's keep_for_backward; empty or None: nothing), untouched since.
+    The gates' gradients come from the extension (common/problem.h: Gradients::d_gates): dg in
+    g's shape (float32), dgamma float64 per head, with `gate_ends` (float64 [sequences, H], or
+    None) the final state's term <dS_T, S_T>. As the op returns tensors only, those not asked for
+    are empty tensors. Computed in compute_dtype's answer, as the forward is; where that rounds,
+    q, k, v and do are rounded here, once, and dq, dk and dv brought back: each of the three
+    passes reads three of them again, and rounding at every load was slower (BENCHMARKS.md)."""
     input_dtype = q.dtype
     compute = compute_dtype(q, k, v)
     rounded = compute is not input_dtype
@@ -332,19 +333,26 @@ def backward(q, k, v, d_out, decay: Optional[List[float]], gamma: Optional[torch
     dk = torch.empty(k.shape, dtype=k.dtype, device=q.device)
     dv = torch.empty(v.shape, dtype=v.dtype, device=q.device)
     d_initial = torch.empty(problem.states if need_d_initial_state else (0,), dtype=torch.float32, device=q.device)
-    # Zeroed: the kernels add both passes' terms.
-    gate_dots = (torch.zeros(problem.dims[:3], dtype=torch.float32, device=q.device) if need_gate_dots
-                 else torch.empty((0,), dtype=torch.float32, device=q.device))
-    _launch(_C.backward, _C.backward_workspace_bytes, problem, q, cu_seqlens,
-            {"q": q.data_ptr(), "k": k.data_ptr(), "v": v.data_ptr(), "do": d_out.data_ptr(),
-             "do_strides": _api.rows_strides(d_out.stride(), layout), "initial_state": _address(initial_state),
-             "d_final_state": _address(d_final_state), "dq": dq.data_ptr(), "dk": dk.data_ptr(), "dv": dv.data_ptr(),
-             "d_initial_state": d_initial.data_ptr() if need_d_initial_state else 0,
-             "gate_dots": gate_dots.data_ptr() if need_gate_dots else 0, "gamma": _address(gamma), "g": _address(g),
-             "scale": scale, "decay": decay, "kept": _address(kept), "kept_bytes": 0 if kept is None else kept.numel()})
+    d_g = torch.empty(g.shape if need_d_g else (0,), dtype=torch.float32, device=q.device)
+    d_gamma = torch.empty((problem.dims[1],) if need_d_gamma else (0,), dtype=torch.float64, device=q.device)
+    call = {"q": q.data_ptr(), "k": k.data_ptr(), "v": v.data_ptr(), "do": d_out.data_ptr(),
+            "do_strides": _api.rows_strides(d_out.stride(), layout), "initial_state": _address(initial_state),
+            "d_final_state": _address(d_final_state), "dq": dq.data_ptr(), "dk": dk.data_ptr(), "dv": dv.data_ptr(),
+            "d_initial_state": d_initial.data_ptr() if need_d_initial_state else 0, "gamma": _address(gamma),
+            "g": _address(g), "scale": scale, "decay": decay, "kept": _address(kept),
+            "kept_bytes": 0 if kept is None else kept.numel()}
+    if need_d_g or need_d_gamma:
+        # The passes' q_t.dq_t - k_t.dk_t per token, [B, H, T] in either layout; zeroed: both
+        # passes add their terms. The extension sums them into dg and dgamma.
+        gate_dots = torch.zeros(problem.dims[:3], dtype=torch.float32, device=q.device)
+        call.update(gate_dots=gate_dots.data_ptr(), d_g=d_g.data_ptr() if need_d_g else 0,
+                    d_gamma=d_gamma.data_ptr() if need_d_gamma else 0, gate_ends=_address(gate_ends))
+        if need_d_g:
+            call["d_g_strides"] = _api.rows_strides(d_g.stride(), layout)
+    _launch(_C.backward, _C.backward_workspace_bytes, problem, q, cu_seqlens, call)
     if rounded:
         dq, dk, dv = dq.to(input_dtype), dk.to(input_dtype), dv.to(input_dtype)
-    return dq, dk, dv, d_initial, gate_dots
+    return dq, dk, dv, d_initial, d_g, d_gamma
 
 
 def _gradient_rows(d_out, problem: _api.Problem):
@@ -357,8 +365,8 @@ def _gradient_rows(d_out, problem: _api.Problem):
     return d_out if d_out.stride(-1) == 1 or shape[-1] == 1 else d_out.contiguous()
 
 
-def cumulative_sum(x: torch.Tensor, reverse: bool = False) -> torch.Tensor:
-    """Inclusive cumulative sums of x along its last axis (from its end with reverse), in float64.
+def cumulative_sum(x: torch.Tensor) -> torch.Tensor:
+    """Inclusive cumulative sums of x along its last axis, in float64.
 
     One 1-D scan of the rows laid end to end, less the total before each row: PyTorch's CUDA
     cumsum scans a lone axis device-wide (CUB), but along an outer axis gives each column one
@@ -368,42 +376,9 @@ def cumulative_sum(x: torch.Tensor, reverse: bool = False) -> torch.Tensor:
     torch.use_deterministic_algorithms is on; the error is about 1e-16 of the running total."""
     if x.numel() == 0:
         return x.double()
-    rows = (x.flip(-1) if reverse else x).double().reshape(-1, x.shape[-1])
+    rows = x.double().reshape(-1, x.shape[-1])
     through = rows.reshape(-1).cumsum(0).view_as(rows)
-    sums = (through - torch.cat([through.new_zeros(1), through[:-1, -1]]).unsqueeze(1)).view(x.shape)
-    return sums.flip(-1) if reverse else sums
-
-
-def gate_gradient(gate_dots, final, d_final, cu_seqlens, layout: str) -> torch.Tensor:
-    """dL/dg, in g's shape ([B, H, T] or [B, T, H]) and float64, from the [B, H, T] gate dots.
-
-    With b_t the inclusive cumulative log gate of a sequence, dL/db_t = q_t.dq_t - k_t.dk_t (the
-    backward's gate_dots), plus <dS_T, S_T> at the sequence's last token where the final state
-    has a gradient; g_t enters every b_s with s >= t, so dL/dg_t is the reverse cumulative sum of
-    dL/db within the sequence (and dL/dgamma_h the sum of dL/dg over the head's tokens).
-    float64 until the caller rounds: the per-head gradient sums these reverse sums over every
-    token, where they largely cancel (in float32 its error reached 2.2e-4 at D96 on the H100)."""
-    # The last token's term reaches every token of its sequence through the reverse sum: added
-    # after it, per sequence, it needs no index of last tokens. [sequences, H]
-    ends = (d_final.double() * final).sum((-2, -1)) if final is not None and d_final is not None else None
-    in_layout = (lambda d_g: d_g) if layout == "BHTD" else (lambda d_g: d_g.transpose(1, 2))
-    if cu_seqlens is None:
-        d_g = cumulative_sum(gate_dots, reverse=True)
-        return in_layout(d_g if ends is None else d_g + ends.unsqueeze(2))
-    # Packed: the reverse sum over all tokens of the one batch entry's [H, T] rows, less its value
-    # at each token's sequence end (a device-side lookup, no synchronisation).
-    axis = 1
-    suffix = cumulative_sum(gate_dots[0], reverse=True)
-    seq_len = suffix.shape[axis]
-    past_last = list(suffix.shape)
-    past_last[axis] = 1
-    suffix = torch.cat([suffix, suffix.new_zeros(past_last)], axis)  # the sum past the last token: 0
-    ends_at = cu_seqlens[1:].long()
-    sequence = torch.bucketize(torch.arange(seq_len, device=suffix.device), ends_at, right=True)
-    d_g = suffix.narrow(axis, 0, seq_len) - suffix.index_select(axis, ends_at[sequence])
-    if ends is not None:
-        d_g = d_g + ends[sequence].T  # [H, T]
-    return in_layout(d_g.unsqueeze(0))
+    return (through - torch.cat([through.new_zeros(1), through[:-1, -1]]).unsqueeze(1)).view(x.shape)
 
 
 def _forward_outputs(q, k, v, decay, gamma, g, scale, initial_state, cu_seqlens, output_final_state, layout,
@@ -441,19 +416,21 @@ def _backward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, d_out: torch
                  decay: Optional[List[float]], gamma: Optional[torch.Tensor], g: Optional[torch.Tensor],
                  scale: float, initial_state: Optional[torch.Tensor], d_final_state: Optional[torch.Tensor],
                  cu_seqlens: Optional[torch.Tensor], need_d_initial_state: bool, layout: str,
-                 need_gate_dots: bool = False, kept: Optional[torch.Tensor] = None
-                 ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+                 need_d_g: bool = False, need_d_gamma: bool = False, gate_ends: Optional[torch.Tensor] = None,
+                 kept: Optional[torch.Tensor] = None
+                 ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     return backward(q, k, v, d_out, decay, gamma, g, scale, initial_state, d_final_state, cu_seqlens,
-                    need_d_initial_state, layout, need_gate_dots, kept)
+                    need_d_initial_state, layout, need_d_g, need_d_gamma, gate_ends, kept)
 
 
 @_backward_op.register_fake
 def _backward_fake(q, k, v, d_out, decay, gamma, g, scale, initial_state, d_final_state, cu_seqlens,
-                   need_d_initial_state, layout, need_gate_dots=False, kept=None):
+                   need_d_initial_state, layout, need_d_g=False, need_d_gamma=False, gate_ends=None, kept=None):
     problem = problem_of(q, k, v, gamma, g, initial_state, cu_seqlens, layout)
     return (q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape),
             q.new_empty(problem.states if need_d_initial_state else (0,), dtype=torch.float32),
-            q.new_empty(problem.dims[:3] if need_gate_dots else (0,), dtype=torch.float32))
+            q.new_empty(g.shape if need_d_g else (0,), dtype=torch.float32),
+            q.new_empty((problem.dims[1],) if need_d_gamma else (0,), dtype=torch.float64))
 
 
 # The op's inputs, by position, as autograd's needs_input_grad lists them.
@@ -476,24 +453,23 @@ def _backward_formula(ctx, d_out, d_final, _d_kept=None):
     d_final = d_final.contiguous() if d_final is not None and d_final.numel() else None
     d_out = torch.zeros(v.shape, dtype=v.dtype, device=v.device) if d_out is None else d_out
     need_d_initial = initial_state is not None and ctx.needs_input_grad[INITIAL_STATE]
-    need_gate_dots = ctx.needs_input_grad[GAMMA] or ctx.needs_input_grad[GATES]
+    need_d_g, need_d_gamma = ctx.needs_input_grad[GATES], ctx.needs_input_grad[GAMMA]
+    # The gates' gradient has a term in S_T where S_T has a gradient: every cumulative gate of a
+    # sequence scales its final state, so each of its tokens gets <dS_T, S_T>. [sequences, H]
+    gate_ends = ((d_final.double() * final).sum((-2, -1)) if (need_d_g or need_d_gamma) and final is not None
+                 and d_final is not None else None)
     # Eager backward on plain tensors skips the dispatcher, as the forward does.
-    tensors = (q, k, v, d_out, gamma, g, initial_state, d_final, cu_seqlens)
+    tensors = (q, k, v, d_out, gamma, g, initial_state, d_final, cu_seqlens, gate_ends)
     if eager() and all(t is None or type(t) is torch.Tensor for t in tensors):
-        dq, dk, dv, d_initial, gate_dots = backward(q, k, v, d_out, ctx.decay, gamma, g, ctx.scale, initial_state,
-                                                    d_final, cu_seqlens, need_d_initial, ctx.layout, need_gate_dots,
-                                                    kept)
+        dq, dk, dv, d_initial, d_g, d_gamma = backward(q, k, v, d_out, ctx.decay, gamma, g, ctx.scale, initial_state,
+                                                       d_final, cu_seqlens, need_d_initial, ctx.layout, need_d_g,
+                                                       need_d_gamma, gate_ends, kept)
     else:
-        dq, dk, dv, d_initial, gate_dots = torch.ops.culina.linear_attention_backward(
+        dq, dk, dv, d_initial, d_g, d_gamma = torch.ops.culina.linear_attention_backward(
             q, k, v, d_out, ctx.decay, gamma, g, ctx.scale, initial_state, d_final, cu_seqlens, need_d_initial,
-            ctx.layout, need_gate_dots, kept)
-    d_gamma = d_g = None
-    if need_gate_dots:
-        d_g = gate_gradient(gate_dots, final, d_final, cu_seqlens, ctx.layout)
-        if ctx.needs_input_grad[GAMMA]:
-            d_gamma = d_g.sum((0, _api.AXES[ctx.layout][2])).to(gamma.dtype)
-        d_g = d_g.to(g.dtype) if ctx.needs_input_grad[GATES] else None
-    return (dq, dk, dv, None, d_gamma, d_g, None, d_initial if need_d_initial else None, None, None, None, None)
+            ctx.layout, need_d_g, need_d_gamma, gate_ends, kept)
+    return (dq, dk, dv, None, d_gamma.to(gamma.dtype) if need_d_gamma else None, d_g if need_d_g else None, None,
+            d_initial if need_d_initial else None, None, None, None, None)
 
 
 _forward_op.register_autograd(_backward_formula, setup_context=_setup_context)

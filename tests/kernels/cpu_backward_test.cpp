@@ -137,30 +137,41 @@ TEST(ReferenceGradients, MatchFiniteDifferences) {
   }
 }
 
-// The kernel's backward straight against finite differences of its own fp32 forward, gated.
+// The kernel's backward straight against finite differences of its own fp32 forward, gated: its
+// gates' gradient too (Gradients::d_gates, d_gamma), with the final state's term.
 TEST(CpuBackward, MatchesFiniteDifferencesOfTheKernelForward) {
   const Shape s{2, 2, 3, {6}, false};
   const Placement place{true, 0};
   const reference::Inputs in = reference::random_inputs(s, DType::kFloat32, {true, true, true}, true, 5);
-  auto kernel_loss = [&](const reference::Inputs& x) {
+  auto kernel_forward = [&](const reference::Inputs& x, std::vector<float>& final_state) {
     reference::Setup run(s, x, DType::kFloat32, place);
     reference::Tensor out(s, place, s.dv, DType::kFloat32);
-    std::vector<float> final_state(s.states());
+    final_state.assign(s.states(), 0.0f);
     run.problem.out = out.out(), run.problem.final_state = final_state.data();
     cpu::linear_attention(run.problem, 1);
-    const std::vector<double> o = out.values();
+    return out.values();
+  };
+  auto kernel_loss = [&](const reference::Inputs& x) {
+    std::vector<float> final_state;
+    const std::vector<double> o = kernel_forward(x, final_state);
     double sum = 0.0;
     for (size_t i = 0; i < o.size(); ++i) sum += o[i] * x.d_out[i];
     for (size_t i = 0; i < final_state.size(); ++i) sum += final_state[i] * x.d_final[i];
     return sum;
   };
+  std::vector<float> final_state;
+  kernel_forward(in, final_state);
+  std::vector<double> gate_ends(s.sequences() * s.heads);  // <dS_T, S_T> per (sequence, head)
+  for (size_t i = 0; i < final_state.size(); ++i) gate_ends[i / (s.dk * s.dv)] += final_state[i] * in.d_final[i];
   reference::Setup setup(s, in, DType::kFloat32, place);
   reference::Tensor dq(s, place, s.dk, DType::kFloat32), dk(s, place, s.dk, DType::kFloat32),
       dv(s, place, s.dv, DType::kFloat32);
   std::vector<float> ds0(s.states());
   reference::Tensor gate_dots(s, place, 1, DType::kFloat32, std::vector<double>(s.elements(1)));
+  reference::Tensor d_gates(s, place, 1, DType::kFloat32);
+  std::vector<double> d_gamma(s.heads, -1.0);  // overwritten
   Gradients g{setup.d_out.in(), setup.d_final.data(), dq.out(), dk.out(), dv.out(), ds0.data(),
-              gate_dots.out_floats()};
+              gate_dots.out_floats(), d_gates.out_floats(), d_gamma.data(), gate_ends.data()};
   cpu::linear_attention_backward(setup.problem, g, 1);
   const double h = 1e-2;  // fp32 forward: a wide step; the loss is quadratic in each input
   auto check = [&](std::vector<double> reference::Inputs::*member, const std::vector<double>& grad, const char* name) {
@@ -176,6 +187,8 @@ TEST(CpuBackward, MatchesFiniteDifferencesOfTheKernelForward) {
   check(&reference::Inputs::v, dv.values(), "dv");
   check(&reference::Inputs::s0, reference::doubles(ds0), "dS0");
   check(&reference::Inputs::gates, reference::gates_gradient(s, in, gate_dots.values()), "dg");
+  check(&reference::Inputs::gates, d_gates.values(), "the backward's dg");
+  check(&reference::Inputs::gamma, d_gamma, "the backward's dgamma");
 }
 
 TEST(CpuForward, RefusesCuSeqlensThatDoNotCoverTheRows) {

@@ -60,12 +60,11 @@ EXACT_INPUT_GATE_TOLERANCE = {"dg": 2e-5, "ddecay": 2e-4}
 
 @pytest.mark.parametrize("shape", [(3, 4, 50), (1, 70), (2, 0)], ids=str)
 @pytest.mark.parametrize("transposed", [False, True], ids=["contiguous", "transposed"])
-@pytest.mark.parametrize("reverse", [False, True], ids=["forward", "reverse"])
-def test_cumulative_sum_is_cumsum_per_row(shape, transposed, reverse):
+def test_cumulative_sum_is_cumsum_per_row(shape, transposed):
     """_torch.cumulative_sum (one scan over the rows laid end to end, less each row's start)
     against a per-row cumsum, on contiguous rows and on a transposed view (as context parallelism
-    passes its [B, H, T] view of g), its gradient included: the gates' gradient and context
-    parallelism's cumulative gates ride on it."""
+    passes its [B, H, T] view of g), its gradient included: context parallelism's cumulative
+    gates ride on it."""
     from culina import _torch
 
     gen = torch.Generator().manual_seed(len(shape))
@@ -73,12 +72,11 @@ def test_cumulative_sum_is_cumsum_per_row(shape, transposed, reverse):
     if transposed:  # the same values, rows strided across memory
         x = x.transpose(-1, -2).contiguous().transpose(-1, -2)
     x.requires_grad_()
-    per_row = (lambda y: y.flip(-1).cumsum(-1).flip(-1)) if reverse else (lambda y: y.cumsum(-1))
-    want = per_row(x) if x.numel() else x
-    got = _torch.cumulative_sum(x, reverse=reverse)
+    want = x.cumsum(-1) if x.numel() else x
+    got = _torch.cumulative_sum(x)
     assert got.dtype == torch.float64 and got.shape == x.shape
     torch.testing.assert_close(got, want, rtol=0, atol=1e-12)
-    assert _torch.cumulative_sum(x.float(), reverse=reverse).dtype == torch.float64
+    assert _torch.cumulative_sum(x.float()).dtype == torch.float64
     if x.numel():
         weights = torch.linspace(-1, 1, x.shape[-1], dtype=torch.float64)
         want_grad, = torch.autograd.grad((want * weights).sum(), x)
@@ -372,6 +370,7 @@ def test_ops_pass_opcheck():
     d_out, d_final = torch.randn(1, 9, 2, 8, generator=gen), torch.randn(1, 2, 8, 8, generator=gen)
     plain = [x.detach() for x in (q, k, v, g, gamma, s0)]
     args = (*plain[:3], d_out, [0.9, 0.8], plain[4], plain[3], 0.3, plain[5], d_final, None, True, "BTHD")
-    for need_gate_dots in (False, True):
-        result = torch.library.opcheck(torch.ops.culina.linear_attention_backward.default, (*args, need_gate_dots))
+    gate_ends = torch.randn(1, 2, generator=gen, dtype=torch.float64)
+    for gates in ((False, False), (True, False), (False, True), (True, True, gate_ends)):
+        result = torch.library.opcheck(torch.ops.culina.linear_attention_backward.default, (*args, *gates))
         assert set(result.values()) == {"SUCCESS"}, result
