@@ -36,23 +36,30 @@ SHAPES = [
 ]
 
 
-def kernel_times(torch, run, repeats=20):
-    """Milliseconds of CUDA time per call of each kernel `run` launches."""
+def kernel_profile(torch, run, repeats=20):
+    """Per kernel `run` launches, by name: its launches per call and milliseconds of CUDA time per
+    call."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(repeats):
             run()
         torch.cuda.synchronize()
-    times = {}
+    kernels = {}
     for event in prof.key_averages():
         total = getattr(event, "self_device_time_total", 0)
         if total:
             # Cut at the argument list only once the namespaces are gone: "(anonymous namespace)"
             # came first and every kernel in it shared one name, so the last one's time stood for all.
             name = event.key.replace("(anonymous namespace)::", "").replace("culina::gpu::", "").split("(")[0][:90]
-            times[name] = round(times.get(name, 0) + total / repeats / 1000, 4)
-    return times
+            launches, ms = kernels.get(name, (0, 0))
+            kernels[name] = (launches + event.count / repeats, round(ms + total / repeats / 1000, 4))
+    return kernels
+
+
+def kernel_times(torch, run, repeats=20):
+    """Milliseconds of CUDA time per call of each kernel `run` launches."""
+    return {name: ms for name, (_, ms) in kernel_profile(torch, run, repeats).items()}
 
 
 def main():
