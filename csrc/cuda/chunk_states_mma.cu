@@ -13,7 +13,7 @@
 // longer, so that they are in for every thread before the step's own copies land; a constant
 // gate's powers are computed. The state never leaves registers: h is written straight from the
 // accumulators, and the operands come in through ldmatrix. With gates and several segments,
-// each segment's total log2 gate goes to segment_gates for whatever joins the segments.
+// each run's total log2 gate goes to segment_gates for whatever joins the runs.
 //
 // Measured on an H200 (bf16, B=4, H=16, dk = dv = 128, T = 16384), this pass took: 0.54 ms
 // as wmma staging the state through shared memory; 0.54-0.59 ms on mma.sync with 4 warps;
@@ -123,8 +123,8 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
   const float log2g = p.log2_decay[head];
   const float w_update = update_weight(p);
 
-  // Segment 0 starts from the initial state ([dk][dv], or [dv][dk] transposed; zero past dk and
-  // dv), the others from zero.
+  // Run 0 starts from the initial state ([dk][dv], or [dv][dk] transposed; zero past dk and dv),
+  // the others from zero.
   const float* initial_state =
       run == 0 && p.initial_state ? p.initial_state + rows.state_index * dk * dv : nullptr;
   float acc[kColTiles][4];

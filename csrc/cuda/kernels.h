@@ -41,8 +41,9 @@ struct KernelParams {
   // launch_chunk_gates writes them before the pass; null: one constant gate per head, whose
   // cumulative values the kernels compute from log2_decay.
   float* chunk_gates;
-  // Tensor-core path, gated, several segments: each segment's total log2 gate, [rows][segments],
-  // written by pass 1 for whatever joins the segments (the scan, or the fused pass).
+  // Tensor-core path, gated, several segments: each of pass 1's runs' total log2 gate,
+  // [rows][segments * pieces], written by pass 1 for whatever joins them (the scan, or the fused
+  // pass).
   float* segment_gates;
   // Tensor-core path: the state entering each chunk, [rows][chunk_slots][dk_padded][dv_padded]
   // 16-bit, one row per (batch, head) when padded, per head when packed (chunk_slots says how).
@@ -53,7 +54,7 @@ struct KernelParams {
   int dk_padded, dv_padded;
   // Tensor-core path, padded batches: each (sequence, head)'s chunks split into `segments`
   // runs of segment_chunks, whose end states pass 1 computes side by side from zero (segment 0
-  // from the initial state) into segment_states (fp32 [rows][segments][dk_padded][dv_padded]).
+  // from the initial state) into segment_states (fp32 [rows][segments * pieces][dk_padded][dv_padded]).
   // Two passes: a scan turns them into the states entering each segment, which pass 2 adds to
   // the chunk states it reads; the fused pass's blocks join the end states before them.
   int segments;
@@ -65,10 +66,10 @@ struct KernelParams {
   int pieces;
   float* segment_states;
   // The fused pass (chunk_walk_mma.cu) runs instead of pass 2: pass 1 then only computes the
-  // end states of all segments but the last, and no chunk state goes through `states`.
+  // end states of the runs before the last segment, and no chunk state goes through `states`.
   bool fused;
-  // Fused, several segments: where set, pass 1 also writes each segment's end state transposed
-  // here ([rows][segments][dv_padded][dk_padded]), for a later pass whose state is this one's
+  // Fused, several segments: where set, pass 1 also writes each run's end state transposed
+  // here ([rows][segments * pieces][dv_padded][dk_padded]), for a later pass whose state is this one's
   // transpose (common/passes.h: the forward's for the dq pass, the dv pass's for the dk pass).
   float* transposed_ends;
   // That later pass: its chunk gates, segment gates and segment end states (segment_states) are

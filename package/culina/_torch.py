@@ -328,6 +328,11 @@ def backward(q, k, v, d_out, decay: Optional[List[float]], gamma: Optional[torch
         raise ArgumentError(f"d_final_state: expected a contiguous float32 tensor of shape {problem.states}, got "
                             f"{d_final_state.dtype} {tuple(d_final_state.shape)}",
                             "pass the final state's gradient as float32 .contiguous()")
+    if gate_ends is not None and (tuple(gate_ends.shape) != problem.states[:2] or gate_ends.dtype != torch.float64
+                                  or gate_ends.device != q.device or not gate_ends.is_contiguous()):
+        raise ArgumentError(f"gate_ends: expected a contiguous float64 tensor of shape {problem.states[:2]} on "
+                            f"{q.device}, got {gate_ends.dtype} {tuple(gate_ends.shape)} on {gate_ends.device}",
+                            "pass <dS_T, S_T> per sequence and head: (d_final.double() * final).sum((-2, -1))")
     kept = kept if kept is not None and kept.numel() else None
     dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     dk = torch.empty(k.shape, dtype=k.dtype, device=q.device)

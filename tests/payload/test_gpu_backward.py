@@ -263,8 +263,9 @@ def test_segments_cut_into_runs_join_as_one_walk(mode):
     """Where pass 1's blocks would leave most multiprocessors idle, it cuts each segment into runs
     (mma_path.cu: state_pieces) and the walks join the runs' end states: 40 chunks of two
     (sequence, head) pairs walk in five segments of 8 chunks, and pass 1 computes ten runs of 4
-    (its workspace: an fp32 64 x 64 end state per run and pair). Forward and backward, with the
-    dk pass on the dv pass's runs and the dq pass on the forward's."""
+    (its workspace: an fp32 64 x 64 end state per run and pair). Forward and backward; the dk pass
+    takes the dv pass's runs where the two walk apart (the portable kernels; Hopper's twin walk
+    carries both)."""
     dims = (1, 2, 64 * 40, 64, 64)
     gated = mode.startswith("gates")
     runs = workspace_bytes(dims, 2) // (2 * 64 * 64 * 4)

@@ -356,7 +356,7 @@ def test_chunk_simple_gla_errors():
 def test_ops_pass_opcheck():
     """torch.library.opcheck: the schemas, the fake implementations (shapes and strides equal to
     the real ones) and the autograd registration, on gated, strided BTHD inputs."""
-    from culina import _torch  # noqa: F401  (its import registers the ops)
+    from culina import _torch  # its import registers the ops
 
     gen = torch.Generator().manual_seed(9)
     q, k, v = torch.randn(1, 9, 3, 2, 8, generator=gen, requires_grad=True).unbind(2)  # strided [B, T, H, D]
@@ -374,3 +374,7 @@ def test_ops_pass_opcheck():
     for gates in ((False, False), (True, False), (False, True), (True, True, gate_ends)):
         result = torch.library.opcheck(torch.ops.culina.linear_attention_backward.default, (*args, *gates))
         assert set(result.values()) == {"SUCCESS"}, result
+    # The final state's term is read as [sequences, H] float64: anything else is refused, not read.
+    for wrong in (gate_ends.float(), gate_ends.T.contiguous(), torch.zeros(2, 2, dtype=torch.float64)):
+        with pytest.raises(ValueError, match=r"^gate_ends: expected a contiguous float64 tensor of shape \(1, 2\)"):
+            _torch.backward(*args, True, True, wrong)
