@@ -43,6 +43,12 @@ struct Sequence {
   int64_t batch, head, first, length, state_index;
 };
 
+// Sequence n's rows of head h, state index n * heads + h: padded, batch n from token 0; packed,
+// batch 0 from the sequence's first token (`offsets`: sequence_offsets).
+Sequence sequence_of(const Problem& p, const std::vector<int64_t>& offsets, int64_t n, int64_t h) {
+  return {p.packed() ? 0 : n, h, p.packed() ? offsets[n] : 0, offsets[n + 1] - offsets[n], n * p.heads + h};
+}
+
 // Element (s.batch, s.head, s.first + t) of a tensor with strides `at`, in elements.
 int64_t offset(const Strides& at, const Sequence& s, int64_t t) {
   return s.batch * at.batch + s.head * at.head + (s.first + t) * at.token;
@@ -124,10 +130,7 @@ void run_pass(const Problem& p, const Pass& pass, const std::vector<int64_t>& of
   auto worker = [&] {
     std::vector<float> state(pass.dk * pass.dv), row(pass.dv);
     for (int64_t item = next++; item < items; item = next++) {
-      const int64_t n = item / p.heads, h = item % p.heads;
-      // Padded: batch n from token 0; packed: batch 0 from the sequence's first token.
-      const Sequence s{p.packed() ? 0 : n, h, p.packed() ? offsets[n] : 0, offsets[n + 1] - offsets[n], item};
-      run_sequence<T, R>(p, pass, s, state, row);
+      run_sequence<T, R>(p, pass, sequence_of(p, offsets, item / p.heads, item % p.heads), state, row);
     }
   };
   const int64_t count = std::min<int64_t>(items, threads);
@@ -155,8 +158,8 @@ void gate_gradient(const Problem& p, const Gradients& g, const std::vector<int64
   if (g.d_gamma) std::fill(g.d_gamma, g.d_gamma + p.heads, 0.0);
   for (int64_t n = 0; n < p.sequences(); ++n)
     for (int64_t h = 0; h < p.heads; ++h) {
-      const Sequence s{p.packed() ? 0 : n, h, p.packed() ? offsets[n] : 0, offsets[n + 1] - offsets[n], 0};
-      double after = g.gate_ends ? g.gate_ends[n * p.heads + h] : 0.0, head_sum = 0.0;
+      const Sequence s = sequence_of(p, offsets, n, h);
+      double after = g.gate_ends ? g.gate_ends[s.state_index] : 0.0, head_sum = 0.0;
       for (int64_t t = s.length - 1; t >= 0; --t) {
         after += g.gate_dots.data[offset(g.gate_dots.strides, s, t)];
         if (g.d_gates.data) g.d_gates.data[offset(g.d_gates.strides, s, t)] = float(after);
