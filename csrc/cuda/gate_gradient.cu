@@ -1,6 +1,6 @@
 // The gates' gradient after the backward's passes (common/problem.h: Gradients::d_gates,
 // d_gamma): one block per (sequence, head) sums its gate dots from the sequence's end back, in
-// float64, a tile of kThreads x kPerThread tokens at a time, and adds its total to the head's
+// float64, a tile of its threads x kPerThread tokens at a time, and adds its total to the head's
 // d_gamma. One launch where PyTorch took eight (a reverse cumulative sum over the rows laid end
 // to end, less each sequence's end: BENCHMARKS.md, small shapes).
 #include <cstdint>
@@ -10,7 +10,11 @@
 namespace culina::gpu {
 namespace {
 
-constexpr int kThreads = 256, kPerThread = 8, kWarps = kThreads / 32;
+// Tokens per thread and tile. A block per (sequence, head) walks its sequence alone, so long
+// sequences take tiles of 1024 threads: with 256 the 32 blocks of B2 T16384 H16 took eight tiles
+// each, 0.032 ms (0.025 with 1024) against PyTorch's eight kernels' 0.029. Short ones keep 256,
+// whose scan is shorter (B8 T1024 H8: 3.4 us, 5.1 with 1024; H200).
+constexpr int kPerThread = 8, kLongFrom = 2048;
 constexpr unsigned kAll = 0xffffffffu;
 
 struct GateGradientParams {
@@ -26,9 +30,11 @@ struct GateGradientParams {
   int heads;
 };
 
-// The sum of `x` over the block's threads before this one (thread order), and over all of them
-// (`total`); `s_warps` is free again when it returns.
+// The sum of `x` over the block's THREADS threads before this one (thread order), and over all
+// of them (`total`); `s_warps` is free again when it returns.
+template <int THREADS>
 __device__ double exclusive_block_sum(double x, double* s_warps, double& total) {
+  constexpr int kWarps = THREADS / 32;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   double inclusive = x;
 #pragma unroll
@@ -50,8 +56,9 @@ __device__ double exclusive_block_sum(double x, double* s_warps, double& total) 
   return before + inclusive - x;
 }
 
-__global__ void __launch_bounds__(kThreads) gate_gradient_kernel(GateGradientParams p) {
-  __shared__ double s_warps[kWarps];
+template <int THREADS>
+__global__ void __launch_bounds__(THREADS) gate_gradient_kernel(GateGradientParams p) {
+  __shared__ double s_warps[THREADS / 32];
   const int head = int(blockIdx.x % p.heads);
   const int64_t sequence = blockIdx.x / p.heads;
   int64_t batch = sequence, first = 0, length = p.seq_len;
@@ -68,7 +75,7 @@ __global__ void __launch_bounds__(kThreads) gate_gradient_kernel(GateGradientPar
                 : nullptr;
   // The sum of the dots past the current tile, and the final state's term.
   double after = p.ends ? p.ends[sequence * p.heads + head] : 0.0, head_sum = 0.0;
-  for (int64_t end = length; end > 0; end -= kThreads * kPerThread) {
+  for (int64_t end = length; end > 0; end -= THREADS * kPerThread) {
     // Thread i takes the kPerThread tokens before end - i kPerThread: thread 0 the tile's last.
     const int64_t last = end - 1 - int64_t(threadIdx.x) * kPerThread;
     double from_here[kPerThread], run = 0.0;
@@ -79,7 +86,7 @@ __global__ void __launch_bounds__(kThreads) gate_gradient_kernel(GateGradientPar
       from_here[x] = run;
     }
     double tile_sum;
-    const double later = after + exclusive_block_sum(run, s_warps, tile_sum);
+    const double later = after + exclusive_block_sum<THREADS>(run, s_warps, tile_sum);
 #pragma unroll
     for (int x = 0; x < kPerThread; ++x) {
       const int64_t t = last - x;
@@ -94,7 +101,7 @@ __global__ void __launch_bounds__(kThreads) gate_gradient_kernel(GateGradientPar
   // Added up across the head's sequences in whatever order their blocks end: with several, the
   // last bits vary from run to run, as with PyTorch's scans.
   double total;
-  exclusive_block_sum(head_sum, s_warps, total);
+  exclusive_block_sum<THREADS>(head_sum, s_warps, total);
   if (threadIdx.x == 0) atomicAdd(p.d_gamma + head, total);
 }
 
@@ -111,7 +118,11 @@ cudaError_t launch_gate_gradient(const Problem& problem, const Gradients& gradie
                                   gradients.d_gates.strides, gradients.d_gamma,       gradients.gate_ends,
                                   problem.cu_seqlens,        problem.seqlen_bits == 64, problem.seq_len,
                                   int(problem.heads)};
-  gate_gradient_kernel<<<unsigned(blocks), kThreads, 0, stream>>>(params);
+  // seq_len bounds every sequence's length, packed ones' too.
+  if (problem.seq_len > kLongFrom)
+    gate_gradient_kernel<1024><<<unsigned(blocks), 1024, 0, stream>>>(params);
+  else
+    gate_gradient_kernel<256><<<unsigned(blocks), 256, 0, stream>>>(params);
   return cudaGetLastError();
 }
 

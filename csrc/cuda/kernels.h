@@ -59,6 +59,8 @@ struct KernelParams {
   // the chunk states it reads; the fused pass's blocks join the end states before them.
   int segments;
   int segment_chunks;
+  // Fused: blocks of the walk per multiprocessor the plan counts on (MmaPlan::walk_resident).
+  int walk_resident;
   // Fused, several segments: pass 1 cuts each segment into `pieces` runs of segment_chunks /
   // pieces chunks, and the walk joins the runs' end states, so that pass 1 has blocks for every
   // multiprocessor where few (sequence, head) pairs would leave most idle; segment_states and
@@ -145,6 +147,9 @@ struct MmaPlan {
   int segments = 1;        // runs of segment_chunks chunks walked side by side
   int segment_chunks = 1;
   int pieces = 1;          // pass 1's runs per segment (KernelParams::pieces)
+  // Fused: the walk's blocks per multiprocessor, its residency or fewer where fewer hold its grid
+  // in one wave (a walk built for both then takes the one with more registers a thread).
+  int walk_resident = 1;
   size_t workspace = 0;    // bytes: chunk states (two passes), segment states, then the gates'
   size_t segment_states_at = 0;
   size_t segment_states_bytes = 0;  // several segments: [rows][segments * pieces][dk_padded][dv_padded] fp32
@@ -155,9 +160,13 @@ struct MmaPlan {
   bool overlap = false;
   size_t state_progress_at = 0;
 };
+// The kernel that walks a fused plan, whose blocks per multiprocessor the plan's segments follow:
+// the portable walk, the Hopper family's (cuda/hopper/hopper_kernels.h), or its twin walk (the
+// backward's dv pass with the dk pass riding on it).
+enum class WalkKernel { kPortable, kHopper, kHopperTwin };
 // The plan for a pass the tensor-core path handles, or none where neither way fits in the
 // shared memory one block of the device may opt in to (dk = 256 on sm_86/89/120).
-std::optional<MmaPlan> plan_mma(const Problem& problem, const Pass& pass, int multiprocessors,
+std::optional<MmaPlan> plan_mma(const Problem& problem, const Pass& pass, WalkKernel walk, int multiprocessors,
                                 size_t shared_per_block);
 // At most this many segments: the scan keeps one value per segment in registers.
 constexpr int kMaxSegments = 32;

@@ -141,12 +141,16 @@ struct Choice {
 // that target) whose plan fits: the tensor-core family's working set in one block's shared
 // memory and its workspace in `workspace_limit` bytes (the caller's).
 // The Hopper family runs the tensor-core plan: its state pass needs less shared memory than the
-// portable one, and its walk no more than an sm_90 block may have (a static_assert there).
-Choice choose(const Problem& problem, const Pass& pass, const DeviceFacts& facts, size_t workspace_limit) {
+// portable one, and its walk no more than an sm_90 block may have (a static_assert there); its
+// segments follow its own walk's residency, `hopper_walk`'s (the twin walk's for a dv pass it runs).
+Choice choose(const Problem& problem, const Pass& pass, const DeviceFacts& facts, size_t workspace_limit,
+              WalkKernel hopper_walk = WalkKernel::kHopper) {
   const DeviceCode code{facts.info.binary_version, arch_specific_kernels ? facts.info.arch_specific_version : 0};
   for (const FamilyRule* family : families_for(code, problem.elements, pass)) {
     if (family->family == KernelFamily::kGeneric) return {family, std::nullopt};
-    std::optional<MmaPlan> plan = plan_mma(problem, pass, facts.multiprocessors, size_t(facts.shared_per_block_optin));
+    const WalkKernel walk = family->family == KernelFamily::kHopper ? hopper_walk : WalkKernel::kPortable;
+    std::optional<MmaPlan> plan =
+        plan_mma(problem, pass, walk, facts.multiprocessors, size_t(facts.shared_per_block_optin));
     if (plan && plan->workspace <= workspace_limit) return {family, plan};
   }
   throw std::logic_error("culina: no kernel family takes the pass");  // the generic family takes every one
@@ -254,6 +258,7 @@ void run_pass(const Problem& problem, const Pass& pass, const Choice& choice, co
     params.segments = plan->segments;
     params.segment_chunks = plan->segment_chunks;
     params.pieces = plan->pieces;
+    params.walk_resident = plan->walk_resident;
     params.segment_states = ends.ready_ends ? ends.ready_ends
                                             : reinterpret_cast<float*>(workspace + plan->segment_states_at);
     params.ends_ready = ends.ready_ends != nullptr;
@@ -321,7 +326,12 @@ BackwardPlan plan_backward(const Problem& problem, const std::array<Pass, 3>& pa
   const auto& [dq, dk, dv] = passes;
   BackwardPlan plan{choose(problem, dq, facts, workspace_limit), choose(problem, dk, facts, workspace_limit),
                     choose(problem, dv, facts, workspace_limit), false, std::nullopt};
-  plan.twin = twin_walk(plan.dv, plan.dk, problem);
+  if (twin_walk(plan.dv, plan.dk, problem)) {
+    // The dv pass planned again for the twin walk's residency.
+    Choice twin = choose(problem, dv, facts, workspace_limit, WalkKernel::kHopperTwin);
+    plan.twin = twin_walk(twin, plan.dk, problem);
+    if (plan.twin) plan.dv = twin;
+  }
   if (!plan.twin) plan.handed = handed_ends(plan.dv, plan.dk, workspace_limit);
   return plan;
 }

@@ -88,6 +88,15 @@ int state_pieces(int segments, int segment_chunks, int64_t blocks, int multiproc
   return best;
 }
 
+// Blocks of `walk` one multiprocessor holds: the Hopper walks' launch bounds where they take the
+// head size, else as many of the portable walk's as its shared memory allows.
+int walk_resident(WalkKernel walk, int dk, int dv, size_t shared_per_block) {
+  const int dk_padded = padded_head_size(dk);
+  if (walk == WalkKernel::kHopperTwin) return hopper_twin_resident(dk_padded);
+  if (walk == WalkKernel::kHopper && hopper_walk_takes(dk_padded)) return hopper_walk_resident(dk_padded, walk_slice(dk, dv));
+  return int(std::max<size_t>(1, shared_per_block / walk_shared_bytes(dk, dv)));
+}
+
 }  // namespace
 
 int64_t chunk_slots(const Problem& problem) {
@@ -95,7 +104,7 @@ int64_t chunk_slots(const Problem& problem) {
                           : (problem.seq_len + kStateChunk - 1) / kStateChunk;
 }
 
-std::optional<MmaPlan> plan_mma(const Problem& problem, const Pass& pass, int multiprocessors,
+std::optional<MmaPlan> plan_mma(const Problem& problem, const Pass& pass, WalkKernel walk, int multiprocessors,
                                 size_t shared_per_block) {
   const int dk = int(pass.dk), dv = int(pass.dv);
   const int dk_padded = padded_head_size(dk), dv_padded = padded_head_size(dv);
@@ -109,12 +118,16 @@ std::optional<MmaPlan> plan_mma(const Problem& problem, const Pass& pass, int mu
   // Packed sequences stay in one segment (their state pass walks whole sequences). Two passes:
   // the state pass's 64 x 64 blocks, about three per multiprocessor.
   // Gated two-pass: the output's fix-up would need each chunk's gate from its segment's start.
+  const int64_t walk_blocks = (dv_padded / walk_slice(dk, dv)) * rows;
+  const int resident = plan.fused ? walk_resident(walk, dk, dv, shared_per_block) : 1;
   if (!problem.packed() && (plan.fused || !problem.gated()))
-    plan.segments = plan.fused ? walk_segments((dv_padded / walk_slice(dk, dv)) * rows, chunks,
-                                               int(std::max<size_t>(1, shared_per_block / walk_shared)), multiprocessors)
+    plan.segments = plan.fused ? walk_segments(walk_blocks, chunks, resident, multiprocessors)
                                : segments_for((dk_padded / 64) * (dv_padded / 64) * rows, chunks, 3, multiprocessors);
   plan.segment_chunks = int(std::max<int64_t>(1, (chunks + plan.segments - 1) / plan.segments));
   plan.segments = int(std::max<int64_t>(1, (chunks + plan.segment_chunks - 1) / plan.segment_chunks));
+  for (plan.walk_resident = resident;
+       plan.walk_resident > 1 && walk_blocks * plan.segments <= int64_t(plan.walk_resident - 1) * multiprocessors;)
+    --plan.walk_resident;
   if (plan.fused && plan.segments > 1)
     plan.pieces = state_pieces(plan.segments, plan.segment_chunks,
                                (dk_padded / 64) * (dv_padded / 64) * rows * (plan.segments - 1), multiprocessors);

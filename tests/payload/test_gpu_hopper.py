@@ -25,12 +25,15 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available() or _C.device_count
 # pass), packed sequences (the two-pass path, every chunk's state published), float32 rows
 # rounded on load. The backward's twin walk (dv and dk in one) runs where Dk and Dv pad alike to
 # 64 or 128 (96 and 128: dk's columns and dv's differ) and no dk pass needs gate dots from
-# float32 rows (those run on the generic kernel).
+# float32 rows (those run on the generic kernel). Walks of Dk 64 and 64 value columns whose grid
+# two blocks per multiprocessor cannot hold in one wave run three to a multiprocessor (B8 T1024
+# H24: 384 blocks), the dq pass's on its build for three, which spills.
 CASES = [
     (2, 4096, 4, 128, 128, "g", 0, "bfloat16"),
     (2, 4096, 4, 128, 128, "gamma", 0, "bfloat16"),
     (2, 3000, 4, 128, 128, "", 0, "float16"),
     (3, 2500, 5, 64, 64, "g+gamma", 0, "bfloat16"),
+    (8, 1024, 24, 64, 64, "g", 0, "bfloat16"),
     (2, 1500, 3, 64, 128, "g", 0, "bfloat16"),
     (2, 1500, 3, 128, 64, "gamma", 0, "bfloat16"),
     (1, 4096, 2, 256, 256, "gamma", 0, "bfloat16"),

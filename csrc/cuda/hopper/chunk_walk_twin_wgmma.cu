@@ -47,13 +47,19 @@ struct TwinLayout {
   static constexpr size_t bytes = used + wgmma::kSwizzleAtomBytes;  // room to align the base to 1024
 };
 
+// Blocks a multiprocessor holds (the kernel's launch bound; the plan's residency,
+// hopper_twin_resident): two of one warpgroup at D 64, one of two warpgroups at 128.
+__host__ __device__ constexpr int twin_resident(int d) { return d == 64 ? 2 : 1; }
+
 // `p` is the dv pass's, with the dk pass's rows in twin_q and twin_out (KernelParams). Rows
 // stored as S (T, or float32 rounded to T as it loads: mma_common.cuh).
 template <typename T, typename S, int D, bool GATED, bool DOTS>
-__global__ void __launch_bounds__(walk_threads<D>(), 1) chunk_walk_twin_kernel(KernelParams p) {
+__global__ void __launch_bounds__(walk_threads<D>(), twin_resident(D)) chunk_walk_twin_kernel(KernelParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using L = TwinLayout<D, DOTS>;
   static_assert(L::bytes <= 227 * 1024, "what one sm_90 block may opt in to");
+  static_assert(twin_resident(D) * (L::bytes + kReservedSharedBytes) <= kSharedPerMultiprocessor,
+                "the blocks the plan counts on fit one sm_90 multiprocessor's shared memory");
   constexpr int kThreads = walk_threads<D>(), kBlocks = D / 64;
   extern __shared__ __align__(16) unsigned char smem_unaligned[];
   unsigned char* smem = wgmma::swizzle_aligned(smem_unaligned);
@@ -240,6 +246,8 @@ cudaError_t launch_hopper_twin_walk(const KernelParams& params, int sequences, c
   return params.dk_padded == 64 ? launch_twin<T, S, 64>(params, sequences, stream, after_own)
                                 : launch_twin<T, S, 128>(params, sequences, stream, after_own);
 }
+
+int hopper_twin_resident(int d_padded) { return twin_resident(d_padded); }
 
 template cudaError_t launch_hopper_twin_walk<__half, __half>(const KernelParams&, int, cudaStream_t, bool);
 template cudaError_t launch_hopper_twin_walk<__nv_bfloat16, __nv_bfloat16>(const KernelParams&, int, cudaStream_t, bool);

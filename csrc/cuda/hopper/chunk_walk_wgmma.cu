@@ -30,38 +30,61 @@ namespace {
 
 using namespace hopper_walk;
 
-// The column split's ring slots (copies slots - 1 chunks ahead): three for the forward and dv
-// walks (3-4% faster than two, H100), two for those with gate dots (DOTS), which were 2-5%
-// slower with three (BENCHMARKS.md).
-__host__ __device__ constexpr int column_split_slots(bool dots) { return dots ? 2 : 3; }
+// The column split's ring slots (copies slots - 1 chunks ahead) and the blocks a multiprocessor
+// holds (the kernel's launch bound; the plan's residency, hopper_walk_resident). Three slots for
+// the forward and dv walks (3-4% faster than two, H100, one block per multiprocessor), two for
+// those with gate dots (DOTS), which were 2-5% slower with three (BENCHMARKS.md). At dk and a
+// slice of 64 two slots let three blocks share a multiprocessor where three slots held two:
+// three chains of waits overlap where two did. In the 168 registers that leaves a thread, the
+// gated walks spill 20 bytes and those with gate dots 176-192, which made the dq pass's walk a
+// third slower: that one is also built for two blocks, which a plan whose grid two hold takes
+// (MmaPlan::walk_resident).
+__host__ __device__ constexpr bool column_split_shares(int dk, int slice) { return dk == 64 && slice == 64; }
+__host__ __device__ constexpr int column_split_slots(int dk, int slice, bool dots) {
+  return dots || column_split_shares(dk, slice) ? 2 : 3;
+}
+__host__ __device__ constexpr int column_split_resident(int dk, int slice) { return column_split_shares(dk, slice) ? 3 : 1; }
 
 // A ring slot: q and k (DK / 64 blocks each), v (SLICE / 64 blocks), the chunk's gates; then
 // per warpgroup its state H_c and its scaled v columns V', the warps' output staging rows and a
-// constant gate's powers.
+// constant gate's powers. Where three blocks share a multiprocessor (column_split_shares) the
+// slots' gates lie apart, after the staging rows, so that no slot is padded to the 1024 bytes
+// the swizzle needs (the three would not fit); elsewhere they stay in the slot, which was 2%
+// faster at dk 128 (H200).
 template <int DK, int SLICE, int SLOTS>
 struct ColumnSplitLayout {
   static constexpr int kGroups = SLICE / kGroupCols;
+  static constexpr bool kGatesApart = column_split_shares(DK, SLICE);
   static constexpr size_t q = 0;
   static constexpr size_t k = q + size_t(DK / 64) * kBlockBytes;
   static constexpr size_t v = k + size_t(DK / 64) * kBlockBytes;
-  static constexpr size_t gates = v + size_t(kGroups) * kBlockBytes;
-  static constexpr size_t slot_bytes = (gates + kGateSlot * 4 + wgmma::kSwizzleAtomBytes - 1) /
-                                       wgmma::kSwizzleAtomBytes * wgmma::kSwizzleAtomBytes;
+  static constexpr size_t slot_gates = v + size_t(kGroups) * kBlockBytes;
+  static constexpr size_t slot_bytes =
+      kGatesApart ? slot_gates
+                  : (slot_gates + kGateSlot * 4 + wgmma::kSwizzleAtomBytes - 1) / wgmma::kSwizzleAtomBytes *
+                        wgmma::kSwizzleAtomBytes;
   static constexpr size_t h = SLOTS * slot_bytes;                           // kGroups x [DK][64] 16-bit
   static constexpr size_t scaled_v = h + size_t(kGroups) * DK * wgmma::kLineBytes;  // kGroups blocks
   static constexpr size_t stage = scaled_v + size_t(kGroups) * kBlockBytes;
-  static constexpr size_t powers = stage + size_t(walk_threads<SLICE>() / 32) * staging_bytes<kGroupCols>();
+  static constexpr size_t gates_apart = stage + size_t(walk_threads<SLICE>() / 32) * staging_bytes<kGroupCols>();
+  static constexpr size_t powers = gates_apart + (kGatesApart ? size_t(SLOTS) * kGateSlot * 4 : 0);
   static constexpr size_t used = powers + (kChunk + 1) * 4;
   static constexpr size_t bytes = used + wgmma::kSwizzleAtomBytes;  // room to align the base to 1024
+  // Where the gates of ring slot `slot` lie.
+  __host__ __device__ static constexpr size_t gates(int slot) {
+    return kGatesApart ? gates_apart + size_t(slot) * kGateSlot * 4 : size_t(slot) * slot_bytes + slot_gates;
+  }
 };
 
 // Rows stored as S (T, or float32 rounded to T as it loads: mma_common.cuh).
-template <typename T, typename S, int DK, int SLICE, bool GATED, bool DOTS>
-__global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_column_split_kernel(KernelParams p) {
+template <typename T, typename S, int DK, int SLICE, bool GATED, bool DOTS, int RESIDENT>
+__global__ void __launch_bounds__(walk_threads<SLICE>(), RESIDENT) chunk_walk_column_split_kernel(KernelParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  constexpr int kSlots = column_split_slots(DOTS);
+  constexpr int kSlots = column_split_slots(DK, SLICE, DOTS);
   using L = ColumnSplitLayout<DK, SLICE, kSlots>;
   static_assert(L::bytes <= 227 * 1024, "what one sm_90 block may opt in to");
+  static_assert(RESIDENT * (L::bytes + kReservedSharedBytes) <= kSharedPerMultiprocessor,
+                "the blocks the planner counts on fit one sm_90 multiprocessor's shared memory");
   constexpr int kThreads = walk_threads<SLICE>();
   constexpr int kDkBlocks = DK / 64;
   static_assert(L::kGroups <= 2, "wgmma::sync_warpgroup has two barriers");
@@ -81,6 +104,7 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_column_sp
 
   const WalkInputs<S> in(p, rows, v0);
   auto slot = [&](int c) { return smem + (c % kSlots) * L::slot_bytes; };
+  auto slot_gates = [&](int c) { return smem + L::gates(c % kSlots); };
   auto issue_rows = [&](int c) {
     if (c < chunks) {
       const int t0 = (first_chunk + c) * kChunk, n = min(kChunk, rows.length - t0);
@@ -91,7 +115,7 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_column_sp
     }
   };
   auto issue_gates = [&](int c) {  // and close chunk c's group of copies
-    if (GATED && c < chunks) copy_chunk_gates(slot(c) + L::gates, p, span, c, tid);
+    if (GATED && c < chunks) copy_chunk_gates(slot_gates(c), p, span, c, tid);
     commit_async_copies();
   };
   // The first chunks' rows come from the caller's tensors, complete before the kernel of ours
@@ -135,7 +159,7 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), 1) chunk_walk_column_sp
       issue_gates(c + kSlots - 1);
     }
     const unsigned char* here = slot(c);
-    const GatePowers<GATED> gates = chunk_powers<GATED>(p, here + L::gates, s_powers, n);
+    const GatePowers<GATED> gates = chunk_powers<GATED>(p, slot_gates(c), s_powers, n);
 
     // H_c as 16-bit into the warpgroup's [DK][64] tile; V', the warpgroup's v columns scaled.
     store_state_tiles<T>(s_h, acc, h_row, x_step);
@@ -440,9 +464,17 @@ cudaError_t launch_column_split(const KernelParams& params, int sequences, cudaS
   const dim3 grid(params.dv_padded / SLICE, params.segments, sequences * params.heads);
   return with_gate_kinds<T, S>(params, [&](auto gated, auto dots) {
     constexpr bool kDots = decltype(dots)::value;
-    const auto kernel = chunk_walk_column_split_kernel<T, S, DK, SLICE, decltype(gated)::value, kDots>;
-    return launch_with_shared(kernel, grid, walk_threads<SLICE>(),
-                              ColumnSplitLayout<DK, SLICE, column_split_slots(kDots)>::bytes, stream, params, after_own);
+    constexpr int kResident = column_split_resident(DK, SLICE);
+    const auto launch = [&](auto resident) {
+      const auto kernel = chunk_walk_column_split_kernel<T, S, DK, SLICE, decltype(gated)::value, kDots,
+                                                         decltype(resident)::value>;
+      return launch_with_shared(kernel, grid, walk_threads<SLICE>(),
+                                ColumnSplitLayout<DK, SLICE, column_split_slots(DK, SLICE, kDots)>::bytes, stream,
+                                params, after_own);
+    };
+    if constexpr (kDots && kResident == 3)
+      if (params.walk_resident < 3) return launch(std::integral_constant<int, 2>{});
+    return launch(std::integral_constant<int, kResident>{});
   });
 }
 
@@ -469,6 +501,8 @@ cudaError_t launch_hopper_chunk_walk(const KernelParams& params, int sequences, 
   if (params.dk_padded == 256) return launch_row_split<T, S, 256>(params, sequences, stream, after_own);
   return cudaErrorInvalidValue;
 }
+
+int hopper_walk_resident(int dk_padded, int slice) { return dk_padded == 256 ? 1 : column_split_resident(dk_padded, slice); }
 
 template cudaError_t launch_hopper_chunk_walk<__half, __half>(const KernelParams&, int, cudaStream_t, bool);
 template cudaError_t launch_hopper_chunk_walk<__nv_bfloat16, __nv_bfloat16>(const KernelParams&, int, cudaStream_t, bool);

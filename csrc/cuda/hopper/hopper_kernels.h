@@ -27,6 +27,9 @@ cudaError_t launch_hopper_chunk_states(const KernelParams& params, int sequences
 // D192 with gates, H200), a quarter of its products on zeros and in 64-column blocks where the
 // portable walk's are 96 wide (more blocks than multiprocessors).
 constexpr bool hopper_walk_takes(int dk_padded) { return dk_padded <= 128 || dk_padded == 256; }
+// Blocks of that walk one multiprocessor holds (its launch bound), for dk_padded and walk_slice's
+// `slice`: what the plan counts on where the Hopper family walks (plan_mma).
+int hopper_walk_resident(int dk_padded, int slice);
 template <typename T, typename S>
 cudaError_t launch_hopper_chunk_walk(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own);
 
@@ -43,6 +46,8 @@ cudaError_t launch_hopper_chunk_output(const KernelParams& params, int sequences
 // holds all of the state's columns and every warpgroup's dk columns can read all of it. The dv
 // pass's plan and grid with one column block; its state pass unchanged; no walk for the dk pass.
 constexpr bool hopper_twin_walk_takes(int dk_padded, int dv_padded) { return dk_padded == dv_padded && dk_padded <= 128; }
+// Blocks of the twin walk one multiprocessor holds (its launch bound), for d_padded (dk's and dv's).
+int hopper_twin_resident(int d_padded);
 template <typename T, typename S>
 cudaError_t launch_hopper_twin_walk(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own);
 

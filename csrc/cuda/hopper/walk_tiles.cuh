@@ -20,6 +20,10 @@ constexpr int kGroupCols = 64;    // value columns per warpgroup
 constexpr int kGroupThreads = 128;
 constexpr int kBlockBytes = kChunk * wgmma::kLineBytes;  // one 64-feature block of a chunk's 64 rows
 
+// An sm_90 multiprocessor's shared memory, and what the system keeps of it for each resident block.
+constexpr size_t kSharedPerMultiprocessor = 228 * 1024;
+constexpr size_t kReservedSharedBytes = 1024;
+
 template <int SLICE>
 __host__ __device__ constexpr int walk_threads() { return SLICE / kGroupCols * kGroupThreads; }
 
