@@ -375,6 +375,7 @@ void define_module(py::module_& m) {
   m.def("nvml_report", &nvml_report);
   m.def("device_count", &culina::gpu::device_count);
   m.def("set_arch_specific_kernels", &culina::gpu::set_arch_specific_kernels, py::arg("enabled"));
+  m.def("arch_specific_kernels", &culina::gpu::arch_specific_kernels);
   m.def("device", [](int ordinal) { return device_dict(culina::gpu::device(ordinal)); }, py::arg("ordinal"));
   m.def("devices", [] {
     py::list out;

@@ -22,6 +22,7 @@ int device_count() { return 0; }
 DeviceInfo device(int) { refuse_gpu_work(); }
 std::vector<DeviceInfo> devices() { return {}; }
 void set_arch_specific_kernels(bool) {}
+bool arch_specific_kernels() { return false; }
 size_t workspace_bytes(const Problem&, int) { return 0; }
 size_t backward_workspace_bytes(const Problem&, int) { return 0; }
 size_t kept_workspace_bytes(const Problem&, int) { return 0; }

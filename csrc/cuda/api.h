@@ -47,6 +47,7 @@ DeviceInfo device(int ordinal);
 // kernels) where the device runs their code: on unless switched off (CULINA_KERNELS=portable),
 // which runs every pass on the portable kernels; process-wide, read at each call.
 void set_arch_specific_kernels(bool enabled);
+bool arch_specific_kernels();  // what the switch says now
 // Every device: a context on each (`python -m culina info` only).
 std::vector<DeviceInfo> devices();
 // Device scratch memory the problem needs on `device` (0 when the path chosen needs none);

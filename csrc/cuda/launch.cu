@@ -128,7 +128,7 @@ const DeviceFacts& facts_of(int device) {
   return known.emplace(device, std::move(facts)).first->second;
 }
 
-std::atomic<bool> arch_specific_kernels{true};  // set_arch_specific_kernels
+std::atomic<bool> arch_specific_kernels_on{true};  // set_arch_specific_kernels
 
 // The kernel family that runs a pass on a device, and the tensor-core families' plan.
 struct Choice {
@@ -145,7 +145,7 @@ struct Choice {
 // segments follow its own walk's residency, `hopper_walk`'s (the twin walk's for a dv pass it runs).
 Choice choose(const Problem& problem, const Pass& pass, const DeviceFacts& facts, size_t workspace_limit,
               WalkKernel hopper_walk = WalkKernel::kHopper) {
-  const DeviceCode code{facts.info.binary_version, arch_specific_kernels ? facts.info.arch_specific_version : 0};
+  const DeviceCode code{facts.info.binary_version, arch_specific_kernels_on ? facts.info.arch_specific_version : 0};
   for (const FamilyRule* family : families_for(code, problem.elements, pass)) {
     if (family->family == KernelFamily::kGeneric) return {family, std::nullopt};
     const WalkKernel walk = family->family == KernelFamily::kHopper ? hopper_walk : WalkKernel::kPortable;
@@ -370,7 +370,9 @@ int device_count() {
 
 DeviceInfo device(int ordinal) { return facts_of(ordinal).info; }
 
-void set_arch_specific_kernels(bool enabled) { arch_specific_kernels = enabled; }
+void set_arch_specific_kernels(bool enabled) { arch_specific_kernels_on = enabled; }
+
+bool arch_specific_kernels() { return arch_specific_kernels_on; }
 
 std::vector<DeviceInfo> devices() {
   std::vector<DeviceInfo> out;

@@ -206,8 +206,10 @@ def _cached_problem(q, k, v, gamma, g, initial_state, cu_seqlens, layout: str, c
 
 def _workspace_bytes(size_of, problem: _api.Problem, device: torch.device) -> int:
     """What a query (_C.forward_workspace_bytes, ...) answers for the problem on the device, asked
-    once per problem."""
-    key = (size_of, problem, device.index)
+    once per problem and kernel switch: the families plan apart (the Hopper walk at D64 in fewer
+    segments), and a workspace too small for the portable plan sent the pass to the generic kernel
+    (25x slower) after _C.set_arch_specific_kernels turned the Hopper family off."""
+    key = (size_of, problem, device.index, _C.arch_specific_kernels())
     size = _workspaces.get(key)
     if size is None:
         size = size_of(_api.describe(problem), device.index)

@@ -136,3 +136,28 @@ def test_the_dk_pass_rides_on_the_dv_walk_where_the_twin_walk_takes_it(dk, dv, t
     # elsewhere each pass walks alone.
     names = backward_kernels(2, 1024, 2, dk, dv, gates)
     assert any("chunk_walk_twin_kernel" in name for name in names) == twin, names
+
+
+def test_each_family_gets_a_workspace_for_its_own_plan():
+    """At D64 the Hopper walk runs three blocks to a multiprocessor and plans fewer segments than
+    the portable walk (B4 T4096 H24: four against eight), so the portable plan needs the larger
+    workspace. Asked once per problem and family: cached per problem alone, the Hopper family's
+    size sent the portable family's passes to the generic kernel (25x slower) once
+    _C.set_arch_specific_kernels had turned the Hopper family off."""
+    def forward_kernels(arch_specific):
+        _C.set_arch_specific_kernels(arch_specific)
+        try:
+            q, k, v, g, _, _, _ = inputs(4, 4096, 24, 64, 64, "g", 0, "bfloat16", seed=2)
+            with torch.no_grad(), torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+                culina.chunk_simple_gla(q, k, v, g=g)
+                torch.cuda.synchronize()
+            return [event.key for event in prof.key_averages()]
+        finally:
+            _C.set_arch_specific_kernels(_api.apply_kernel_choice() == "auto")
+
+    if _api.apply_kernel_choice() == "portable":
+        pytest.skip("CULINA_KERNELS=portable turns the Hopper family off")
+    hopper, portable = forward_kernels(True), forward_kernels(False)
+    assert any("chunk_walk_column_split_kernel" in name for name in hopper), hopper
+    assert any("chunk_walk_kernel" in name for name in portable), portable
+    assert not any("generic" in name for name in hopper + portable), (hopper, portable)
