@@ -315,17 +315,6 @@ cudaError_t launch_shape(const KernelParams& params, int sequences, cudaStream_t
 
 }  // namespace
 
-// 128 columns where the padded dv allows (16 warps) and dk is 128 or less; 96 (12 warps) for
-// dk up to 192 with a padded dv of 192, whose 128-column blocks would not fit in shared memory;
-// else 64. A value column block recomputes the chunk's scores and rereads its q and k: at
-// dk = dv = 192, two 96-column blocks do that half as often as three 64-column ones.
-int walk_slice(int dk, int dv) {
-  const int dv_padded = padded_head_size(dv);
-  if (dk <= 128 && dv_padded % 128 == 0) return 128;
-  if (dk > 128 && dk <= 192 && dv_padded % 96 == 0) return 96;
-  return 64;
-}
-
 namespace {
 
 // f(std::integral_constant<int, SLICE>) for the walk's `slice` (walk_slice), built for DK.

@@ -5,6 +5,7 @@
 
 #include <optional>
 
+#include "common/mma_plan.h"
 #include "common/passes.h"
 #include "common/problem.h"
 
@@ -112,15 +113,6 @@ struct KernelParams {
   float log2_decay[kMaxHeads];
 };
 
-// Floats per chunk slot of chunk_gates: 64 cumulative gates, the total, padding to 16 bytes.
-constexpr int kGateSlot = 68;
-
-// Rows per chunk of the tensor-core path (whose two-pass workspace holds one state per chunk).
-constexpr int kStateChunk = 64;
-// Chunk slots of one workspace row: padded, ceil(T / 64); packed, T / 64 + num_seqs, so that
-// sequence n's chunks start at slot cu_seqlens[n] / 64 + n without overlapping n+1's.
-int64_t chunk_slots(const Problem& problem);
-
 // Any head sizes up to kMaxHeadDim, every dtype, every architecture (CUDA cores, fp32 math).
 cudaError_t launch_generic(const KernelParams& params, int sequences, DType dtype, cudaStream_t stream);
 
@@ -133,7 +125,7 @@ cudaError_t launch_gate_gradient(const Problem& problem, const Gradients& gradie
 __host__ __device__ inline int state_runs(const KernelParams& p) { return p.segments * p.pieces; }
 __host__ __device__ inline int run_chunks(const KernelParams& p) { return p.segment_chunks / p.pieces; }
 
-// Tensor-core path (mma_path.cu), for the passes the dispatch table gives it
+// Tensor-core path (mma_path.cu; its plan in common/mma_plan.h), for the passes the dispatch table gives it
 // (common/kernel_dispatch.h: fp16/bf16, dk and dv multiples of 8 from 16 to 256, 16-byte aligned
 // rows; the kernels are built for dk of 64, 128 and 256 and zero-fill the features past the real
 // one; code for sm_80 and newer only). Either fused (padded batches, where the
@@ -141,38 +133,10 @@ __host__ __device__ inline int run_chunks(const KernelParams& p) { return p.segm
 // outputs, after a state pass for the segments' end states when there are several segments;
 // or in two passes: chunk states into the workspace (in segments joined by a
 // scan when the state blocks alone would leave the device idle), then all outputs in parallel.
-// How the tensor-core path runs one pass on one device.
-struct MmaPlan {
-  bool fused = false;
-  int segments = 1;        // runs of segment_chunks chunks walked side by side
-  int segment_chunks = 1;
-  int pieces = 1;          // pass 1's runs per segment (KernelParams::pieces)
-  // Fused: the walk's blocks per multiprocessor, its residency or fewer where fewer hold its grid
-  // in one wave (a walk built for both then takes the one with more registers a thread).
-  int walk_resident = 1;
-  size_t workspace = 0;    // bytes: chunk states (two passes), segment states, then the gates'
-  size_t segment_states_at = 0;
-  size_t segment_states_bytes = 0;  // several segments: [rows][segments * pieces][dk_padded][dv_padded] fp32
-  size_t chunk_gates_at = 0;    // gated problems: KernelParams::chunk_gates
-  size_t segment_gates_at = 0;  // gated problems with several segments: KernelParams::segment_gates
-  // Two passes in one segment whose chunks fit the output grid's second dimension (65535): the
-  // counters of KernelParams::state_progress, used where the device launches early.
-  bool overlap = false;
-  size_t state_progress_at = 0;
-};
-// The kernel that walks a fused plan, whose blocks per multiprocessor the plan's segments follow:
-// the portable walk, the Hopper family's (cuda/hopper/hopper_kernels.h), or its twin walk (the
-// backward's dv pass with the dk pass riding on it).
-enum class WalkKernel { kPortable, kHopper, kHopperTwin };
-// The plan for a pass the tensor-core path handles, or none where neither way fits in the
-// shared memory one block of the device may opt in to (dk = 256 on sm_86/89/120).
-std::optional<MmaPlan> plan_mma(const Problem& problem, const Pass& pass, WalkKernel walk, int multiprocessors,
-                                size_t shared_per_block);
-// At most this many segments: the scan keeps one value per segment in registers.
-constexpr int kMaxSegments = 32;
-// At most this many packed sequences for pass 2 alongside pass 1: one warp ranks their chunks,
-// four sequences per lane (sequence_rows.cuh: sequence_of_rank).
-constexpr int kMaxRankedSequences = 128;
+// What the plan (common/mma_plan.h: plan_mma) needs to know of the tensor-core kernels that
+// would run `pass`, with `walk` walking it, on a device whose blocks may opt in to
+// `shared_per_block` bytes of shared memory.
+MmaKernels mma_kernels(const Pass& pass, WalkKernel walk, size_t shared_per_block);
 // `hopper`: the Hopper family (cuda/hopper/hopper_kernels.h): pass 1 on wgmma, and the fused pass
 // where its wgmma walk takes dk; the rest as it is.
 cudaError_t launch_mma(const KernelParams& params, int sequences, Elements elements, cudaStream_t stream, bool hopper);
@@ -185,7 +149,6 @@ int output_slice(int dv);  // value columns per output block: 128 where dv allow
 // The output pass's grid for blocks of `slice` value columns (sequence_rows.cuh: output_chunk
 // maps a block to its chunk).
 dim3 output_grid(const KernelParams& params, int sequences, int slice);
-int walk_slice(int dk, int dv);  // value columns per chunk-walk block: 128, 96 or 64
 // `after_own`: the kernel before it in the stream is one of launch_mma's (launch_with_shared).
 template <typename T, typename S>
 cudaError_t launch_chunk_states(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own);

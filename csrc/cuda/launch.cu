@@ -149,8 +149,8 @@ Choice choose(const Problem& problem, const Pass& pass, const DeviceFacts& facts
   for (const FamilyRule* family : families_for(code, problem.elements, pass)) {
     if (family->family == KernelFamily::kGeneric) return {family, std::nullopt};
     const WalkKernel walk = family->family == KernelFamily::kHopper ? hopper_walk : WalkKernel::kPortable;
-    std::optional<MmaPlan> plan =
-        plan_mma(problem, pass, walk, facts.multiprocessors, size_t(facts.shared_per_block_optin));
+    const size_t shared = size_t(facts.shared_per_block_optin);
+    std::optional<MmaPlan> plan = plan_mma(problem, pass, mma_kernels(pass, walk, shared), facts.multiprocessors, shared);
     if (plan && plan->workspace <= workspace_limit) return {family, plan};
   }
   throw std::logic_error("culina: no kernel family takes the pass");  // the generic family takes every one

@@ -248,8 +248,8 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
 }
 
 // A head size rounded up to the 64-row and 64-column blocks of the workspace's states
-// (KernelParams::dk_padded, dv_padded).
-__host__ __device__ constexpr int padded_head_size(int d) { return (d + 63) / 64 * 64; }
+// (KernelParams::dk_padded, dv_padded): the plan's (common/mma_plan.h).
+using gpu::padded_head_size;
 
 // f(std::integral_constant<int, DK>) for DK the smallest of the head sizes the kernels are built
 // for (64, 128, 192, 256) that holds dk: the features past dk are zero-filled. `otherwise` past 256.

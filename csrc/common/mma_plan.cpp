@@ -1,0 +1,129 @@
+// The tensor-core path's plan (common/mma_plan.h): host arithmetic only.
+#include "common/mma_plan.h"
+
+#include <algorithm>
+
+namespace culina::gpu {
+namespace {
+
+// Below this many chunks per segment, the scan and the fix-up cost more than they save.
+constexpr int kMinSegmentChunks = 8;
+// Pass 1's runs before a walk (KernelParams::pieces) take at least this many chunks each.
+constexpr int kMinRunChunks = 4;
+
+// Segments that give `blocks` blocks per segment about `waves` blocks per multiprocessor, each
+// segment of kMinSegmentChunks or more, kMaxSegments at most.
+int segments_for(int64_t blocks, int64_t chunks, int waves, int multiprocessors) {
+  const int64_t wanted = (waves * int64_t(multiprocessors) + blocks - 1) / std::max<int64_t>(blocks, 1);
+  return int(std::max<int64_t>(1, std::min({wanted, chunks / kMinSegmentChunks, int64_t(kMaxSegments)})));
+}
+
+// Segments for the chunk walk, whose blocks each walk segment_chunks chunks one after another:
+// the fewest that minimise (waves of blocks) x (chunks per segment), that is the chunk steps
+// the busiest multiprocessor takes, with the state pass that several segments need counted as a
+// third more.
+int walk_segments(int64_t blocks, int64_t chunks, int resident, int multiprocessors) {
+  const int64_t most = std::max<int64_t>(1, std::min<int64_t>(chunks / kMinSegmentChunks, kMaxSegments));
+  const int64_t per_wave = std::max<int64_t>(1, int64_t(resident) * multiprocessors);
+  int best = 1;
+  double best_cost = 0;
+  for (int64_t segments = 1; segments <= most; ++segments) {
+    const int64_t waves = (blocks * segments + per_wave - 1) / per_wave;
+    const double cost = double(waves * ((chunks + segments - 1) / segments)) * (segments > 1 ? 4.0 / 3.0 : 1.0);
+    if (segments == 1 || cost < best_cost) best = int(segments), best_cost = cost;
+  }
+  return best;
+}
+
+// Pass 1's runs per segment before a walk in `segments`: `blocks` of its 64 x 64 state blocks
+// work on the segments before the last, one run each, and three share a multiprocessor. Where
+// they leave some idle (few sequence-head pairs: B8 T1024 H8 D64 gives 64 working blocks for
+// the H100's 132 multiprocessors, each walking 8 chunks one after another), each segment is cut
+// into the most runs that still fit one such wave, dividing its chunks evenly (so the walk's
+// segments stay as they are), each of kMinRunChunks or more, and no more runs in all than
+// kMaxSegments: a walk block joins the end states of every run before its segment.
+int state_pieces(int segments, int segment_chunks, int64_t blocks, int multiprocessors) {
+  const int64_t fit = 3 * int64_t(multiprocessors) / std::max<int64_t>(1, blocks);
+  int best = 1;
+  for (int pieces = 2; pieces <= fit && segment_chunks / pieces >= kMinRunChunks && segments * pieces <= kMaxSegments;
+       ++pieces)
+    if (segment_chunks % pieces == 0) best = pieces;
+  return best;
+}
+
+}  // namespace
+
+int walk_slice(int dk, int dv) {
+  const int dv_padded = padded_head_size(dv);
+  if (dk <= 128 && dv_padded % 128 == 0) return 128;
+  if (dk > 128 && dk <= 192 && dv_padded % 96 == 0) return 96;
+  return 64;
+}
+
+int64_t chunk_slots(const Problem& problem) {
+  return problem.packed() ? problem.seq_len / kStateChunk + problem.num_seqs
+                          : (problem.seq_len + kStateChunk - 1) / kStateChunk;
+}
+
+std::optional<MmaPlan> plan_mma(const Problem& problem, const Pass& pass, const MmaKernels& kernels,
+                                int multiprocessors, size_t shared_per_block) {
+  const int dk = int(pass.dk), dv = int(pass.dv);
+  const int dk_padded = padded_head_size(dk), dv_padded = padded_head_size(dv);
+  const int64_t rows = problem.packed() ? problem.heads : problem.batch * problem.heads;
+  const int64_t chunks = chunk_slots(problem);
+  MmaPlan plan;
+  plan.fused = kernels.walks && !problem.packed() &&
+               std::max(kernels.walk_shared, kernels.states_shared_fused) <= shared_per_block;
+  if (!plan.fused && std::max(kernels.states_shared, kernels.output_shared) > shared_per_block) return std::nullopt;
+  // Packed sequences stay in one segment (their state pass walks whole sequences). Two passes:
+  // the state pass's 64 x 64 blocks, about three per multiprocessor.
+  // Gated two-pass: the output's fix-up would need each chunk's gate from its segment's start.
+  const int64_t walk_blocks = (dv_padded / walk_slice(dk, dv)) * rows;
+  const int resident = plan.fused ? kernels.walk_resident : 1;
+  if (!problem.packed() && (plan.fused || !problem.gated()))
+    plan.segments = plan.fused ? walk_segments(walk_blocks, chunks, resident, multiprocessors)
+                               : segments_for((dk_padded / 64) * (dv_padded / 64) * rows, chunks, 3, multiprocessors);
+  plan.segment_chunks = int(std::max<int64_t>(1, (chunks + plan.segments - 1) / plan.segments));
+  plan.segments = int(std::max<int64_t>(1, (chunks + plan.segment_chunks - 1) / plan.segment_chunks));
+  for (plan.walk_resident = resident;
+       plan.walk_resident > 1 && walk_blocks * plan.segments <= int64_t(plan.walk_resident - 1) * multiprocessors;)
+    --plan.walk_resident;
+  if (plan.fused && plan.segments > 1)
+    plan.pieces = state_pieces(plan.segments, plan.segment_chunks,
+                               (dk_padded / 64) * (dv_padded / 64) * rows * (plan.segments - 1), multiprocessors);
+  // Chunk states (two passes, 16-bit), segment states (fp32), then with gates the chunk gates
+  // and the segments' gates; every region starts on 16 bytes.
+  const size_t state_elements = size_t(dk_padded) * size_t(dv_padded);
+  const size_t chunk_state_bytes = plan.fused ? 0 : (size_t(rows * chunks) * state_elements * 2 + 15) / 16 * 16;
+  plan.segment_states_at = chunk_state_bytes;
+  const int64_t runs = int64_t(plan.segments) * plan.pieces;
+  plan.segment_states_bytes = plan.segments > 1 ? size_t(rows * runs) * state_elements * 4 : 0;
+  size_t end = chunk_state_bytes + plan.segment_states_bytes;
+  if (problem.gated()) {
+    plan.chunk_gates_at = end;
+    end += size_t(rows * chunks) * kGateSlot * 4;
+    if (plan.segments > 1) {
+      plan.segment_gates_at = end;
+      end += size_t(rows * runs) * 4;
+    }
+  }
+  // Pass 2 alongside pass 1 (KernelParams::state_progress), where pass 1's blocks fit in about two
+  // waves (past that its blocks keep the device busy to the end, and waiting costs) and pass 2's
+  // blocks can share a multiprocessor with pass 1's (dk up to 128). H100, bf16 forward, 8 packed
+  // sequences, T 16384, H 16: 0.180 -> 0.133 ms at D64, 0.295 -> 0.276 ms at D128; slower with
+  // 64 sequences at D128 (0.313 -> 0.326 ms, 4096 blocks) and at D256 (0.459 -> 0.50 ms). Its grid's
+  // second dimension numbers chunks (padded) or chunk slots (packed), and a warp ranks at most
+  // kMaxRankedSequences packed sequences.
+  const int64_t state_blocks = problem.sequences() * problem.heads * (dk_padded / 64) * (dv_padded / 64);
+  plan.overlap = !plan.fused && plan.segments == 1 && dk_padded <= 128 && state_blocks <= 4 * int64_t(multiprocessors) &&
+                 chunks <= 65535 && (!problem.packed() || problem.num_seqs <= kMaxRankedSequences);
+  if (plan.overlap) {
+    end = (end + 15) / 16 * 16;
+    plan.state_progress_at = end;
+    end += size_t(state_blocks) * sizeof(int);  // a count per state block
+  }
+  plan.workspace = end;
+  return plan;
+}
+
+}  // namespace culina::gpu

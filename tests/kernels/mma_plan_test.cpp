@@ -1,0 +1,127 @@
+// The tensor-core path's plan (csrc/common/mma_plan.h) for made-up devices and kernels: segments
+// follow the blocks of the walk that will run a multiprocessor holds, a plan whose grid fits
+// fewer blocks says so, pass 1's runs, packed sequences, and what fits where.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "common/mma_plan.h"
+
+namespace culina::gpu {
+namespace {
+
+constexpr int kMultiprocessors = 132;      // an H100's or H200's
+constexpr size_t kSharedPerBlock = 232448;  // what one of their blocks may opt in to
+
+// Shared memory per block of made-up kernels that fit one sm_90 block, and a walk's residency.
+MmaKernels kernels_with(int walk_resident) {
+  MmaKernels kernels;
+  kernels.walk_shared = 95012;
+  kernels.states_shared_fused = 50000;
+  kernels.states_shared = 60000;
+  kernels.output_shared = 70000;
+  kernels.walk_resident = walk_resident;
+  return kernels;
+}
+
+const float kGamma = 0.0f;
+const int64_t kOffsets[] = {0, 0};
+
+// A [B, H, T, D] problem with a per-head decay in device memory (gated), or packed sequences.
+Problem problem_of(int64_t b, int64_t t, int64_t h, int64_t d, int64_t packed_sequences = 0) {
+  Problem problem;
+  problem.batch = packed_sequences ? 1 : b;
+  problem.heads = h;
+  problem.seq_len = t;
+  problem.dk = problem.dv = d;
+  problem.gamma = &kGamma;
+  if (packed_sequences) {
+    problem.num_seqs = packed_sequences;
+    problem.cu_seqlens = kOffsets;
+    problem.seqlen_bits = 64;
+  }
+  return problem;
+}
+
+std::optional<MmaPlan> plan_for(const Problem& problem, const MmaKernels& kernels) {
+  return plan_mma(problem, forward_pass(problem), kernels, kMultiprocessors, kSharedPerBlock);
+}
+
+TEST(MmaPlan, SegmentsFollowTheBlocksOfTheWalkThatRuns) {
+  // B4 T4096 H24 D64: 96 walk blocks per segment, 64 chunks. Three to a multiprocessor hold four
+  // segments of 16 chunks in one wave; two would take three waves of four, so the plan walks
+  // eight segments of 8 (2.9 waves of 264).
+  const Problem problem = problem_of(4, 4096, 24, 64);
+  const auto three = plan_for(problem, kernels_with(3)), two = plan_for(problem, kernels_with(2));
+  ASSERT_TRUE(three && two);
+  EXPECT_TRUE(three->fused);
+  EXPECT_EQ(three->segments, 4);
+  EXPECT_EQ(three->segment_chunks, 16);
+  EXPECT_EQ(three->walk_resident, 3);
+  EXPECT_EQ(two->segments, 8);
+  EXPECT_EQ(two->segment_chunks, 8);
+  EXPECT_EQ(two->walk_resident, 2);
+  // Each (sequence, head) keeps an fp32 64 x 64 end state per run: the plans need different
+  // workspaces, so a caller must ask for the plan of the family that runs.
+  EXPECT_EQ(three->segment_states_bytes, size_t(96) * 4 * 64 * 64 * 4);
+  EXPECT_EQ(two->segment_states_bytes, size_t(96) * 8 * 64 * 64 * 4);
+  EXPECT_LT(three->workspace, two->workspace);
+}
+
+TEST(MmaPlan, SaysWhereFewerBlocksHoldTheGridInOneWave) {
+  // B8 T1024 H8 D64: two segments of 8 chunks, 128 blocks, which one to a multiprocessor holds:
+  // a walk built for fewer (and more registers a thread) may run it.
+  const auto plan = plan_for(problem_of(8, 1024, 8, 64), kernels_with(3));
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->segments, 2);
+  EXPECT_EQ(plan->walk_resident, 1);
+  // B8 T1024 H24 D64: 384 blocks in two segments need three.
+  const auto wide = plan_for(problem_of(8, 1024, 24, 64), kernels_with(3));
+  ASSERT_TRUE(wide);
+  EXPECT_EQ(wide->segments, 2);
+  EXPECT_EQ(wide->walk_resident, 3);
+}
+
+TEST(MmaPlan, CutsSegmentsIntoRunsWherePassOneWouldIdle) {
+  // Two pairs, 40 chunks: five segments of 8, and pass 1's eight working state blocks would
+  // leave most multiprocessors idle, so each segment is cut into two runs of 4.
+  const auto plan = plan_for(problem_of(1, 64 * 40, 2, 64), kernels_with(3));
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->segments, 5);
+  EXPECT_EQ(plan->segment_chunks, 8);
+  EXPECT_EQ(plan->pieces, 2);
+  EXPECT_EQ(plan->segment_states_bytes, size_t(2) * 10 * 64 * 64 * 4);
+  // 41 chunks: segments of 9, which no run count of 4 chunks or more divides.
+  const auto odd = plan_for(problem_of(1, 64 * 40 + 17, 2, 64), kernels_with(3));
+  ASSERT_TRUE(odd);
+  EXPECT_EQ(odd->segment_chunks, 9);
+  EXPECT_EQ(odd->pieces, 1);
+}
+
+TEST(MmaPlan, PackedSequencesTakeTwoPassesInOneSegment) {
+  const auto plan = plan_for(problem_of(1, 16384, 16, 128, 8), kernels_with(3));
+  ASSERT_TRUE(plan);
+  EXPECT_FALSE(plan->fused);
+  EXPECT_EQ(plan->segments, 1);
+  EXPECT_EQ(plan->walk_resident, 1);
+  EXPECT_TRUE(plan->overlap);  // 16 x 4 state blocks of 64 x 64: pass 2 runs alongside pass 1
+  EXPECT_GT(plan->state_progress_at, plan->chunk_gates_at);
+}
+
+TEST(MmaPlan, WalksOnlyWhereItsSharedMemoryFits) {
+  MmaKernels kernels = kernels_with(1);
+  kernels.walk_shared = kSharedPerBlock + 1;
+  const auto two_pass = plan_for(problem_of(2, 4096, 4, 128), kernels);
+  ASSERT_TRUE(two_pass);
+  EXPECT_FALSE(two_pass->fused);
+  kernels.walks = false;  // the build knob
+  kernels.walk_shared = 1;
+  const auto off = plan_for(problem_of(2, 4096, 4, 128), kernels);
+  ASSERT_TRUE(off);
+  EXPECT_FALSE(off->fused);
+  kernels.output_shared = kSharedPerBlock + 1;
+  EXPECT_FALSE(plan_for(problem_of(2, 4096, 4, 128), kernels).has_value());
+}
+
+}  // namespace
+}  // namespace culina::gpu
