@@ -110,7 +110,7 @@ def test_the_dq_pass_reads_what_the_forward_kept(gates, t):
     """The backward with what the forward kept (its dq pass reads the forward's segment end
     states, transposed, instead of running a state pass) against the backward without (which
     computes them): the same gradients up to the order of fp32 sums. 41 chunks walk in five
-    segments of 9; 40 in five of 8, which pass 1 cuts into two runs each (mma_path.cu:
+    segments of 9; 40 in five of 8, which pass 1 cuts into two runs each (common/mma_plan.cpp:
     state_pieces), so that the dq pass joins the forward's runs."""
     from culina import _api, _C, _torch
 

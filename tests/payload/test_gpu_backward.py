@@ -233,7 +233,7 @@ def test_workspace_follows_the_plan():
     assert workspace_bytes([1, 4, 1000, 64, 64], 1, num_seqs=3) == 4 * (15 + 3) * 64 * 64 * 2 + 3 * 4 * 4
     # None at Dk 256 (an output block does not fit beside a state block; devices with less shared
     # memory take the generic kernel there, with no workspace) nor with more state blocks than
-    # about two waves (mma_path.cu: plan_mma).
+    # about two waves (common/mma_plan.cpp: plan_mma).
     if _C.kernel_path(0, 1, 256, 256, 1) != "generic":
         assert workspace_bytes([1, 4, 1000, 256, 256], 1, num_seqs=3) == 4 * (15 + 3) * 256 * 256 * 2
     assert workspace_bytes([1, 64, 64000, 64, 64], 1, num_seqs=100) == 64 * (1000 + 100) * 64 * 64 * 2
@@ -261,7 +261,7 @@ def test_long_sequences_split_the_state_pass(dtype, heads, mode):
 @pytest.mark.parametrize("mode", ["plain", "decay", "gates BTHD"])
 def test_segments_cut_into_runs_join_as_one_walk(mode):
     """Where pass 1's blocks would leave most multiprocessors idle, it cuts each segment into runs
-    (mma_path.cu: state_pieces) and the walks join the runs' end states: 40 chunks of two
+    (common/mma_plan.cpp: state_pieces) and the walks join the runs' end states: 40 chunks of two
     (sequence, head) pairs walk in five segments of 8 chunks, and pass 1 computes ten runs of 4
     (its workspace: an fp32 64 x 64 end state per run and pair). Forward and backward; the dk pass
     takes the dv pass's runs where the two walk apart (the portable kernels; Hopper's twin walk
