@@ -45,7 +45,9 @@ int device_count();
 DeviceInfo device(int ordinal);
 // Whether passes may run on arch-specific kernel families (common/kernel_dispatch.h: the Hopper
 // kernels) where the device runs their code: on unless switched off (CULINA_KERNELS=portable),
-// which runs every pass on the portable kernels; process-wide, read at each call.
+// which runs every pass on the portable kernels; process-wide, read at each call. A backward must
+// run under the switch its forward ran under: the families plan apart, and what a forward keeps
+// for its backward (Gradients::kept) follows its family's plan.
 void set_arch_specific_kernels(bool enabled);
 bool arch_specific_kernels();  // what the switch says now
 // Every device: a context on each (`python -m culina info` only).

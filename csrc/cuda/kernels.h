@@ -3,8 +3,6 @@
 
 #include <cuda_runtime.h>
 
-#include <optional>
-
 #include "common/mma_plan.h"
 #include "common/passes.h"
 #include "common/problem.h"

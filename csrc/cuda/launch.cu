@@ -437,8 +437,12 @@ void linear_attention_backward(const Problem& problem, const Gradients& gradient
   const BackwardPlan plan = plan_backward(problem, passes, facts, problem.workspace_bytes);
   EndsHandoff dq_ends;
   if (gradients.kept) {
+    // The forward's plan as it is now, which must be the one that ran: the families plan apart
+    // (the Hopper walk at D64 in fewer segments), so a kept workspace of another size than this
+    // plan's (kept_workspace_bytes) came from another plan, and the dq pass computes its own.
     const Choice forward = choose(problem, forward_pass(problem), facts, gradients.kept_bytes);
-    if (const std::optional<HandedEnds> kept = handed_ends(forward, plan.dq, gradients.kept_bytes)) {
+    const std::optional<HandedEnds> kept = handed_ends(forward, plan.dq, gradients.kept_bytes);
+    if (kept && kept->end == gradients.kept_bytes) {
       dq_ends.ready_workspace = static_cast<char*>(gradients.kept);
       dq_ends.ready_ends = reinterpret_cast<float*>(dq_ends.ready_workspace + kept->at);
     }

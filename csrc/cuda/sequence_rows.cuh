@@ -29,7 +29,7 @@ __device__ __forceinline__ int64_t sequence_start(const KernelParams& p, int seq
                          : int64_t(static_cast<const int32_t*>(p.cu_seqlens)[seq]);
 }
 
-// Sequence n's chunk 0 takes packed slot start_n / kStateChunk + n (kernels.h: chunk_slots).
+// Sequence n's chunk 0 takes packed slot start_n / kStateChunk + n (common/mma_plan.h: chunk_slots).
 __device__ __forceinline__ SequenceRows sequence_rows(const KernelParams& p, int seq, int head) {
   SequenceRows rows;
   rows.head = head;

@@ -49,8 +49,8 @@ std::optional<MmaPlan> plan_for(const Problem& problem, const MmaKernels& kernel
 
 TEST(MmaPlan, SegmentsFollowTheBlocksOfTheWalkThatRuns) {
   // B4 T4096 H24 D64: 96 walk blocks per segment, 64 chunks. Three to a multiprocessor hold four
-  // segments of 16 chunks in one wave; two would take three waves of four, so the plan walks
-  // eight segments of 8 (2.9 waves of 264).
+  // segments of 16 chunks in one wave; with two, four segments would take two waves of 16 chunks
+  // each, so the plan walks eight segments of 8 in three waves (2.9 of 264).
   const Problem problem = problem_of(4, 4096, 24, 64);
   const auto three = plan_for(problem, kernels_with(3)), two = plan_for(problem, kernels_with(2));
   ASSERT_TRUE(three && two);

@@ -88,11 +88,11 @@ def test_routes_agree():
         torch.testing.assert_close(got, want, rtol=0, atol=0)
 
 
-def segmented_problem(gates, seed=7, t=64 * 40 + 17):
+def segmented_problem(gates, seed=7, t=64 * 40 + 17, d=128):
     """Few (sequence, head) pairs and long sequences, in fla's [B, T, H, D] layout: the walks run
     in segments, where a forward that trains keeps its segments' gates and end states for the
     backward's dq pass (_C.kept_workspace_bytes)."""
-    b, h, d = 1, 2, 128
+    b, h = 1, 2
     gen = torch.Generator(device="cuda").manual_seed(seed)
     q, k, v = (torch.randn(b, t, h, d, device="cuda", generator=gen, dtype=torch.bfloat16) * 0.5 for _ in range(3))
     g = (torch.nn.functional.logsigmoid(torch.randn(b, t, h, device="cuda", generator=gen)) / 16
@@ -104,17 +104,20 @@ def segmented_problem(gates, seed=7, t=64 * 40 + 17):
     return q, k, v, g, gamma, s0, d_out, d_final
 
 
-@pytest.mark.parametrize("gates, t", [("plain", 64 * 40 + 17), ("g+gamma", 64 * 40 + 17), ("g+gamma", 64 * 40)],
-                         ids=["plain", "gated", "gated-runs"])
-def test_the_dq_pass_reads_what_the_forward_kept(gates, t):
+@pytest.mark.parametrize("gates, t, d", [("plain", 64 * 40 + 17, 128), ("g+gamma", 64 * 40 + 17, 128),
+                                         ("g+gamma", 64 * 40, 128), ("g+gamma", 64 * 40 + 17, 64)],
+                         ids=["plain", "gated", "gated-runs", "gated-D64"])
+def test_the_dq_pass_reads_what_the_forward_kept(gates, t, d):
     """The backward with what the forward kept (its dq pass reads the forward's segment end
     states, transposed, instead of running a state pass) against the backward without (which
     computes them): the same gradients up to the order of fp32 sums. 41 chunks walk in five
     segments of 9; 40 in five of 8, which pass 1 cuts into two runs each (common/mma_plan.cpp:
-    state_pieces), so that the dq pass joins the forward's runs."""
+    state_pieces), so that the dq pass joins the forward's runs. At D64 the Hopper family's walks
+    run three blocks to a multiprocessor and plan apart from the portable ones: the forward and
+    the dq pass still plan alike."""
     from culina import _api, _C, _torch
 
-    q, k, v, g, gamma, s0, d_out, d_final = segmented_problem(gates, t=t)
+    q, k, v, g, gamma, s0, d_out, d_final = segmented_problem(gates, t=t, d=d)
     scale = q.shape[-1] ** -0.5
     problem = _torch.problem_of(q, k, v, gamma, g, s0, None, "BTHD")
     assert _C.kept_workspace_bytes(_api.describe(problem), 0) > 0, "the shape keeps nothing: no segments?"

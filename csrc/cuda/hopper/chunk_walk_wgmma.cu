@@ -37,8 +37,9 @@ using namespace hopper_walk;
 // slice of 64 two slots let three blocks share a multiprocessor where three slots held two:
 // three chains of waits overlap where two did. In the 168 registers that leaves a thread, the
 // gated walks spill 20 bytes and those with gate dots 176-192, which made the dq pass's walk a
-// third slower: that one is also built for two blocks, which a plan whose grid two hold takes
-// (MmaPlan::walk_resident).
+// third slower where its grid fits two blocks to a multiprocessor: the walks with gate dots (the
+// dq pass's, and the dk pass's where the twin walk does not take it) are also built for two,
+// which a plan whose grid two hold takes (MmaPlan::walk_resident).
 __host__ __device__ constexpr bool column_split_shares(int dk, int slice) { return dk == 64 && slice == 64; }
 __host__ __device__ constexpr int column_split_slots(int dk, int slice, bool dots) {
   return dots || column_split_shares(dk, slice) ? 2 : 3;
@@ -58,22 +59,26 @@ struct ColumnSplitLayout {
   static constexpr size_t q = 0;
   static constexpr size_t k = q + size_t(DK / 64) * kBlockBytes;
   static constexpr size_t v = k + size_t(DK / 64) * kBlockBytes;
-  static constexpr size_t slot_gates = v + size_t(kGroups) * kBlockBytes;
+  static constexpr size_t tiles_end = v + size_t(kGroups) * kBlockBytes;  // a slot's gates follow, unless apart
   static constexpr size_t slot_bytes =
-      kGatesApart ? slot_gates
-                  : (slot_gates + kGateSlot * 4 + wgmma::kSwizzleAtomBytes - 1) / wgmma::kSwizzleAtomBytes *
+      kGatesApart ? tiles_end
+                  : (tiles_end + kGateSlot * 4 + wgmma::kSwizzleAtomBytes - 1) / wgmma::kSwizzleAtomBytes *
                         wgmma::kSwizzleAtomBytes;
   static constexpr size_t h = SLOTS * slot_bytes;                           // kGroups x [DK][64] 16-bit
   static constexpr size_t scaled_v = h + size_t(kGroups) * DK * wgmma::kLineBytes;  // kGroups blocks
   static constexpr size_t stage = scaled_v + size_t(kGroups) * kBlockBytes;
-  static constexpr size_t gates_apart = stage + size_t(walk_threads<SLICE>() / 32) * staging_bytes<kGroupCols>();
-  static constexpr size_t powers = gates_apart + (kGatesApart ? size_t(SLOTS) * kGateSlot * 4 : 0);
+  static constexpr size_t apart_gates = stage + size_t(walk_threads<SLICE>() / 32) * staging_bytes<kGroupCols>();
+  static constexpr size_t powers = apart_gates + (kGatesApart ? size_t(SLOTS) * kGateSlot * 4 : 0);
   static constexpr size_t used = powers + (kChunk + 1) * 4;
   static constexpr size_t bytes = used + wgmma::kSwizzleAtomBytes;  // room to align the base to 1024
   // Where the gates of ring slot `slot` lie.
   __host__ __device__ static constexpr size_t gates(int slot) {
-    return kGatesApart ? gates_apart + size_t(slot) * kGateSlot * 4 : size_t(slot) * slot_bytes + slot_gates;
+    return kGatesApart ? apart_gates + size_t(slot) * kGateSlot * 4 : size_t(slot) * slot_bytes + tiles_end;
   }
+  // wgmma's swizzled tiles start on 1024 bytes, asynchronous copies land on 16.
+  static_assert(slot_bytes % wgmma::kSwizzleAtomBytes == 0 && h % wgmma::kSwizzleAtomBytes == 0 &&
+                    scaled_v % wgmma::kSwizzleAtomBytes == 0 && gates(0) % 16 == 0 && gates(1) % 16 == 0,
+                "aligned tiles and gates");
 };
 
 // Rows stored as S (T, or float32 rounded to T as it loads: mma_common.cuh).
@@ -104,7 +109,7 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), RESIDENT) chunk_walk_co
 
   const WalkInputs<S> in(p, rows, v0);
   auto slot = [&](int c) { return smem + (c % kSlots) * L::slot_bytes; };
-  auto slot_gates = [&](int c) { return smem + L::gates(c % kSlots); };
+  auto gates_of = [&](int c) { return smem + L::gates(c % kSlots); };
   auto issue_rows = [&](int c) {
     if (c < chunks) {
       const int t0 = (first_chunk + c) * kChunk, n = min(kChunk, rows.length - t0);
@@ -115,7 +120,7 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), RESIDENT) chunk_walk_co
     }
   };
   auto issue_gates = [&](int c) {  // and close chunk c's group of copies
-    if (GATED && c < chunks) copy_chunk_gates(slot_gates(c), p, span, c, tid);
+    if (GATED && c < chunks) copy_chunk_gates(gates_of(c), p, span, c, tid);
     commit_async_copies();
   };
   // The first chunks' rows come from the caller's tensors, complete before the kernel of ours
@@ -159,7 +164,7 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), RESIDENT) chunk_walk_co
       issue_gates(c + kSlots - 1);
     }
     const unsigned char* here = slot(c);
-    const GatePowers<GATED> gates = chunk_powers<GATED>(p, slot_gates(c), s_powers, n);
+    const GatePowers<GATED> gates = chunk_powers<GATED>(p, gates_of(c), s_powers, n);
 
     // H_c as 16-bit into the warpgroup's [DK][64] tile; V', the warpgroup's v columns scaled.
     store_state_tiles<T>(s_h, acc, h_row, x_step);
