@@ -3,6 +3,7 @@ code) against the portable family on the same inputs, on a device that runs them
 that turns them off (CULINA_KERNELS=portable). The rest of the GPU tests run whichever family
 the device takes, so running them once as they are and once with CULINA_KERNELS=portable covers
 both families against the float64 reference."""
+import contextlib
 import os
 import subprocess
 import sys
@@ -68,24 +69,42 @@ def inputs(b, t, h, dk, dv, gates, packed, dtype, seed):
     return q, k, v, g, g_gamma, cu_seqlens, s0
 
 
+@contextlib.contextmanager
+def hopper_kernels(enabled):
+    """The Hopper family on or off inside the block (the switch CULINA_KERNELS sets), and as
+    CULINA_KERNELS has it after."""
+    _C.set_arch_specific_kernels(enabled)
+    try:
+        yield
+    finally:
+        _C.set_arch_specific_kernels(_api.apply_kernel_choice() == "auto")
+
+
+def launched_kernels(call):
+    """The names of the kernels `call` launches."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        call()
+        torch.cuda.synchronize()
+    return [event.key for event in prof.key_averages()]
+
+
 def run(arch_specific, q, k, v, g, g_gamma, cu_seqlens, s0, dtype):
     """Forward, final state and every gradient with the Hopper kernels on or off."""
-    _C.set_arch_specific_kernels(arch_specific)
     precision = torch.get_float32_matmul_precision()
     torch.set_float32_matmul_precision("medium" if dtype == "float32" else precision)
     try:
-        leaves = [x.detach().clone().requires_grad_() for x in (q, k, v)]
-        g_leaf = g.detach().clone().requires_grad_() if g is not None else None
-        o, state = culina.chunk_simple_gla(*leaves, g=g_leaf, g_gamma=g_gamma, initial_state=s0,
-                                           output_final_state=True, cu_seqlens=cu_seqlens)
-        do, ds = torch.randn_like(o), torch.randn_like(state)
-        torch.autograd.backward([o, state], [do, ds])
-        torch.cuda.synchronize()
-        return {"o": o, "final state": state, "dq": leaves[0].grad, "dk": leaves[1].grad, "dv": leaves[2].grad,
-                **({"dg": g_leaf.grad} if g_leaf is not None else {})}
+        with hopper_kernels(arch_specific):
+            leaves = [x.detach().clone().requires_grad_() for x in (q, k, v)]
+            g_leaf = g.detach().clone().requires_grad_() if g is not None else None
+            o, state = culina.chunk_simple_gla(*leaves, g=g_leaf, g_gamma=g_gamma, initial_state=s0,
+                                               output_final_state=True, cu_seqlens=cu_seqlens)
+            do, ds = torch.randn_like(o), torch.randn_like(state)
+            torch.autograd.backward([o, state], [do, ds])
+            torch.cuda.synchronize()
+            return {"o": o, "final state": state, "dq": leaves[0].grad, "dk": leaves[1].grad, "dv": leaves[2].grad,
+                    **({"dg": g_leaf.grad} if g_leaf is not None else {})}
     finally:
         torch.set_float32_matmul_precision(precision)
-        _C.set_arch_specific_kernels(_api.apply_kernel_choice() == "auto")
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: "B{}-T{}-H{}-Dk{}-Dv{}-{}-packed{}-{}".format(*c))
@@ -121,10 +140,7 @@ def backward_kernels(b, t, h, dk, dv, gates):
     q, k, v, g, g_gamma, _, _ = inputs(b, t, h, dk, dv, gates, 0, "bfloat16", seed=1)
     leaves = [x.detach().clone().requires_grad_() for x in (q, k, v)]
     g_leaf = g.detach().clone().requires_grad_() if g is not None else None
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        culina.chunk_simple_gla(*leaves, g=g_leaf, g_gamma=g_gamma)[0].sum().backward()
-        torch.cuda.synchronize()
-    return [event.key for event in prof.key_averages()]
+    return launched_kernels(lambda: culina.chunk_simple_gla(*leaves, g=g_leaf, g_gamma=g_gamma)[0].sum().backward())
 
 
 @pytest.mark.skipif(_api.apply_kernel_choice() == "portable", reason="CULINA_KERNELS=portable turns the Hopper family off")
@@ -138,25 +154,19 @@ def test_the_dk_pass_rides_on_the_dv_walk_where_the_twin_walk_takes_it(dk, dv, t
     assert any("chunk_walk_twin_kernel" in name for name in names) == twin, names
 
 
+@pytest.mark.skipif(_api.apply_kernel_choice() == "portable", reason="CULINA_KERNELS=portable turns the Hopper family off")
 def test_each_family_gets_a_workspace_for_its_own_plan():
     """At D64 the Hopper walk runs three blocks to a multiprocessor and plans fewer segments than
     the portable walk (B4 T4096 H24: four against eight), so the portable plan needs the larger
     workspace. Asked once per problem and family: cached per problem alone, the Hopper family's
     size sent the portable family's passes to the generic kernel (25x slower) once
     _C.set_arch_specific_kernels had turned the Hopper family off."""
-    def forward_kernels(arch_specific):
-        _C.set_arch_specific_kernels(arch_specific)
-        try:
-            q, k, v, g, _, _, _ = inputs(4, 4096, 24, 64, 64, "g", 0, "bfloat16", seed=2)
-            with torch.no_grad(), torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-                culina.chunk_simple_gla(q, k, v, g=g)
-                torch.cuda.synchronize()
-            return [event.key for event in prof.key_averages()]
-        finally:
-            _C.set_arch_specific_kernels(_api.apply_kernel_choice() == "auto")
+    q, k, v, g, _, _, _ = inputs(4, 4096, 24, 64, 64, "g", 0, "bfloat16", seed=2)
 
-    if _api.apply_kernel_choice() == "portable":
-        pytest.skip("CULINA_KERNELS=portable turns the Hopper family off")
+    def forward_kernels(arch_specific):
+        with hopper_kernels(arch_specific), torch.no_grad():
+            return launched_kernels(lambda: culina.chunk_simple_gla(q, k, v, g=g))
+
     hopper, portable = forward_kernels(True), forward_kernels(False)
     assert any("chunk_walk_column_split_kernel" in name for name in hopper), hopper
     assert any("chunk_walk_kernel" in name for name in portable), portable

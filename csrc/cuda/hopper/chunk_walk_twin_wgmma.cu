@@ -58,8 +58,7 @@ __global__ void __launch_bounds__(walk_threads<D>(), twin_resident(D)) chunk_wal
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using L = TwinLayout<D, DOTS>;
   static_assert(L::bytes <= 227 * 1024, "what one sm_90 block may opt in to");
-  static_assert(twin_resident(D) * (L::bytes + kReservedSharedBytes) <= kSharedPerMultiprocessor,
-                "the blocks the plan counts on fit one sm_90 multiprocessor's shared memory");
+  static_assert(fit_one_multiprocessor(twin_resident(D), L::bytes), "the blocks the plan counts on fit a multiprocessor");
   constexpr int kThreads = walk_threads<D>(), kBlocks = D / 64;
   extern __shared__ __align__(16) unsigned char smem_unaligned[];
   unsigned char* smem = wgmma::swizzle_aligned(smem_unaligned);

@@ -88,8 +88,7 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), RESIDENT) chunk_walk_co
   constexpr int kSlots = column_split_slots(DK, SLICE, DOTS);
   using L = ColumnSplitLayout<DK, SLICE, kSlots>;
   static_assert(L::bytes <= 227 * 1024, "what one sm_90 block may opt in to");
-  static_assert(RESIDENT * (L::bytes + kReservedSharedBytes) <= kSharedPerMultiprocessor,
-                "the blocks the planner counts on fit one sm_90 multiprocessor's shared memory");
+  static_assert(fit_one_multiprocessor(RESIDENT, L::bytes), "the blocks the plan counts on fit a multiprocessor");
   constexpr int kThreads = walk_threads<SLICE>();
   constexpr int kDkBlocks = DK / 64;
   static_assert(L::kGroups <= 2, "wgmma::sync_warpgroup has two barriers");
@@ -239,8 +238,9 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), RESIDENT) chunk_walk_co
 }
 
 // Two ring slots (73 KB each at DK 256; with a third the layout passes the 227 KB a block may have),
-// whatever column_split_slots gives the column split.
-constexpr int kRowSplitSlots = 2;
+// whatever column_split_slots gives the column split; one block (of two warpgroups) to a
+// multiprocessor.
+constexpr int kRowSplitSlots = 2, kRowSplitResident = 1;
 
 // The row-split walk's shared memory: a ring slot as above with one block of v; H_c^T (16-bit,
 // [64][DK] as DK / 64 blocks like q's), V', P and the output warps' staging rows, a constant
@@ -263,7 +263,7 @@ struct RowSplitLayout {
 };
 
 template <typename T, typename S, int DK, bool GATED, bool DOTS>
-__global__ void __launch_bounds__(2 * kGroupThreads, 1) chunk_walk_row_split_kernel(KernelParams p) {
+__global__ void __launch_bounds__(2 * kGroupThreads, kRowSplitResident) chunk_walk_row_split_kernel(KernelParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using L = RowSplitLayout<DK>;
   static_assert(L::bytes <= 227 * 1024, "what one sm_90 block may opt in to");
@@ -477,8 +477,8 @@ cudaError_t launch_column_split(const KernelParams& params, int sequences, cudaS
                                 ColumnSplitLayout<DK, SLICE, column_split_slots(DK, SLICE, kDots)>::bytes, stream,
                                 params, after_own);
     };
-    if constexpr (kDots && kResident == 3)
-      if (params.walk_resident < 3) return launch(std::integral_constant<int, 2>{});
+    if constexpr (kDots && kResident > 2)
+      if (params.walk_resident < kResident) return launch(std::integral_constant<int, 2>{});
     return launch(std::integral_constant<int, kResident>{});
   });
 }
@@ -507,7 +507,9 @@ cudaError_t launch_hopper_chunk_walk(const KernelParams& params, int sequences, 
   return cudaErrorInvalidValue;
 }
 
-int hopper_walk_resident(int dk_padded, int slice) { return dk_padded == 256 ? 1 : column_split_resident(dk_padded, slice); }
+int hopper_walk_resident(int dk_padded, int slice) {
+  return dk_padded == 256 ? kRowSplitResident : column_split_resident(dk_padded, slice);
+}
 
 template cudaError_t launch_hopper_chunk_walk<__half, __half>(const KernelParams&, int, cudaStream_t, bool);
 template cudaError_t launch_hopper_chunk_walk<__nv_bfloat16, __nv_bfloat16>(const KernelParams&, int, cudaStream_t, bool);

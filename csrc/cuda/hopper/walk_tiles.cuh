@@ -20,9 +20,12 @@ constexpr int kGroupCols = 64;    // value columns per warpgroup
 constexpr int kGroupThreads = 128;
 constexpr int kBlockBytes = kChunk * wgmma::kLineBytes;  // one 64-feature block of a chunk's 64 rows
 
-// An sm_90 multiprocessor's shared memory, and what the system keeps of it for each resident block.
-constexpr size_t kSharedPerMultiprocessor = 228 * 1024;
-constexpr size_t kReservedSharedBytes = 1024;
+// Whether `blocks` blocks of `bytes` of dynamic shared memory each fit one sm_90 multiprocessor
+// (228 KB, of which the system keeps 1 KB for each resident block): what a walk's launch bound
+// and the plan's residency count on.
+__host__ __device__ constexpr bool fit_one_multiprocessor(int blocks, size_t bytes) {
+  return size_t(blocks) * (bytes + 1024) <= 228 * 1024;
+}
 
 template <int SLICE>
 __host__ __device__ constexpr int walk_threads() { return SLICE / kGroupCols * kGroupThreads; }
