@@ -19,8 +19,9 @@ from simple_gla_bench import bench, make_inputs  # noqa: E402
 
 # (name, B, T, H, D, gates, packed sequences): fla's registry shapes with per-token gates, a
 # short and a wide one, the head size where culina's forward trails fla's (BENCHMARKS.md), and a
-# row for each path a backward can take (the 96- and 64-column walks, the two-pass path of packed
-# sequences), each with both kinds of gate (--train-gamma adds the per-head gradient).
+# row for each path a backward can take (the 96- and 64-column walks, packed sequences of random
+# lengths walked in segment slots), each with both kinds of gate (--train-gamma adds the per-head
+# gradient).
 SHAPES = [
     ("B2 T16384 H16 D128, g", 2, 16384, 16, 128, "g", 0),
     ("B2 T16384 H16 D128, g_gamma", 2, 16384, 16, 128, "gamma", 0),
@@ -34,6 +35,7 @@ SHAPES = [
     ("B4 T4096 H16 D192, g_gamma", 4, 4096, 16, 192, "gamma", 0),
     ("packed 8 seqs T16384 H16 D128, g", 1, 16384, 16, 128, "g", 8),
     ("packed 8 seqs T16384 H16 D128, g_gamma", 1, 16384, 16, 128, "gamma", 8),
+    ("packed 64 seqs T16384 H16 D64, g", 1, 16384, 16, 64, "g", 64),
 ]
 
 

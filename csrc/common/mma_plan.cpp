@@ -10,6 +10,8 @@ namespace {
 constexpr int kMinSegmentChunks = 8;
 // Pass 1's runs before a walk (KernelParams::pieces) take at least this many chunks each.
 constexpr int kMinRunChunks = 4;
+// A grid's second and third dimensions hold at most this many blocks.
+constexpr int64_t kMaxGridYZ = 65535;
 
 // Segments that give `blocks` blocks per segment about `waves` blocks per multiprocessor, each
 // segment of kMinSegmentChunks or more, kMaxSegments at most.
@@ -51,6 +53,28 @@ int state_pieces(int segments, int segment_chunks, int64_t blocks, int multiproc
   return best;
 }
 
+// Packed sequences in a fused plan: their segments' length in chunks and slots per head
+// (kernels.h: KernelParams::segments). Their lengths lie in device memory, so all take one
+// segment length: what walk_segments gives sequences of the mean length, at least
+// kMinSegmentChunks, and at least all chunks over kMaxSegments, so that no sequence has more
+// segments (and no walk block more end states to join) than a padded one. None where the
+// walk's grid or pass 1's would not hold the slots.
+struct PackedSegments {
+  int slots, chunks;
+};
+
+std::optional<PackedSegments> packed_segments(const Problem& problem, int64_t columns, int resident,
+                                              int multiprocessors) {
+  const int64_t all_chunks = (problem.seq_len + kStateChunk - 1) / kStateChunk;
+  const int64_t mean = std::max<int64_t>(1, (all_chunks + problem.num_seqs - 1) / problem.num_seqs);
+  const int64_t walked = walk_segments(columns * problem.heads * problem.num_seqs, mean, resident, multiprocessors);
+  const int64_t chunks = std::max({(mean + walked - 1) / walked, int64_t(kMinSegmentChunks),
+                                   (all_chunks + kMaxSegments - 1) / kMaxSegments});
+  const int64_t slots = problem.seq_len / (kStateChunk * chunks) + problem.num_seqs;
+  if (slots > kMaxGridYZ || problem.heads * slots > kMaxGridYZ) return std::nullopt;
+  return PackedSegments{int(slots), int(chunks)};
+}
+
 }  // namespace
 
 int walk_slice(int dk, int dv) {
@@ -71,24 +95,32 @@ std::optional<MmaPlan> plan_mma(const Problem& problem, const Pass& pass, const 
   const int dk_padded = padded_head_size(dk), dv_padded = padded_head_size(dv);
   const int64_t rows = problem.packed() ? problem.heads : problem.batch * problem.heads;
   const int64_t chunks = chunk_slots(problem);
+  const int64_t columns = dv_padded / walk_slice(dk, dv), walk_blocks = columns * rows;
+  const bool walk_fits = kernels.walks && std::max(kernels.walk_shared, kernels.states_shared_fused) <= shared_per_block;
+  const std::optional<PackedSegments> packed =
+      walk_fits && problem.packed() ? packed_segments(problem, columns, kernels.walk_resident, multiprocessors)
+                                    : std::nullopt;
   MmaPlan plan;
-  plan.fused = kernels.walks && !problem.packed() &&
-               std::max(kernels.walk_shared, kernels.states_shared_fused) <= shared_per_block;
+  plan.fused = walk_fits && (!problem.packed() || packed);
   if (!plan.fused && std::max(kernels.states_shared, kernels.output_shared) > shared_per_block) return std::nullopt;
-  // Packed sequences stay in one segment (their state pass walks whole sequences). Two passes:
-  // the state pass's 64 x 64 blocks, about three per multiprocessor.
-  // Gated two-pass: the output's fix-up would need each chunk's gate from its segment's start.
-  const int64_t walk_blocks = (dv_padded / walk_slice(dk, dv)) * rows;
   const int resident = plan.fused ? kernels.walk_resident : 1;
-  if (!problem.packed() && (plan.fused || !problem.gated()))
-    plan.segments = plan.fused ? walk_segments(walk_blocks, chunks, resident, multiprocessors)
-                               : segments_for((dk_padded / 64) * (dv_padded / 64) * rows, chunks, 3, multiprocessors);
-  plan.segment_chunks = int(std::max<int64_t>(1, (chunks + plan.segments - 1) / plan.segments));
-  plan.segments = int(std::max<int64_t>(1, (chunks + plan.segment_chunks - 1) / plan.segment_chunks));
+  if (packed) {
+    plan.segments = packed->slots;
+    plan.segment_chunks = packed->chunks;
+  } else {
+    // Two passes: the state pass's 64 x 64 blocks, about three per multiprocessor; packed
+    // sequences stay in one segment (their state pass walks whole sequences). Gated two-pass:
+    // the output's fix-up would need each chunk's gate from its segment's start.
+    if (!problem.packed() && (plan.fused || !problem.gated()))
+      plan.segments = plan.fused ? walk_segments(walk_blocks, chunks, resident, multiprocessors)
+                                 : segments_for((dk_padded / 64) * (dv_padded / 64) * rows, chunks, 3, multiprocessors);
+    plan.segment_chunks = int(std::max<int64_t>(1, (chunks + plan.segments - 1) / plan.segments));
+    plan.segments = int(std::max<int64_t>(1, (chunks + plan.segment_chunks - 1) / plan.segment_chunks));
+  }
   for (plan.walk_resident = resident;
        plan.walk_resident > 1 && walk_blocks * plan.segments <= int64_t(plan.walk_resident - 1) * multiprocessors;)
     --plan.walk_resident;
-  if (plan.fused && plan.segments > 1)
+  if (plan.fused && plan.segments > 1 && !problem.packed())
     plan.pieces = state_pieces(plan.segments, plan.segment_chunks,
                                (dk_padded / 64) * (dv_padded / 64) * rows * (plan.segments - 1), multiprocessors);
   // Chunk states (two passes, 16-bit), segment states (fp32), then with gates the chunk gates
@@ -116,7 +148,7 @@ std::optional<MmaPlan> plan_mma(const Problem& problem, const Pass& pass, const 
   // kMaxRankedSequences packed sequences.
   const int64_t state_blocks = problem.sequences() * problem.heads * (dk_padded / 64) * (dv_padded / 64);
   plan.overlap = !plan.fused && plan.segments == 1 && dk_padded <= 128 && state_blocks <= 4 * int64_t(multiprocessors) &&
-                 chunks <= 65535 && (!problem.packed() || problem.num_seqs <= kMaxRankedSequences);
+                 chunks <= kMaxGridYZ && (!problem.packed() || problem.num_seqs <= kMaxRankedSequences);
   if (plan.overlap) {
     end = (end + 15) / 16 * 16;
     plan.state_progress_at = end;

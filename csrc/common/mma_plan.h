@@ -65,7 +65,9 @@ struct MmaKernels {
 // How the tensor-core path runs one pass on one device.
 struct MmaPlan {
   bool fused = false;
-  int segments = 1;        // runs of segment_chunks chunks walked side by side
+  // Runs of segment_chunks chunks walked side by side: per (sequence, head) for padded batches,
+  // slots per head for packed sequences (kernels.h: KernelParams::segments).
+  int segments = 1;
   int segment_chunks = 1;
   int pieces = 1;          // pass 1's runs per segment (KernelParams::pieces)
   // Fused: the walk's blocks per multiprocessor, its residency or fewer where fewer hold its grid

@@ -51,11 +51,14 @@ struct KernelParams {
   // The workspace's states are dk_padded x dv_padded: dk and dv rounded up to 64, the padding
   // zero (the kernels read zeros for the features past dk and dv).
   int dk_padded, dv_padded;
-  // Tensor-core path, padded batches: each (sequence, head)'s chunks split into `segments`
-  // runs of segment_chunks, whose end states pass 1 computes side by side from zero (segment 0
-  // from the initial state) into segment_states (fp32 [rows][segments * pieces][dk_padded][dv_padded]).
-  // Two passes: a scan turns them into the states entering each segment, which pass 2 adds to
-  // the chunk states it reads; the fused pass's blocks join the end states before them.
+  // Tensor-core path: each (sequence, head)'s chunks split into segments of segment_chunks,
+  // whose end states pass 1 computes side by side from zero (segment 0 from the initial state)
+  // into segment_states (fp32 [rows][segments * pieces][dk_padded][dv_padded]). Padded batches:
+  // `segments` per (sequence, head). Packed sequences (fused plans only; two passes keep them in
+  // one segment): `segments` slots per head, sequence n's from start_n / (64 segment_chunks) + n
+  // (sequence_rows.cuh: sequence_at_slot), as many as its length needs. Two passes: a scan turns
+  // the end states into the states entering each segment, which pass 2 adds to the chunk states
+  // it reads; the fused pass's blocks join the end states before them.
   int segments;
   int segment_chunks;
   // Fused: blocks of the walk per multiprocessor the plan counts on (MmaPlan::walk_resident).
@@ -122,6 +125,12 @@ cudaError_t launch_gate_gradient(const Problem& problem, const Gradients& gradie
 // (sequence, head), and the chunks in each.
 __host__ __device__ inline int state_runs(const KernelParams& p) { return p.segments * p.pieces; }
 __host__ __device__ inline int run_chunks(const KernelParams& p) { return p.segment_chunks / p.pieces; }
+// The grid's third dimension of a walk, and of pass 1 (times state_runs) in a fused plan: one per
+// (sequence, head) of padded batches; one per head for packed sequences, whose segments' slots
+// (the grid's second dimension) hold every sequence (sequence_rows.cuh: walk_span, state_run).
+__host__ __device__ inline int walk_items(const KernelParams& p, int sequences) {
+  return p.fused && p.cu_seqlens ? p.heads : sequences * p.heads;
+}
 
 // Tensor-core path (mma_path.cu; its plan in common/mma_plan.h), for the passes the dispatch table gives it
 // (common/kernel_dispatch.h: fp16/bf16, dk and dv multiples of 8 from 16 to 256, 16-byte aligned

@@ -15,6 +15,7 @@ struct SequenceRows {
   int length;           // tokens in the sequence
   int64_t state_index;  // sequence * heads + head: the [.., Dk, Dv] state it starts from and ends in
   int64_t chunk_base;   // workspace slot (over all rows) of its chunk 0
+  int64_t run_base;     // slot of pass 1's run 0 of it in segment_states and segment_gates (run_slots)
 
   // Element offset of pass row t's first feature in a tensor with strides `at`.
   __device__ __forceinline__ int64_t at(const Strides& s, int64_t t) const {
@@ -29,6 +30,20 @@ __device__ __forceinline__ int64_t sequence_start(const KernelParams& p, int seq
                          : int64_t(static_cast<const int32_t*>(p.cu_seqlens)[seq]);
 }
 
+// Packed slots of `granule` tokens: sequence n's start at slot start_n / granule + n, so that no
+// two sequences' slots overlap (chunk slots: granule kStateChunk; a fused plan's segment slots:
+// kStateChunk * segment_chunks). The last sequence whose slots start at or below `slot`, by
+// bisection over the bases, and in `index` the slot's place among that sequence's slots.
+__device__ __forceinline__ int sequence_at_slot(const KernelParams& p, int64_t slot, int64_t granule, int& index) {
+  int lo = 0, hi = p.num_seqs - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (sequence_start(p, mid) / granule + mid <= slot) lo = mid; else hi = mid - 1;
+  }
+  index = int(slot - (sequence_start(p, lo) / granule + lo));
+  return lo;
+}
+
 // Sequence n's chunk 0 takes packed slot start_n / kStateChunk + n (common/mma_plan.h: chunk_slots).
 __device__ __forceinline__ SequenceRows sequence_rows(const KernelParams& p, int seq, int head) {
   SequenceRows rows;
@@ -40,11 +55,15 @@ __device__ __forceinline__ SequenceRows sequence_rows(const KernelParams& p, int
     rows.length = int(sequence_start(p, seq + 1) - start);
     rows.first = start;
     rows.chunk_base = head * p.chunk_slots + start / kStateChunk + seq;
+    // A fused plan's segment slots (walk_span); two passes keep packed sequences in one segment.
+    rows.run_base =
+        p.fused ? (int64_t(head) * p.segments + start / (int64_t(kStateChunk) * p.segment_chunks) + seq) * p.pieces : 0;
   } else {
     rows.batch = seq;
     rows.length = int(p.seq_len);
     rows.first = 0;
     rows.chunk_base = rows.state_index * p.chunk_slots;
+    rows.run_base = rows.state_index * state_runs(p);
   }
   rows.step = p.adjoint ? -1 : 1;
   if (p.adjoint) rows.first += rows.length - 1;
@@ -52,18 +71,60 @@ __device__ __forceinline__ SequenceRows sequence_rows(const KernelParams& p, int
 }
 
 // The chunks one block of a walk (the portable walk, the Hopper ones) takes, in a grid of (column
-// blocks, segments, sequences x heads): segment `segment` of its (sequence, head)'s all_chunks
-// chunks, `chunks` of them from first_chunk (none where the segment starts past the end).
+// blocks, segments, walk_items): segment `segment` of its (sequence, head)'s all_chunks chunks,
+// `chunks` of them from first_chunk. Padded, blockIdx.y is the segment and blockIdx.z the
+// (sequence, head); packed, blockIdx.y is a segment slot (KernelParams::segments) and blockIdx.z
+// the head. `idle`: a packed slot past its sequence's segments, which walks nothing.
 struct WalkSpan {
   SequenceRows rows;
   int segment, head, all_chunks, first_chunk, chunks;
+  bool idle;
 };
 
 __device__ __forceinline__ WalkSpan walk_span(const KernelParams& p) {
-  const int segment = blockIdx.y, head = blockIdx.z % p.heads;
-  const SequenceRows rows = sequence_rows(p, blockIdx.z / p.heads, head);
+  int seq, segment, head;
+  if (p.cu_seqlens) {
+    head = blockIdx.z;
+    seq = sequence_at_slot(p, blockIdx.y, int64_t(kStateChunk) * p.segment_chunks, segment);
+  } else {
+    head = blockIdx.z % p.heads;
+    seq = blockIdx.z / p.heads;
+    segment = blockIdx.y;
+  }
+  const SequenceRows rows = sequence_rows(p, seq, head);
   const int all_chunks = (rows.length + kStateChunk - 1) / kStateChunk, first_chunk = segment * p.segment_chunks;
-  return {rows, segment, head, all_chunks, first_chunk, max(0, min(all_chunks - first_chunk, p.segment_chunks))};
+  const int chunks = max(0, min(all_chunks - first_chunk, p.segment_chunks));
+  // Segment 0 of an empty sequence walks no chunk and leaves its final state.
+  return {rows, segment, head, all_chunks, first_chunk, chunks, segment > 0 && first_chunk >= all_chunks};
+}
+
+// Pass 1's block (the state pass): the (sequence, head) and run (of state_runs(p)) whose chunks
+// it takes. blockIdx.z is the run's slot in segment_states and segment_gates (rows.run_base +
+// run): padded, (sequence, head) then run; packed in a fused plan, head, segment slot, then
+// piece. `idle`: before a walk, a run of its sequence's last segment (nothing joins it) or of a
+// slot past its sequence's segments.
+struct StateRun {
+  SequenceRows rows;
+  int head, run;
+  bool idle;
+};
+
+__device__ __forceinline__ StateRun state_run(const KernelParams& p) {
+  const int runs = state_runs(p);
+  int seq, head, run;
+  if (p.fused && p.cu_seqlens) {
+    int segment;
+    head = blockIdx.z / runs;
+    seq = sequence_at_slot(p, blockIdx.z % runs / p.pieces, int64_t(kStateChunk) * p.segment_chunks, segment);
+    run = segment * p.pieces + blockIdx.z % p.pieces;
+  } else {
+    head = blockIdx.z / runs % p.heads;
+    seq = blockIdx.z / runs / p.heads;
+    run = blockIdx.z % runs;
+  }
+  const SequenceRows rows = sequence_rows(p, seq, head);
+  const int last_segment = max(0, (rows.length + kStateChunk - 1) / kStateChunk - 1) / p.segment_chunks;
+  return {rows, head, run, p.fused && run / p.pieces >= last_segment};
 }
 
 // The log2 forget gate of pass row t (common/problem.h): the head's constant, plus gamma and
@@ -75,17 +136,11 @@ __device__ __forceinline__ float log2_gate(const KernelParams& p, const Sequence
   return p.log2_decay[rows.head] + kLog2e * natural;
 }
 
-// The sequence whose chunks hold packed slot `slot` (slots between sequences belong to none:
-// -1), by bisection over the slot bases; `chunk` is the slot's chunk within it.
+// The sequence whose chunks hold packed chunk slot `slot` (slots between sequences belong to
+// none: -1); `chunk` is the slot's chunk within it.
 __device__ __forceinline__ int sequence_of_slot(const KernelParams& p, int64_t slot, int& chunk) {
-  int lo = 0, hi = p.num_seqs - 1;  // the last sequence whose base is at or below slot
-  while (lo < hi) {
-    const int mid = (lo + hi + 1) / 2;
-    if (sequence_start(p, mid) / kStateChunk + mid <= slot) lo = mid; else hi = mid - 1;
-  }
-  const int64_t start = sequence_start(p, lo), length = sequence_start(p, lo + 1) - start;
-  chunk = int(slot - (start / kStateChunk + lo));
-  return int64_t(chunk) * kStateChunk < length ? lo : -1;
+  const int seq = sequence_at_slot(p, slot, kStateChunk, chunk);
+  return int64_t(chunk) * kStateChunk < sequence_start(p, seq + 1) - sequence_start(p, seq) ? seq : -1;
 }
 
 // Packed sequences, pass 2 alongside pass 1 (kernels.h: state_progress): rank r of the order in

@@ -101,7 +101,7 @@ __device__ __forceinline__ void join_padded_tile(float (&acc)[C][4], const float
 __device__ __forceinline__ float run_decay(const KernelParams& p, const SequenceRows& rows, int r, bool gated,
                                            float log2g) {
   const int run_rows = run_chunks(p) * kStateChunk;
-  return gated ? exp2f(p.segment_gates[rows.state_index * state_runs(p) + r])
+  return gated ? exp2f(p.segment_gates[rows.run_base + r])
                : exp2f(float(min(rows.length - r * run_rows, run_rows)) * log2g);
 }
 

@@ -1,6 +1,6 @@
 // The tensor-core path's plan (csrc/common/mma_plan.h) for made-up devices and kernels: segments
 // follow the blocks of the walk that will run a multiprocessor holds, a plan whose grid fits
-// fewer blocks says so, pass 1's runs, packed sequences, and what fits where.
+// fewer blocks says so, pass 1's runs, packed sequences' segment slots, and what fits where.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -98,14 +98,55 @@ TEST(MmaPlan, CutsSegmentsIntoRunsWherePassOneWouldIdle) {
   EXPECT_EQ(odd->pieces, 1);
 }
 
-TEST(MmaPlan, PackedSequencesTakeTwoPassesInOneSegment) {
-  const auto plan = plan_for(problem_of(1, 16384, 16, 128, 8), kernels_with(3));
+TEST(MmaPlan, PackedSequencesWalkInSegmentSlots) {
+  // 8 sequences, T 16384, H16 D128: a mean of 32 chunks, 128 walk blocks, one to a
+  // multiprocessor: one segment of 32 chunks walks a sequence of the mean length. Sequence n's
+  // slots start at start_n / 2048 + n, 16 slots per head in all, each with an end state.
+  const auto plan = plan_for(problem_of(1, 16384, 16, 128, 8), kernels_with(1));
+  ASSERT_TRUE(plan);
+  EXPECT_TRUE(plan->fused);
+  EXPECT_EQ(plan->segment_chunks, 32);
+  EXPECT_EQ(plan->segments, 16384 / (64 * 32) + 8);
+  EXPECT_EQ(plan->pieces, 1);
+  EXPECT_EQ(plan->walk_resident, 1);
+  EXPECT_FALSE(plan->overlap);
+  EXPECT_EQ(plan->segment_states_bytes, size_t(16) * 16 * 128 * 128 * 4);
+  EXPECT_GT(plan->segment_gates_at, plan->chunk_gates_at);
+}
+
+TEST(MmaPlan, NoPackedSequenceHasMoreSegmentsThanAPaddedOne) {
+  // 2 sequences, T 65536, H4 D64: 8 walk blocks a segment, so a sequence of the mean length (512
+  // chunks) would walk in 32 segments of 16; but a sequence of all 1024 chunks would then have 64
+  // segments to join, so segments take 1024 / kMaxSegments = 32 chunks.
+  const auto plan = plan_for(problem_of(1, 65536, 4, 64, 2), kernels_with(3));
+  ASSERT_TRUE(plan);
+  EXPECT_TRUE(plan->fused);
+  EXPECT_EQ(plan->segment_chunks, 1024 / kMaxSegments);
+  EXPECT_EQ(plan->segments, 65536 / (64 * 32) + 2);
+  // Short sequences: segments of kMinSegmentChunks (8) at least.
+  const auto short_ones = plan_for(problem_of(1, 64 * 100, 4, 64, 100), kernels_with(3));
+  ASSERT_TRUE(short_ones);
+  EXPECT_EQ(short_ones->segment_chunks, 8);
+  EXPECT_EQ(short_ones->segments, 100 / 8 + 100);
+}
+
+TEST(MmaPlan, PackedSequencesTakeTwoPassesWhereTheGridWouldNotHoldTheirSlots) {
+  // 2000 sequences of 64 tokens, H64: segments of 2000 / kMaxSegments = 63 chunks, 2031 slots
+  // per head, 129984 blocks of pass 1 in the grid's third dimension (65535 at most).
+  const auto plan = plan_for(problem_of(1, 64 * 2000, 64, 64, 2000), kernels_with(3));
   ASSERT_TRUE(plan);
   EXPECT_FALSE(plan->fused);
   EXPECT_EQ(plan->segments, 1);
   EXPECT_EQ(plan->walk_resident, 1);
-  EXPECT_TRUE(plan->overlap);  // 16 x 4 state blocks of 64 x 64: pass 2 runs alongside pass 1
-  EXPECT_GT(plan->state_progress_at, plan->chunk_gates_at);
+  // With few sequences, two passes where the walk's shared memory does not fit: pass 2 then
+  // runs alongside pass 1 (16 x 4 state blocks of 64 x 64).
+  MmaKernels big = kernels_with(1);
+  big.walk_shared = kSharedPerBlock + 1;
+  const auto two_pass = plan_for(problem_of(1, 16384, 16, 128, 8), big);
+  ASSERT_TRUE(two_pass);
+  EXPECT_FALSE(two_pass->fused);
+  EXPECT_TRUE(two_pass->overlap);
+  EXPECT_GT(two_pass->state_progress_at, two_pass->chunk_gates_at);
 }
 
 TEST(MmaPlan, WalksOnlyWhereItsSharedMemoryFits) {

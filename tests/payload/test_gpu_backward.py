@@ -150,6 +150,23 @@ def test_packed_sequences_match_cpu(dtype, heads, seqlen_bits, gates):
     assert_matches_cpu(problem, dtype, seqlen_bits=seqlen_bits)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("heads", HEADS[:5], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("gates", [False, True], ids=["decay", "gates BTHD"])
+def test_packed_sequences_walk_in_segments(dtype, heads, gates):
+    """A long packed sequence among short and empty ones: its segments (one length for every
+    sequence, from the mean length: 12 chunks here, so 4 for the first) walk side by side from
+    the end states pass 1 leaves for those before them, in slots after the sequence's start
+    (common/mma_plan.cpp: packed_segments), forward and backward, with gates and states."""
+    h, dk, dv = heads
+    lengths = [3000, 0, 70, 1, 700]
+    problem = Problem((1, h, sum(lengths), dk, dv), dtype, seed=dk + 7, decay=not gates, states=True,
+                      lengths=lengths, gates=gates, layout="BTHD" if gates else "BHTD")
+    assert workspace_bytes((1, h, sum(lengths), dk, dv), DTYPES[dtype][1], num_seqs=len(lengths),
+                           gated=gates) > 0, "no segment states"
+    assert_matches_cpu(problem, dtype)
+
+
 @pytest.mark.parametrize("count", [45, 130])
 @pytest.mark.parametrize("heads", [(2, 64, 64), (1, 128, 128)], ids=lambda s: "x".join(map(str, s)))
 def test_many_packed_sequences_match_cpu(count, heads):
@@ -165,9 +182,9 @@ def test_many_packed_sequences_match_cpu(count, heads):
 
 
 def test_packed_sequences_equal_separate_calls():
-    """Packing changes nothing: each packed sequence gives what it gives alone. Packed runs
-    take the two-pass kernels and a sequence alone the fused one, which round the decayed
-    operands at other places: equal up to 16-bit rounding."""
+    """Packing changes nothing: each packed sequence gives what it gives alone, up to 16-bit
+    rounding (a packed sequence may start mid-chunk, so its chunks' edges and the decayed
+    operands rounded there differ from its own)."""
     lengths = [100, 37, 64]
     packed = Problem((1, 2, sum(lengths), 64, 64), "bfloat16", seed=5, decay=True, states=True,
                      lengths=lengths).run("cuda")
@@ -227,19 +244,17 @@ def test_workspace_follows_the_plan():
     # Fused, enough pairs to fill the GPU: one segment, no workspace at all.
     assert workspace_bytes([64, 16, 512, 128, 128], 2) == 0
     assert workspace_bytes([2, 4, 1000, 128, 64], 0, backward=True) == 0
-    # Packed sequences take the two passes, with a state per chunk slot: total_T / 64 +
-    # num_seqs slots per head, whatever the lengths; then a count of written states per
-    # (sequence, head, 64 x 64 state block), for pass 2 alongside pass 1.
-    assert workspace_bytes([1, 4, 1000, 64, 64], 1, num_seqs=3) == 4 * (15 + 3) * 64 * 64 * 2 + 3 * 4 * 4
-    # None at Dk 256 (an output block does not fit beside a state block; devices with less shared
-    # memory take the generic kernel there, with no workspace) nor with more state blocks than
-    # about two waves (common/mma_plan.cpp: plan_mma).
-    if _C.kernel_path(0, 1, 256, 256, 1) != "generic":
-        assert workspace_bytes([1, 4, 1000, 256, 256], 1, num_seqs=3) == 4 * (15 + 3) * 256 * 256 * 2
-    assert workspace_bytes([1, 64, 64000, 64, 64], 1, num_seqs=100) == 64 * (1000 + 100) * 64 * 64 * 2
-    # Gated, the two passes keep each chunk slot's cumulative gates besides.
+    # Packed sequences walk in segments of one length L for all, L >= 8 chunks and >= total_T /
+    # 64 / 32 (common/mma_plan.cpp: packed_segments), each sequence from slot start / (64 L) + n:
+    # an fp32 end state per slot, total_T / (64 L) + num_seqs slots per head, whatever the lengths.
+    assert workspace_bytes([1, 4, 1000, 64, 64], 1, num_seqs=3) == 4 * (1000 // 512 + 3) * 64 * 64 * 4
+    assert workspace_bytes([1, 64, 64000, 64, 64], 1, num_seqs=100) == 64 * (64000 // 2048 + 100) * 64 * 64 * 4
+    # Gated, the chunk slots' cumulative gates besides (total_T / 64 + num_seqs per head).
     assert (workspace_bytes([1, 4, 1000, 64, 64], 1, num_seqs=3, gated=True)
             > workspace_bytes([1, 4, 1000, 64, 64], 1, num_seqs=3))
+    # Where pass 1's grid would not hold the slots (2000 sequences, H64: 2031 slots a head), the
+    # two passes, with a 16-bit state per chunk slot: total_T / 64 + num_seqs slots per head.
+    assert workspace_bytes([1, 64, 128000, 64, 64], 1, num_seqs=2000) == 64 * (2000 + 2000) * 64 * 64 * 2
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])

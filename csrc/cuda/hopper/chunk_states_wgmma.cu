@@ -65,10 +65,10 @@ __global__ void __launch_bounds__(kThreads) chunk_states_wgmma_kernel(KernelPara
   const int dk = p.dk, dv = p.dv;
   const int64_t state_size = int64_t(p.dk_padded) * p.dv_padded;
   const int v0 = blockIdx.x * kBlock, d0 = blockIdx.y * kBlock;
-  const int runs = state_runs(p), run = blockIdx.z % runs, item = blockIdx.z / runs;
-  if (!PUBLISH && run >= runs - p.pieces) return;  // the last segment's runs: nothing joins them
-  const int head = item % p.heads;
-  const SequenceRows rows = sequence_rows(p, item / p.heads, head);
+  const StateRun at = state_run(p);
+  if (at.idle) return;
+  const int head = at.head, run = at.run;
+  const SequenceRows& rows = at.rows;
   const int first_chunk = run * run_chunks(p), row_base = first_chunk * kChunk;
   const int chunks = max(0, min((rows.length + kChunk - 1) / kChunk - first_chunk, run_chunks(p)));
   const int t_end = min(rows.length, row_base + chunks * kChunk);
@@ -204,7 +204,7 @@ cudaError_t hopper_kernel_attributes(cudaFuncAttributes* attributes) {
 
 template <typename T, typename S>
 cudaError_t launch_hopper_chunk_states(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own) {
-  const dim3 grid(params.dv_padded / kBlock, params.dk_padded / kBlock, sequences * params.heads * state_runs(params));
+  const dim3 grid(params.dv_padded / kBlock, params.dk_padded / kBlock, walk_items(params, sequences) * state_runs(params));
   const auto kernel = params.chunk_gates ? (params.fused ? chunk_states_wgmma_kernel<T, S, true, false>
                                                          : chunk_states_wgmma_kernel<T, S, true, true>)
                                          : (params.fused ? chunk_states_wgmma_kernel<T, S, false, false>

@@ -68,6 +68,7 @@ __global__ void __launch_bounds__(walk_threads<D>(), twin_resident(D)) chunk_wal
   const LaneRoles lane(tid % 32);
   const int dk = p.dk, dv = p.dv, col0 = group * kGroupCols;  // this warpgroup's columns of dv, H and dk
   const WalkSpan span = walk_span(p);
+  if (span.idle) return;
   const SequenceRows& rows = span.rows;
   const int segment = span.segment, all_chunks = span.all_chunks, first_chunk = span.first_chunk;
   const int chunks = span.chunks;
@@ -229,7 +230,7 @@ __global__ void __launch_bounds__(walk_threads<D>(), twin_resident(D)) chunk_wal
 
 template <typename T, typename S, int D>
 cudaError_t launch_twin(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own) {
-  const dim3 grid(1, params.segments, sequences * params.heads);
+  const dim3 grid(1, params.segments, walk_items(params, sequences));
   return with_gate_kinds<T, S>(params, [&](auto gated, auto dots) {
     constexpr bool kDots = decltype(dots)::value;
     const auto kernel = chunk_walk_twin_kernel<T, S, D, decltype(gated)::value, kDots>;

@@ -100,6 +100,7 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), RESIDENT) chunk_walk_co
   const LaneRoles lane(tid % 32);
   const int dk = p.dk, dv = p.dv, v0 = blockIdx.x * SLICE, col0 = v0 + group * kGroupCols;
   const WalkSpan span = walk_span(p);
+  if (span.idle) return;
   const SequenceRows& rows = span.rows;
   const int segment = span.segment, head = span.head, all_chunks = span.all_chunks, first_chunk = span.first_chunk;
   const int chunks = span.chunks;
@@ -280,6 +281,7 @@ __global__ void __launch_bounds__(2 * kGroupThreads, kRowSplitResident) chunk_wa
   const LaneRoles lane(tid % 32);
   const int dk = p.dk, dv = p.dv, v0 = blockIdx.x * kGroupCols;
   const WalkSpan span = walk_span(p);
+  if (span.idle) return;
   const SequenceRows& rows = span.rows;
   const int segment = span.segment, head = span.head, all_chunks = span.all_chunks, first_chunk = span.first_chunk;
   const int chunks = span.chunks;
@@ -466,7 +468,7 @@ __global__ void __launch_bounds__(2 * kGroupThreads, kRowSplitResident) chunk_wa
 
 template <typename T, typename S, int DK, int SLICE>
 cudaError_t launch_column_split(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own) {
-  const dim3 grid(params.dv_padded / SLICE, params.segments, sequences * params.heads);
+  const dim3 grid(params.dv_padded / SLICE, params.segments, walk_items(params, sequences));
   return with_gate_kinds<T, S>(params, [&](auto gated, auto dots) {
     constexpr bool kDots = decltype(dots)::value;
     constexpr int kResident = column_split_resident(DK, SLICE);
@@ -485,7 +487,7 @@ cudaError_t launch_column_split(const KernelParams& params, int sequences, cudaS
 
 template <typename T, typename S, int DK>
 cudaError_t launch_row_split(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own) {
-  const dim3 grid(params.dv_padded / kGroupCols, params.segments, sequences * params.heads);
+  const dim3 grid(params.dv_padded / kGroupCols, params.segments, walk_items(params, sequences));
   return with_gate_kinds<T, S>(params, [&](auto gated, auto dots) {
     const auto kernel = chunk_walk_row_split_kernel<T, S, DK, decltype(gated)::value, decltype(dots)::value>;
     return launch_with_shared(kernel, grid, 2 * kGroupThreads, RowSplitLayout<DK>::bytes, stream, params, after_own);

@@ -93,7 +93,7 @@ __device__ __forceinline__ void enter_state(float (&acc)[TILES][8][4], const Ker
     return;
   }
   const int64_t size = int64_t(p.dk_padded) * p.dv_padded;
-  const float* ends = p.segment_states + rows.state_index * state_runs(p) * size;
+  const float* ends = p.segment_states + rows.run_base * size;
 #pragma unroll 1
   for (int r = 0; r < segment * p.pieces; ++r) {
     const float decay = r == 0 ? 0.0f : run_decay(p, rows, r, gated, log2g);
