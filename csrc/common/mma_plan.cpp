@@ -55,9 +55,14 @@ int state_pieces(int segments, int segment_chunks, int64_t blocks, int multiproc
 
 // Packed sequences in a fused plan: their segments' length in chunks and slots per head
 // (kernels.h: KernelParams::segments). Their lengths lie in device memory, so all take one
-// segment length: what walk_segments gives sequences of the mean length, at least
-// kMinSegmentChunks, and at least all chunks over kMaxSegments, so that no sequence has more
-// segments (and no walk block more end states to join) than a padded one. None where the
+// segment length. One sequence: walk_segments' answer for its length, as a padded batch's.
+// Several: half the chunk steps each block slot of the walk would take with the work spread
+// evenly, so that the segments of the longest sequences share about two waves with the rest
+// whatever the lengths. H200, forward, bf16, 8 sequences of random lengths at T 16384 H16 D128:
+// 0.187 ms with segments of 16 (half of 32), 0.197 with 32, 0.250 with 64; 8 sequences of 2048
+// tokens, the same shape to the host, take 0.105 with 32 and 0.151 with 16 (BENCHMARKS.md).
+// At least kMinSegmentChunks, and at least all chunks over kMaxSegments, so that no sequence has
+// more segments (and no walk block more end states to join) than a padded one. None where the
 // walk's grid or pass 1's would not hold the slots.
 struct PackedSegments {
   int slots, chunks;
@@ -66,10 +71,16 @@ struct PackedSegments {
 std::optional<PackedSegments> packed_segments(const Problem& problem, int64_t columns, int resident,
                                               int multiprocessors) {
   const int64_t all_chunks = (problem.seq_len + kStateChunk - 1) / kStateChunk;
-  const int64_t mean = std::max<int64_t>(1, (all_chunks + problem.num_seqs - 1) / problem.num_seqs);
-  const int64_t walked = walk_segments(columns * problem.heads * problem.num_seqs, mean, resident, multiprocessors);
-  const int64_t chunks = std::max({(mean + walked - 1) / walked, int64_t(kMinSegmentChunks),
-                                   (all_chunks + kMaxSegments - 1) / kMaxSegments});
+  const int64_t blocks = columns * problem.heads, slots_per_wave = int64_t(resident) * multiprocessors;
+  int64_t chunks;
+  if (problem.num_seqs == 1) {
+    const int64_t segments = walk_segments(blocks, all_chunks, resident, multiprocessors);
+    chunks = (all_chunks + segments - 1) / segments;
+  } else {
+    const int64_t even = (blocks * all_chunks + slots_per_wave - 1) / slots_per_wave;
+    chunks = (even + 1) / 2;
+  }
+  chunks = std::max({chunks, int64_t(kMinSegmentChunks), (all_chunks + kMaxSegments - 1) / kMaxSegments});
   const int64_t slots = problem.seq_len / (kStateChunk * chunks) + problem.num_seqs;
   if (slots > kMaxGridYZ || problem.heads * slots > kMaxGridYZ) return std::nullopt;
   return PackedSegments{int(slots), int(chunks)};
@@ -98,8 +109,9 @@ std::optional<MmaPlan> plan_mma(const Problem& problem, const Pass& pass, const 
   const int64_t columns = dv_padded / walk_slice(dk, dv), walk_blocks = columns * rows;
   const bool walk_fits = kernels.walks && std::max(kernels.walk_shared, kernels.states_shared_fused) <= shared_per_block;
   const std::optional<PackedSegments> packed =
-      walk_fits && problem.packed() ? packed_segments(problem, columns, kernels.walk_resident, multiprocessors)
-                                    : std::nullopt;
+      walk_fits && problem.packed() && kernels.packed_walks
+          ? packed_segments(problem, columns, kernels.walk_resident, multiprocessors)
+          : std::nullopt;
   MmaPlan plan;
   plan.fused = walk_fits && (!problem.packed() || packed);
   if (!plan.fused && std::max(kernels.states_shared, kernels.output_shared) > shared_per_block) return std::nullopt;

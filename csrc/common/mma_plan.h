@@ -52,9 +52,11 @@ enum class WalkKernel { kPortable, kHopper, kHopperTwin };
 // What the plan needs to know of the kernels that would run a pass: shared memory per block of
 // the portable walk, of the state pass (before a walk, or of two passes) and of the output pass,
 // and the blocks of the walk that will run that one multiprocessor holds. `walks`: a fused walk
-// may run at all (a build knob turns it off).
+// may run at all (a build knob turns it off); `packed_walks`: that walk takes packed sequences
+// (Hopper's walks; the portable walk and its state pass keep them in two passes).
 struct MmaKernels {
   bool walks = true;
+  bool packed_walks = false;
   size_t walk_shared = 0;
   size_t states_shared_fused = 0;
   size_t states_shared = 0;

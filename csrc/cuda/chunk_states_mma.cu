@@ -99,10 +99,11 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
   const int dk = p.dk, dv = p.dv;
   const int64_t state_size = int64_t(p.dk_padded) * p.dv_padded;  // one workspace state
   const int v0 = blockIdx.x * kBlockV, d0 = blockIdx.y * kBlockD;
-  const StateRun at = state_run(p);
+  // Before the fused pass, only the end states of the runs before the last segment are needed.
+  const StateRun at = state_run<false>(p, !PUBLISH);
   if (at.idle) return;
   const int head = at.head, run = at.run;
-  const SequenceRows& rows = at.rows;
+  const SequenceRows rows = sequence_rows(p, at.seq, head);
   // This block's run of chunks: run 0 starts from the initial state, the others from zero.
   const int first_chunk = run * run_chunks(p), row_base = first_chunk * kChunk;
   const int chunks = max(0, min((rows.length + kChunk - 1) / kChunk - first_chunk, run_chunks(p)));
@@ -283,7 +284,8 @@ size_t states_shared_bytes(bool fused) { return fused ? Layout<false>::bytes : L
 
 template <typename T, typename S>
 cudaError_t launch_chunk_states(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own) {
-  const dim3 grid(params.dv_padded / kBlockV, params.dk_padded / kBlockD, walk_items(params, sequences) * state_runs(params));
+  if (params.fused && params.cu_seqlens) return cudaErrorInvalidValue;  // Hopper's pass 1 alone takes packed walks
+  const dim3 grid(params.dv_padded / kBlockV, params.dk_padded / kBlockD, sequences * params.heads * state_runs(params));
   const size_t shared = states_shared_bytes(params.fused);
   // The largest shared-memory carveout: the driver's own choice may hold two of the fused
   // pass's blocks where three fit.

@@ -108,8 +108,7 @@ __global__ void __launch_bounds__(threads<SLICE>(), 1) chunk_walk_kernel(KernelP
   constexpr int kGroups = SLICE / kGroupV;
   const int row_warp = warp % kRowWarps, group = warp / kRowWarps, col_base = group * kGroupV;
   const int dk = p.dk, dv = p.dv, v0 = blockIdx.x * SLICE;
-  const WalkSpan span = walk_span(p);
-  if (span.idle) return;
+  const WalkSpan<false> span = walk_span<false>(p);
   const SequenceRows& rows = span.rows;
   const int segment = span.segment, head = span.head, all_chunks = span.all_chunks, first_chunk = span.first_chunk;
   const int chunks = span.chunks;
@@ -168,10 +167,10 @@ __global__ void __launch_bounds__(threads<SLICE>(), 1) chunk_walk_kernel(KernelP
     // r = 1 .. segment * pieces - 1, G_r run r's total log2 gate. These reads from L2 cost less
     // than the scan kernel they replace (11 us on the H100 at B2 T16384 H16 D128).
     const int64_t size = int64_t(p.dk_padded) * p.dv_padded;
-    const float* ends = p.segment_states + rows.run_base * size;
+    const float* ends = p.segment_states + span.first_run(p) * size;
 #pragma unroll 2
     for (int r = 0; r < segment * p.pieces; ++r) {
-      const float decay = r == 0 ? 0.0f : run_decay(p, rows, r, GATED, log2g);
+      const float decay = r == 0 ? 0.0f : run_decay(p, rows, span.first_run(p), r, GATED, log2g);
 #pragma unroll
       for (int t = 0; t < kStateTiles; ++t)
         join_padded_tile(acc[t], ends + r * size, p.dv_padded, state_row + t * kTile, state_col, decay, r == 0);
@@ -307,7 +306,8 @@ __global__ void __launch_bounds__(threads<SLICE>(), 1) chunk_walk_kernel(KernelP
 
 template <typename T, typename S, int DK, int SLICE>
 cudaError_t launch_shape(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own) {
-  const dim3 grid(params.dv_padded / SLICE, params.segments, walk_items(params, sequences));
+  if (params.cu_seqlens) return cudaErrorInvalidValue;  // packed sequences walk on Hopper's kernels alone
+  const dim3 grid(params.dv_padded / SLICE, params.segments, sequences * params.heads);
   return with_gate_kinds<T, S>(params, [&](auto gated, auto dots) {
     const auto kernel = chunk_walk_kernel<T, S, DK, SLICE, decltype(gated)::value, decltype(dots)::value>;
     return launch_with_shared(kernel, grid, threads<SLICE>(), Layout<DK, SLICE>::bytes, stream, params, after_own);

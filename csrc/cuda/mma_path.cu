@@ -53,12 +53,16 @@ MmaKernels mma_kernels(const Pass& pass, WalkKernel walk, size_t shared_per_bloc
   kernels.output_shared = output_shared_bytes(dk, dv);
   // The Hopper walks' launch bounds where they take the head size, else as many of the portable
   // walk's blocks as its shared memory allows.
-  if (walk == WalkKernel::kHopperTwin)
+  // Hopper's walks (and its state pass before them) take packed sequences too.
+  if (walk == WalkKernel::kHopperTwin) {
     kernels.walk_resident = hopper_twin_resident(dk_padded);
-  else if (walk == WalkKernel::kHopper && hopper_walk_takes(dk_padded))
+    kernels.packed_walks = true;
+  } else if (walk == WalkKernel::kHopper && hopper_walk_takes(dk_padded)) {
     kernels.walk_resident = hopper_walk_resident(dk_padded, walk_slice(dk, dv));
-  else
+    kernels.packed_walks = true;
+  } else {
     kernels.walk_resident = int(std::max<size_t>(1, shared_per_block / std::max<size_t>(1, kernels.walk_shared)));
+  }
   return kernels;
 }
 

@@ -15,7 +15,6 @@ struct SequenceRows {
   int length;           // tokens in the sequence
   int64_t state_index;  // sequence * heads + head: the [.., Dk, Dv] state it starts from and ends in
   int64_t chunk_base;   // workspace slot (over all rows) of its chunk 0
-  int64_t run_base;     // slot of pass 1's run 0 of it in segment_states and segment_gates (run_slots)
 
   // Element offset of pass row t's first feature in a tensor with strides `at`.
   __device__ __forceinline__ int64_t at(const Strides& s, int64_t t) const {
@@ -55,15 +54,11 @@ __device__ __forceinline__ SequenceRows sequence_rows(const KernelParams& p, int
     rows.length = int(sequence_start(p, seq + 1) - start);
     rows.first = start;
     rows.chunk_base = head * p.chunk_slots + start / kStateChunk + seq;
-    // A fused plan's segment slots (walk_span); two passes keep packed sequences in one segment.
-    rows.run_base =
-        p.fused ? (int64_t(head) * p.segments + start / (int64_t(kStateChunk) * p.segment_chunks) + seq) * p.pieces : 0;
   } else {
     rows.batch = seq;
     rows.length = int(p.seq_len);
     rows.first = 0;
     rows.chunk_base = rows.state_index * p.chunk_slots;
-    rows.run_base = rows.state_index * state_runs(p);
   }
   rows.step = p.adjoint ? -1 : 1;
   if (p.adjoint) rows.first += rows.length - 1;
@@ -73,58 +68,67 @@ __device__ __forceinline__ SequenceRows sequence_rows(const KernelParams& p, int
 // The chunks one block of a walk (the portable walk, the Hopper ones) takes, in a grid of (column
 // blocks, segments, walk_items): segment `segment` of its (sequence, head)'s all_chunks chunks,
 // `chunks` of them from first_chunk. Padded, blockIdx.y is the segment and blockIdx.z the
-// (sequence, head); packed, blockIdx.y is a segment slot (KernelParams::segments) and blockIdx.z
-// the head. `idle`: a packed slot past its sequence's segments, which walks nothing.
+// (sequence, head); PACKED (packed sequences in a fused plan, Hopper's walks), blockIdx.y is a
+// segment slot (KernelParams::segments) and blockIdx.z the head. `idle`: a packed slot past its
+// sequence's segments, which walks nothing. PACKED is a template parameter, not a branch: with
+// both mappings in one kernel, ptxas laid out the padded walks' loops anew, and the twin walk ran
+// 7-10% slower and the portable state pass 36% (H200, D128).
+template <bool PACKED>
 struct WalkSpan {
   SequenceRows rows;
   int segment, head, all_chunks, first_chunk, chunks;
   bool idle;
+
+  // The slot in segment_states and segment_gates of pass 1's run 0 of this (sequence, head),
+  // whose runs follow (state_run): padded, state_runs per (sequence, head); packed, the head's
+  // slots from the sequence's first (blockIdx.y - segment).
+  __device__ __forceinline__ int64_t first_run(const KernelParams& p) const {
+    if constexpr (PACKED)
+      return (int64_t(head) * p.segments + blockIdx.y - segment) * p.pieces;
+    else
+      return rows.state_index * state_runs(p);
+  }
 };
 
-__device__ __forceinline__ WalkSpan walk_span(const KernelParams& p) {
+template <bool PACKED>
+__device__ __forceinline__ WalkSpan<PACKED> walk_span(const KernelParams& p) {
   int seq, segment, head;
-  if (p.cu_seqlens) {
+  if constexpr (PACKED) {
     head = blockIdx.z;
     seq = sequence_at_slot(p, blockIdx.y, int64_t(kStateChunk) * p.segment_chunks, segment);
   } else {
-    head = blockIdx.z % p.heads;
-    seq = blockIdx.z / p.heads;
-    segment = blockIdx.y;
+    segment = blockIdx.y, head = blockIdx.z % p.heads, seq = blockIdx.z / p.heads;
   }
   const SequenceRows rows = sequence_rows(p, seq, head);
   const int all_chunks = (rows.length + kStateChunk - 1) / kStateChunk, first_chunk = segment * p.segment_chunks;
   const int chunks = max(0, min(all_chunks - first_chunk, p.segment_chunks));
   // Segment 0 of an empty sequence walks no chunk and leaves its final state.
-  return {rows, segment, head, all_chunks, first_chunk, chunks, segment > 0 && first_chunk >= all_chunks};
+  return {rows, segment, head, all_chunks, first_chunk, chunks, PACKED && segment > 0 && first_chunk >= all_chunks};
 }
 
 // Pass 1's block (the state pass): the (sequence, head) and run (of state_runs(p)) whose chunks
-// it takes. blockIdx.z is the run's slot in segment_states and segment_gates (rows.run_base +
-// run): padded, (sequence, head) then run; packed in a fused plan, head, segment slot, then
-// piece. `idle`: before a walk, a run of its sequence's last segment (nothing joins it) or of a
-// slot past its sequence's segments.
+// it takes. blockIdx.z is the run's slot in segment_states and segment_gates (WalkSpan::first_run
+// + run): padded, (sequence, head) then run; PACKED (as for walk_span), head, segment
+// slot, then piece. `idle`, `before_walk` (a fused plan's pass 1; else two passes): a run of the
+// last segment (nothing joins it), or PACKED, of a slot past its sequence's segments.
 struct StateRun {
-  SequenceRows rows;
-  int head, run;
+  int seq, head, run;
   bool idle;
 };
 
-__device__ __forceinline__ StateRun state_run(const KernelParams& p) {
+template <bool PACKED>
+__device__ __forceinline__ StateRun state_run(const KernelParams& p, bool before_walk) {
   const int runs = state_runs(p);
-  int seq, head, run;
-  if (p.fused && p.cu_seqlens) {
+  if constexpr (PACKED) {
     int segment;
-    head = blockIdx.z / runs;
-    seq = sequence_at_slot(p, blockIdx.z % runs / p.pieces, int64_t(kStateChunk) * p.segment_chunks, segment);
-    run = segment * p.pieces + blockIdx.z % p.pieces;
+    const int seq = sequence_at_slot(p, blockIdx.z % runs / p.pieces, int64_t(kStateChunk) * p.segment_chunks, segment);
+    const int64_t length = sequence_start(p, seq + 1) - sequence_start(p, seq);
+    const int64_t last_segment = max(int64_t(0), (length + kStateChunk - 1) / kStateChunk - 1) / p.segment_chunks;
+    return {seq, int(blockIdx.z / runs), segment * p.pieces + int(blockIdx.z % p.pieces), segment >= last_segment};
   } else {
-    head = blockIdx.z / runs % p.heads;
-    seq = blockIdx.z / runs / p.heads;
-    run = blockIdx.z % runs;
+    const int run = blockIdx.z % runs, item = blockIdx.z / runs;
+    return {item / p.heads, item % p.heads, run, before_walk && run >= runs - p.pieces};
   }
-  const SequenceRows rows = sequence_rows(p, seq, head);
-  const int last_segment = max(0, (rows.length + kStateChunk - 1) / kStateChunk - 1) / p.segment_chunks;
-  return {rows, head, run, p.fused && run / p.pieces >= last_segment};
 }
 
 // The log2 forget gate of pass row t (common/problem.h): the head's constant, plus gamma and

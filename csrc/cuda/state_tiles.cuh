@@ -96,12 +96,14 @@ __device__ __forceinline__ void join_padded_tile(float (&acc)[C][4], const float
   }
 }
 
-// The decay across pass 1's run r (r > 0) of a walk's (sequence, head): 2^(its total log2
-// gate), from segment_gates with gates, from its length and the constant's log2 otherwise.
-__device__ __forceinline__ float run_decay(const KernelParams& p, const SequenceRows& rows, int r, bool gated,
-                                           float log2g) {
+// The decay across pass 1's run r (r > 0) of a walk's (sequence, head), whose run 0 is at
+// `first` (WalkSpan::first_run): 2^(its total log2 gate), from segment_gates with gates, from its
+// length
+// and the constant's log2 otherwise.
+__device__ __forceinline__ float run_decay(const KernelParams& p, const SequenceRows& rows, int64_t first, int r,
+                                           bool gated, float log2g) {
   const int run_rows = run_chunks(p) * kStateChunk;
-  return gated ? exp2f(p.segment_gates[rows.run_base + r])
+  return gated ? exp2f(p.segment_gates[first + r])
                : exp2f(float(min(rows.length - r * run_rows, run_rows)) * log2g);
 }
 

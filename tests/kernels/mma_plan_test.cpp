@@ -13,9 +13,11 @@ namespace {
 constexpr int kMultiprocessors = 132;      // an H100's or H200's
 constexpr size_t kSharedPerBlock = 232448;  // what one of their blocks may opt in to
 
-// Shared memory per block of made-up kernels that fit one sm_90 block, and a walk's residency.
+// Shared memory per block of made-up kernels that fit one sm_90 block, and a walk's residency;
+// the walk takes packed sequences (as Hopper's do).
 MmaKernels kernels_with(int walk_resident) {
   MmaKernels kernels;
+  kernels.packed_walks = true;
   kernels.walk_shared = 95012;
   kernels.states_shared_fused = 50000;
   kernels.states_shared = 60000;
@@ -99,25 +101,31 @@ TEST(MmaPlan, CutsSegmentsIntoRunsWherePassOneWouldIdle) {
 }
 
 TEST(MmaPlan, PackedSequencesWalkInSegmentSlots) {
-  // 8 sequences, T 16384, H16 D128: a mean of 32 chunks, 128 walk blocks, one to a
-  // multiprocessor: one segment of 32 chunks walks a sequence of the mean length. Sequence n's
-  // slots start at start_n / 2048 + n, 16 slots per head in all, each with an end state.
+  // 8 sequences, T 16384, H16 D128: 16 heads' 256 chunks spread over 132 block slots (one walk
+  // block to a multiprocessor) are 32 chunk steps each, so segments take 16. Sequence n's slots
+  // start at start_n / 1024 + n, 24 slots per head in all, each with an end state.
   const auto plan = plan_for(problem_of(1, 16384, 16, 128, 8), kernels_with(1));
   ASSERT_TRUE(plan);
   EXPECT_TRUE(plan->fused);
-  EXPECT_EQ(plan->segment_chunks, 32);
-  EXPECT_EQ(plan->segments, 16384 / (64 * 32) + 8);
+  EXPECT_EQ(plan->segment_chunks, 16);
+  EXPECT_EQ(plan->segments, 16384 / (64 * 16) + 8);
   EXPECT_EQ(plan->pieces, 1);
   EXPECT_EQ(plan->walk_resident, 1);
   EXPECT_FALSE(plan->overlap);
-  EXPECT_EQ(plan->segment_states_bytes, size_t(16) * 16 * 128 * 128 * 4);
+  EXPECT_EQ(plan->segment_states_bytes, size_t(16) * 24 * 128 * 128 * 4);
   EXPECT_GT(plan->segment_gates_at, plan->chunk_gates_at);
+  // One packed sequence is walked in the segments of a padded one of its length.
+  const auto one = plan_for(problem_of(1, 16384, 16, 128, 1), kernels_with(1));
+  const auto padded = plan_for(problem_of(1, 16384, 16, 128), kernels_with(1));
+  ASSERT_TRUE(one && padded);
+  EXPECT_EQ(one->segment_chunks, padded->segment_chunks);
+  EXPECT_EQ(one->segments, 16384 / (64 * padded->segment_chunks) + 1);
 }
 
 TEST(MmaPlan, NoPackedSequenceHasMoreSegmentsThanAPaddedOne) {
-  // 2 sequences, T 65536, H4 D64: 8 walk blocks a segment, so a sequence of the mean length (512
-  // chunks) would walk in 32 segments of 16; but a sequence of all 1024 chunks would then have 64
-  // segments to join, so segments take 1024 / kMaxSegments = 32 chunks.
+  // 2 sequences, T 65536, H4 D64: 4 heads' 1024 chunks over 396 block slots would give segments
+  // of 6 chunks; but a sequence of all 1024 chunks would then have 171 segments to join, so
+  // segments take 1024 / kMaxSegments = 32 chunks.
   const auto plan = plan_for(problem_of(1, 65536, 4, 64, 2), kernels_with(3));
   ASSERT_TRUE(plan);
   EXPECT_TRUE(plan->fused);
@@ -130,23 +138,27 @@ TEST(MmaPlan, NoPackedSequenceHasMoreSegmentsThanAPaddedOne) {
   EXPECT_EQ(short_ones->segments, 100 / 8 + 100);
 }
 
-TEST(MmaPlan, PackedSequencesTakeTwoPassesWhereTheGridWouldNotHoldTheirSlots) {
-  // 2000 sequences of 64 tokens, H64: segments of 2000 / kMaxSegments = 63 chunks, 2031 slots
-  // per head, 129984 blocks of pass 1 in the grid's third dimension (65535 at most).
+TEST(MmaPlan, PackedSequencesTakeTwoPassesWhereTheirWalkCannot) {
+  // 2000 sequences of 64 tokens, H64: segments of 162 chunks (64 heads' 2000 chunks over 396 block
+  // slots are 324 steps each), 2012 slots per head, 128768 blocks of pass 1 in the grid's third
+  // dimension (65535 at most).
   const auto plan = plan_for(problem_of(1, 64 * 2000, 64, 64, 2000), kernels_with(3));
   ASSERT_TRUE(plan);
   EXPECT_FALSE(plan->fused);
   EXPECT_EQ(plan->segments, 1);
   EXPECT_EQ(plan->walk_resident, 1);
-  // With few sequences, two passes where the walk's shared memory does not fit: pass 2 then
-  // runs alongside pass 1 (16 x 4 state blocks of 64 x 64).
-  MmaKernels big = kernels_with(1);
-  big.walk_shared = kSharedPerBlock + 1;
-  const auto two_pass = plan_for(problem_of(1, 16384, 16, 128, 8), big);
+  // With few sequences, two passes where the walk does not take packed sequences (the portable
+  // one): pass 2 then runs alongside pass 1 (16 x 4 state blocks of 64 x 64).
+  MmaKernels portable = kernels_with(1);
+  portable.packed_walks = false;
+  const auto two_pass = plan_for(problem_of(1, 16384, 16, 128, 8), portable);
   ASSERT_TRUE(two_pass);
   EXPECT_FALSE(two_pass->fused);
+  EXPECT_EQ(two_pass->segments, 1);
   EXPECT_TRUE(two_pass->overlap);
   EXPECT_GT(two_pass->state_progress_at, two_pass->chunk_gates_at);
+  // The same tokens as a padded batch walk.
+  EXPECT_TRUE(plan_for(problem_of(8, 2048, 16, 128), portable)->fused);
 }
 
 TEST(MmaPlan, WalksOnlyWhereItsSharedMemoryFits) {

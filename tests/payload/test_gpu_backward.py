@@ -154,10 +154,11 @@ def test_packed_sequences_match_cpu(dtype, heads, seqlen_bits, gates):
 @pytest.mark.parametrize("heads", HEADS[:5], ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("gates", [False, True], ids=["decay", "gates BTHD"])
 def test_packed_sequences_walk_in_segments(dtype, heads, gates):
-    """A long packed sequence among short and empty ones: its segments (one length for every
-    sequence, from the mean length: 12 chunks here, so 4 for the first) walk side by side from
-    the end states pass 1 leaves for those before them, in slots after the sequence's start
-    (common/mma_plan.cpp: packed_segments), forward and backward, with gates and states."""
+    """A long packed sequence among short and empty ones. On Hopper's walks its segments (one
+    length for every sequence: 8 chunks here, so 6 for the first and 2 for the last) walk side by
+    side from the end states pass 1 leaves for those before them, in slots after the sequence's
+    start (common/mma_plan.cpp: packed_segments), forward and backward, with gates and states;
+    the portable kernels take two passes."""
     h, dk, dv = heads
     lengths = [3000, 0, 70, 1, 700]
     problem = Problem((1, h, sum(lengths), dk, dv), dtype, seed=dk + 7, decay=not gates, states=True,
@@ -230,11 +231,11 @@ def test_workspace_follows_the_plan():
     # the dk pass its segment states, transposed, in a region of their size after its own, where
     # the two walk in the same segments (launch.cu: handed_ends): always where Dk = Dv. The
     # Hopper family's twin walk takes such dk passes up to 128 (one walk for both, no hand-off).
-    twin = tensor_core_family().startswith("hopper")
+    hopper = tensor_core_family().startswith("hopper")
     for dims in ([2, 4, 1000, 128, 64], [1, 1, 40000, 64, 128], [1, 2, 40000, 128, 128], [2, 4, 1000, 64, 64]):
         forward = workspace_bytes(dims, 2)
         assert forward > 0 and forward % (dims[0] * dims[1] * dims[3] * dims[4] * 4) == 0
-        wanted = (forward, 2 * forward) if dims[3] != dims[4] else (forward,) if twin else (2 * forward,)
+        wanted = (forward, 2 * forward) if dims[3] != dims[4] else (forward,) if hopper else (2 * forward,)
         assert workspace_bytes(dims, 2, backward=True) in wanted
     # A forward that trains keeps its end states (transposed) for the dq pass after its own
     # workspace where the two walk in the same segments; with one segment there is nothing to keep.
@@ -244,17 +245,29 @@ def test_workspace_follows_the_plan():
     # Fused, enough pairs to fill the GPU: one segment, no workspace at all.
     assert workspace_bytes([64, 16, 512, 128, 128], 2) == 0
     assert workspace_bytes([2, 4, 1000, 128, 64], 0, backward=True) == 0
-    # Packed sequences walk in segments of one length L for all, L >= 8 chunks and >= total_T /
-    # 64 / 32 (common/mma_plan.cpp: packed_segments), each sequence from slot start / (64 L) + n:
-    # an fp32 end state per slot, total_T / (64 L) + num_seqs slots per head, whatever the lengths.
-    assert workspace_bytes([1, 4, 1000, 64, 64], 1, num_seqs=3) == 4 * (1000 // 512 + 3) * 64 * 64 * 4
-    assert workspace_bytes([1, 64, 64000, 64, 64], 1, num_seqs=100) == 64 * (64000 // 2048 + 100) * 64 * 64 * 4
-    # Gated, the chunk slots' cumulative gates besides (total_T / 64 + num_seqs per head).
+    # Gated, each chunk slot's cumulative gates besides (total_T / 64 + num_seqs slots per head).
     assert (workspace_bytes([1, 4, 1000, 64, 64], 1, num_seqs=3, gated=True)
             > workspace_bytes([1, 4, 1000, 64, 64], 1, num_seqs=3))
-    # Where pass 1's grid would not hold the slots (2000 sequences, H64: 2031 slots a head), the
-    # two passes, with a 16-bit state per chunk slot: total_T / 64 + num_seqs slots per head.
+    # Packed sequences on the portable kernels, and where pass 1's grid would not hold the
+    # segment slots of Hopper's walk (2000 sequences, H64: over 2000 slots a head), take the two
+    # passes, with a 16-bit state per chunk slot: total_T / 64 + num_seqs slots per head; then,
+    # with few state blocks, a count of written states per (sequence, head, 64 x 64 state block),
+    # for pass 2 alongside pass 1.
     assert workspace_bytes([1, 64, 128000, 64, 64], 1, num_seqs=2000) == 64 * (2000 + 2000) * 64 * 64 * 2
+    if not hopper:
+        assert workspace_bytes([1, 4, 1000, 64, 64], 1, num_seqs=3) == 4 * (15 + 3) * 64 * 64 * 2 + 3 * 4 * 4
+        assert workspace_bytes([1, 64, 64000, 64, 64], 1, num_seqs=100) == 64 * (1000 + 100) * 64 * 64 * 2
+        # None at Dk 256 (an output block does not fit beside a state block; devices with less
+        # shared memory take the generic kernel there, with no workspace).
+        if _C.kernel_path(0, 1, 256, 256, 1) != "generic":
+            assert workspace_bytes([1, 4, 1000, 256, 256], 1, num_seqs=3) == 4 * (15 + 3) * 256 * 256 * 2
+        return
+    # Hopper's walks take packed sequences in segments of one length L for all, L >= 8 chunks and
+    # >= total_T / 64 / 32 (common/mma_plan.cpp: packed_segments; both bounds hold L here), each
+    # sequence from slot start / (64 L) + n: an fp32 end state per slot, total_T / (64 L) +
+    # num_seqs slots per head, whatever the lengths.
+    assert workspace_bytes([1, 4, 1000, 64, 64], 1, num_seqs=3) == 4 * (1000 // 512 + 3) * 64 * 64 * 4
+    assert workspace_bytes([1, 1, 64000, 64, 64], 1, num_seqs=100) == (64000 // 2048 + 100) * 64 * 64 * 4
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])

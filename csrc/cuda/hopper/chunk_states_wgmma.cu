@@ -52,7 +52,7 @@ struct Layout {
   static constexpr size_t bytes = used + wgmma::kSwizzleAtomBytes;
 };
 
-template <typename T, typename S, bool GATED, bool PUBLISH>
+template <typename T, typename S, bool GATED, bool PUBLISH, bool PACKED>
 __global__ void __launch_bounds__(kThreads) chunk_states_wgmma_kernel(KernelParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using L = Layout<PUBLISH>;
@@ -65,10 +65,10 @@ __global__ void __launch_bounds__(kThreads) chunk_states_wgmma_kernel(KernelPara
   const int dk = p.dk, dv = p.dv;
   const int64_t state_size = int64_t(p.dk_padded) * p.dv_padded;
   const int v0 = blockIdx.x * kBlock, d0 = blockIdx.y * kBlock;
-  const StateRun at = state_run(p);
+  const StateRun at = state_run<PACKED>(p, !PUBLISH);
   if (at.idle) return;
   const int head = at.head, run = at.run;
-  const SequenceRows& rows = at.rows;
+  const SequenceRows rows = sequence_rows(p, at.seq, head);
   const int first_chunk = run * run_chunks(p), row_base = first_chunk * kChunk;
   const int chunks = max(0, min((rows.length + kChunk - 1) / kChunk - first_chunk, run_chunks(p)));
   const int t_end = min(rows.length, row_base + chunks * kChunk);
@@ -195,7 +195,7 @@ __global__ void __launch_bounds__(kThreads) chunk_states_wgmma_kernel(KernelPara
 
 cudaError_t hopper_kernel_attributes(cudaFuncAttributes* attributes) {
 #if defined(CULINA_SM90A)
-  return cudaFuncGetAttributes(attributes, chunk_states_wgmma_kernel<__nv_bfloat16, __nv_bfloat16, false, false>);
+  return cudaFuncGetAttributes(attributes, chunk_states_wgmma_kernel<__nv_bfloat16, __nv_bfloat16, false, false, false>);
 #else
   (void)attributes;
   return cudaErrorNoKernelImageForDevice;  // this build compiled no sm_90a code
@@ -205,10 +205,16 @@ cudaError_t hopper_kernel_attributes(cudaFuncAttributes* attributes) {
 template <typename T, typename S>
 cudaError_t launch_hopper_chunk_states(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own) {
   const dim3 grid(params.dv_padded / kBlock, params.dk_padded / kBlock, walk_items(params, sequences) * state_runs(params));
-  const auto kernel = params.chunk_gates ? (params.fused ? chunk_states_wgmma_kernel<T, S, true, false>
-                                                         : chunk_states_wgmma_kernel<T, S, true, true>)
-                                         : (params.fused ? chunk_states_wgmma_kernel<T, S, false, false>
-                                                         : chunk_states_wgmma_kernel<T, S, false, true>);
+  // Before a walk of packed sequences, the blocks map to the segment slots (sequence_rows.cuh).
+  const bool packed = params.fused && params.cu_seqlens;
+  const auto kernel =
+      params.chunk_gates
+          ? (params.fused ? (packed ? chunk_states_wgmma_kernel<T, S, true, false, true>
+                                    : chunk_states_wgmma_kernel<T, S, true, false, false>)
+                          : chunk_states_wgmma_kernel<T, S, true, true, false>)
+          : (params.fused ? (packed ? chunk_states_wgmma_kernel<T, S, false, false, true>
+                                    : chunk_states_wgmma_kernel<T, S, false, false, false>)
+                          : chunk_states_wgmma_kernel<T, S, false, true, false>);
   const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                                cudaSharedmemCarveoutMaxShared);
   return err == cudaSuccess ? launch_with_shared(kernel, grid, kThreads, params.fused ? Layout<false>::bytes : Layout<true>::bytes,

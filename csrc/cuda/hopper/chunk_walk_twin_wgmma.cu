@@ -53,7 +53,7 @@ __host__ __device__ constexpr int twin_resident(int d) { return d == 64 ? 2 : 1;
 
 // `p` is the dv pass's, with the dk pass's rows in twin_q and twin_out (KernelParams). Rows
 // stored as S (T, or float32 rounded to T as it loads: mma_common.cuh).
-template <typename T, typename S, int D, bool GATED, bool DOTS>
+template <typename T, typename S, int D, bool GATED, bool DOTS, bool PACKED>
 __global__ void __launch_bounds__(walk_threads<D>(), twin_resident(D)) chunk_walk_twin_kernel(KernelParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using L = TwinLayout<D, DOTS>;
@@ -67,7 +67,7 @@ __global__ void __launch_bounds__(walk_threads<D>(), twin_resident(D)) chunk_wal
   const int tid = threadIdx.x, warp = tid / 32, group = tid / kGroupThreads, group_warp = warp % 4;
   const LaneRoles lane(tid % 32);
   const int dk = p.dk, dv = p.dv, col0 = group * kGroupCols;  // this warpgroup's columns of dv, H and dk
-  const WalkSpan span = walk_span(p);
+  const WalkSpan<PACKED> span = walk_span<PACKED>(p);
   if (span.idle) return;
   const SequenceRows& rows = span.rows;
   const int segment = span.segment, all_chunks = span.all_chunks, first_chunk = span.first_chunk;
@@ -102,7 +102,7 @@ __global__ void __launch_bounds__(walk_threads<D>(), twin_resident(D)) chunk_wal
 
   const int state_row = 16 * group_warp + lane.group, state_col = col0 + lane.pair;
   float acc[kBlocks][8][4];
-  enter_state(acc, p, rows, segment, GATED, log2g, state_row, state_col);
+  enter_state(acc, p, span, GATED, log2g, state_row, state_col);
 
   unsigned char* s_h_all = smem + L::h;  // every warpgroup's H_c, [D][64] each
   unsigned char* s_h = s_h_all + size_t(group) * D * wgmma::kLineBytes;
@@ -231,9 +231,9 @@ __global__ void __launch_bounds__(walk_threads<D>(), twin_resident(D)) chunk_wal
 template <typename T, typename S, int D>
 cudaError_t launch_twin(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own) {
   const dim3 grid(1, params.segments, walk_items(params, sequences));
-  return with_gate_kinds<T, S>(params, [&](auto gated, auto dots) {
+  return with_walk_kinds<T, S>(params, [&](auto gated, auto dots, auto packed) {
     constexpr bool kDots = decltype(dots)::value;
-    const auto kernel = chunk_walk_twin_kernel<T, S, D, decltype(gated)::value, kDots>;
+    const auto kernel = chunk_walk_twin_kernel<T, S, D, decltype(gated)::value, kDots, decltype(packed)::value>;
     return launch_with_shared(kernel, grid, walk_threads<D>(), TwinLayout<D, kDots>::bytes, stream, params, after_own);
   });
 }

@@ -82,7 +82,7 @@ struct ColumnSplitLayout {
 };
 
 // Rows stored as S (T, or float32 rounded to T as it loads: mma_common.cuh).
-template <typename T, typename S, int DK, int SLICE, bool GATED, bool DOTS, int RESIDENT>
+template <typename T, typename S, int DK, int SLICE, bool GATED, bool DOTS, int RESIDENT, bool PACKED>
 __global__ void __launch_bounds__(walk_threads<SLICE>(), RESIDENT) chunk_walk_column_split_kernel(KernelParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kSlots = column_split_slots(DK, SLICE, DOTS);
@@ -99,7 +99,7 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), RESIDENT) chunk_walk_co
   const int tid = threadIdx.x, warp = tid / 32, group = tid / kGroupThreads, group_warp = warp % 4;
   const LaneRoles lane(tid % 32);
   const int dk = p.dk, dv = p.dv, v0 = blockIdx.x * SLICE, col0 = v0 + group * kGroupCols;
-  const WalkSpan span = walk_span(p);
+  const WalkSpan<PACKED> span = walk_span<PACKED>(p);
   if (span.idle) return;
   const SequenceRows& rows = span.rows;
   const int segment = span.segment, head = span.head, all_chunks = span.all_chunks, first_chunk = span.first_chunk;
@@ -136,7 +136,7 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), RESIDENT) chunk_walk_co
   // This lane's state elements: rows 64 t + state_row (+ 8), columns state_col + 8 c (+ 1).
   const int state_row = 16 * group_warp + lane.group, state_col = col0 + lane.pair;
   float acc[kDkBlocks][8][4];
-  enter_state(acc, p, rows, segment, GATED, log2g, state_row, state_col);
+  enter_state(acc, p, span, GATED, log2g, state_row, state_col);
 
   unsigned char* s_h = smem + L::h + size_t(group) * DK * wgmma::kLineBytes;  // [DK][64] 16-bit
   unsigned char* s_scaled_v = smem + L::scaled_v + size_t(group) * kBlockBytes;
@@ -263,7 +263,7 @@ struct RowSplitLayout {
   static constexpr size_t bytes = used + wgmma::kSwizzleAtomBytes;  // room to align the base to 1024
 };
 
-template <typename T, typename S, int DK, bool GATED, bool DOTS>
+template <typename T, typename S, int DK, bool GATED, bool DOTS, bool PACKED>
 __global__ void __launch_bounds__(2 * kGroupThreads, kRowSplitResident) chunk_walk_row_split_kernel(KernelParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using L = RowSplitLayout<DK>;
@@ -280,7 +280,7 @@ __global__ void __launch_bounds__(2 * kGroupThreads, kRowSplitResident) chunk_wa
   const int group_warp = warp % 4;
   const LaneRoles lane(tid % 32);
   const int dk = p.dk, dv = p.dv, v0 = blockIdx.x * kGroupCols;
-  const WalkSpan span = walk_span(p);
+  const WalkSpan<PACKED> span = walk_span<PACKED>(p);
   if (span.idle) return;
   const SequenceRows& rows = span.rows;
   const int segment = span.segment, head = span.head, all_chunks = span.all_chunks, first_chunk = span.first_chunk;
@@ -335,7 +335,7 @@ __global__ void __launch_bounds__(2 * kGroupThreads, kRowSplitResident) chunk_wa
   // This lane's state elements: rows first_state_row + 64 t (+ 8), columns state_col + 8 c (+ 1).
   const int first_state_row = 64 * kGroupTiles * group + 16 * group_warp + lane.group, state_col = v0 + lane.pair;
   float acc[kGroupTiles][8][4];
-  enter_state(acc, p, rows, segment, GATED, log2g, first_state_row, state_col);
+  enter_state(acc, p, span, GATED, log2g, first_state_row, state_col);
 
   unsigned char* s_h_transposed = smem + L::h_transposed;
   unsigned char* s_scaled_v = smem + L::scaled_v;
@@ -469,12 +469,12 @@ __global__ void __launch_bounds__(2 * kGroupThreads, kRowSplitResident) chunk_wa
 template <typename T, typename S, int DK, int SLICE>
 cudaError_t launch_column_split(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own) {
   const dim3 grid(params.dv_padded / SLICE, params.segments, walk_items(params, sequences));
-  return with_gate_kinds<T, S>(params, [&](auto gated, auto dots) {
+  return with_walk_kinds<T, S>(params, [&](auto gated, auto dots, auto packed) {
     constexpr bool kDots = decltype(dots)::value;
     constexpr int kResident = column_split_resident(DK, SLICE);
     const auto launch = [&](auto resident) {
       const auto kernel = chunk_walk_column_split_kernel<T, S, DK, SLICE, decltype(gated)::value, kDots,
-                                                         decltype(resident)::value>;
+                                                         decltype(resident)::value, decltype(packed)::value>;
       return launch_with_shared(kernel, grid, walk_threads<SLICE>(),
                                 ColumnSplitLayout<DK, SLICE, column_split_slots(DK, SLICE, kDots)>::bytes, stream,
                                 params, after_own);
@@ -488,8 +488,9 @@ cudaError_t launch_column_split(const KernelParams& params, int sequences, cudaS
 template <typename T, typename S, int DK>
 cudaError_t launch_row_split(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own) {
   const dim3 grid(params.dv_padded / kGroupCols, params.segments, walk_items(params, sequences));
-  return with_gate_kinds<T, S>(params, [&](auto gated, auto dots) {
-    const auto kernel = chunk_walk_row_split_kernel<T, S, DK, decltype(gated)::value, decltype(dots)::value>;
+  return with_walk_kinds<T, S>(params, [&](auto gated, auto dots, auto packed) {
+    const auto kernel = chunk_walk_row_split_kernel<T, S, DK, decltype(gated)::value, decltype(dots)::value,
+                                                    decltype(packed)::value>;
     return launch_with_shared(kernel, grid, 2 * kGroupThreads, RowSplitLayout<DK>::bytes, stream, params, after_own);
   });
 }

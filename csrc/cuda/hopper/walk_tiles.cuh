@@ -71,8 +71,9 @@ struct WalkInputs {
 
 // Chunk `c` of the block's segment: its kGateSlot cumulative gates into `to`, 16 bytes by each of
 // the first kGateSlot / 4 threads.
-__device__ __forceinline__ void copy_chunk_gates(unsigned char* to, const KernelParams& p, const WalkSpan& span, int c,
-                                                 int tid) {
+template <bool PACKED>
+__device__ __forceinline__ void copy_chunk_gates(unsigned char* to, const KernelParams& p, const WalkSpan<PACKED>& span,
+                                                 int c, int tid) {
   if (tid < kGateSlot / 4)
     copy16_async(to + 16 * tid, p.chunk_gates + (span.rows.chunk_base + span.first_chunk + c) * kGateSlot + 4 * tid,
                  true);
@@ -82,9 +83,12 @@ __device__ __forceinline__ void copy_chunk_gates(unsigned char* to, const Kernel
 // (rows first_row + 64 t and + 8, columns col + 8 c and + 1): the initial state for segment 0;
 // else joined from the end states of pass 1's runs before its segment, as the portable walk does
 // (chunk_walk_mma.cu).
-template <int TILES>
-__device__ __forceinline__ void enter_state(float (&acc)[TILES][8][4], const KernelParams& p, const SequenceRows& rows,
-                                            int segment, bool gated, float log2g, int first_row, int col) {
+template <int TILES, bool PACKED>
+__device__ __forceinline__ void enter_state(float (&acc)[TILES][8][4], const KernelParams& p,
+                                            const WalkSpan<PACKED>& span, bool gated, float log2g, int first_row,
+                                            int col) {
+  const SequenceRows& rows = span.rows;
+  const int segment = span.segment;
   if (segment == 0) {
     const float* from = p.initial_state ? p.initial_state + rows.state_index * p.dk * p.dv : nullptr;
 #pragma unroll
@@ -93,10 +97,11 @@ __device__ __forceinline__ void enter_state(float (&acc)[TILES][8][4], const Ker
     return;
   }
   const int64_t size = int64_t(p.dk_padded) * p.dv_padded;
-  const float* ends = p.segment_states + rows.run_base * size;
+  const int64_t first = span.first_run(p);
+  const float* ends = p.segment_states + first * size;
 #pragma unroll 1
   for (int r = 0; r < segment * p.pieces; ++r) {
-    const float decay = r == 0 ? 0.0f : run_decay(p, rows, r, gated, log2g);
+    const float decay = r == 0 ? 0.0f : run_decay(p, rows, first, r, gated, log2g);
 #pragma unroll
     for (int t = 0; t < TILES; ++t)
       join_padded_tile(acc[t], ends + r * size, p.dv_padded, first_row + 64 * t, col, decay, r == 0);
@@ -233,5 +238,15 @@ __device__ __forceinline__ void scale_state(float (&acc)[TILES][8][4], float fac
       for (int e = 0; e < 4; ++e) acc[t][x][e] *= factor;
 }
 #endif
+
+// f(GATED, DOTS, PACKED), each a std::bool_constant, for a pass of the Hopper walks:
+// with_gate_kinds' two, and PACKED where the walk takes packed sequences (sequence_rows.cuh:
+// walk_span).
+template <typename T, typename S, typename F>
+cudaError_t with_walk_kinds(const KernelParams& p, F&& f) {
+  return with_gate_kinds<T, S>(p, [&](auto gated, auto dots) {
+    return p.cu_seqlens ? f(gated, dots, std::true_type{}) : f(gated, dots, std::false_type{});
+  });
+}
 
 }  // namespace culina::gpu::hopper_walk
