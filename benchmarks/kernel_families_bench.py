@@ -29,7 +29,7 @@ from simple_gla_bench import HBM_PEAK, bench, make_inputs  # noqa: E402
 
 # (name, B, T, H, D, gates, packed sequences): fla's registry shapes, the head sizes each Hopper
 # kernel covers (the wgmma walk: D 64..128 and 256; the wgmma state pass: every size; D192 runs the
-# portable walk) and the two-pass path of packed sequences (wgmma state pass, portable output pass).
+# portable walk) and packed sequences (Hopper's walk in segment slots; the portable kernels' two passes).
 SHAPES = [
     ("B1 T8192 H96 D128, g", 1, 8192, 96, 128, "g", 0),
     ("B1 T8192 H96 D128, g_gamma", 1, 8192, 96, 128, "gamma", 0),

@@ -54,9 +54,9 @@ struct KernelParams {
   // Tensor-core path: each (sequence, head)'s chunks split into segments of segment_chunks,
   // whose end states pass 1 computes side by side from zero (segment 0 from the initial state)
   // into segment_states (fp32 [rows][segments * pieces][dk_padded][dv_padded]). Padded batches:
-  // `segments` per (sequence, head). Packed sequences (fused plans only; two passes keep them in
-  // one segment): `segments` slots per head, sequence n's from start_n / (64 segment_chunks) + n
-  // (sequence_rows.cuh: sequence_at_slot), as many as its length needs. Two passes: a scan turns
+  // `segments` per (sequence, head). Packed sequences (fused plans of Hopper's walks; two passes
+  // keep them in one segment): `segments` slots per head, sequence n's from start_n /
+  // (64 segment_chunks) + n (sequence_rows.cuh: sequence_at_slot), as many as its length needs. Two passes: a scan turns
   // the end states into the states entering each segment, which pass 2 adds to the chunk states
   // it reads; the fused pass's blocks join the end states before them.
   int segments;

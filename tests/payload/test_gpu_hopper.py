@@ -23,7 +23,8 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available() or _C.device_count
 # (96, 200), both column-split walk blocks of Dk 64 and 128 (64 and 128 value columns), the
 # row-split walk of Dk 256 (with Dv 256, 128, 64; its backward's dq and dk passes run the
 # column-split walk where Dv is 128 or less), 192 (the portable walk after the wgmma state
-# pass), packed sequences (the two-pass path, every chunk's state published), float32 rows
+# pass), packed sequences (the walk in segment slots on Hopper, two passes on the portable
+# kernels), float32 rows
 # rounded on load. The backward's twin walk (dv and dk in one) runs where Dk and Dv pad alike to
 # 64 or 128 (96 and 128: dk's columns and dv's differ) and no dk pass needs gate dots from
 # float32 rows (those run on the generic kernel). Walks of Dk 64 and 64 value columns whose grid
@@ -125,6 +126,20 @@ def test_hopper_family_equals_the_portable_one(case):
         # to 3e-2); the gate tests bound each family's dg against the float64 recurrence.
         bound = 6e-2 if name == "dg" else 1e-3 if case[-1] == "float16" else 1e-2
         assert err < bound, (name, err)
+
+
+def test_packed_sequences_past_the_grid_take_the_two_passes():
+    """1020 packed sequences of 64 heads: the segment slots of Hopper's walk (1032 a head) would
+    not fit pass 1's grid (65535 blocks), so the two passes run, their output pass on wgmma
+    (common/mma_plan.cpp: packed_segments); the portable family takes two passes as well."""
+    case = (1, 32768, 64, 64, 64, "g", 1020, "bfloat16")
+    args = inputs(*case, seed=3)
+    hopper = {}
+    assert any("chunk_output_wgmma" in name for name in launched_kernels(lambda: hopper.update(run(True, *args, case[-1]))))
+    portable = run(False, *args, case[-1])
+    for name, want in portable.items():
+        err = ((hopper[name].float() - want.float()).norm() / want.float().norm()).item()
+        assert err < (6e-2 if name == "dg" else 1e-2), (name, err)
 
 
 def test_the_hopper_family_takes_the_tensor_core_passes_and_the_switch_turns_it_off():

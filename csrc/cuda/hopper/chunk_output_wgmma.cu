@@ -1,6 +1,6 @@
-// The two-pass path's output pass (chunk_output_mma.cu; on Hopper, packed sequences) on
-// Hopper (sm_90a), for dk up to 128 in one segment (hopper_output_takes): the same grid, block
-// mapping and results. One block takes one chunk of one (sequence, head) and a slice of value columns,
+// The two-pass path's output pass (chunk_output_mma.cu; on Hopper, packed sequences past the
+// walk's grid) on Hopper (sm_90a), for dk up to 128 in one segment (hopper_output_takes): the
+// same grid, block mapping and results. One block takes one chunk of one (sequence, head) and a slice of value columns,
 // each warpgroup 64 of them, with the state entering the chunk from pass 1 (16-bit, in the
 // workspace) as the column-split walk's H_c (chunk_walk_wgmma.cu): S = Q K^T and O = Q H_c,
 // P from the accumulators into registers, O = w 2^(c_i) O + P V. q, k, v and the state's tiles

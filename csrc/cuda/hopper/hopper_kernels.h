@@ -35,8 +35,9 @@ cudaError_t launch_hopper_chunk_walk(const KernelParams& params, int sequences, 
 
 // The two-pass path's output pass (kernels.h: launch_chunk_output) on wgmma, for dk_padded of 64
 // or 128 in one segment: the same grid, block mapping and results. On Hopper the two passes run
-// for packed sequences, always in one segment (a padded batch walks); a plan in segments (the
-// portable kernel adds each segment's entering state) stays portable.
+// for packed sequences whose walk's segment slots would overflow pass 1's grid (Hopper's walks
+// take the rest), always in one segment; a plan in segments (the portable kernel adds each
+// segment's entering state) stays portable.
 constexpr bool hopper_output_takes(int dk_padded, int segments) { return dk_padded <= 128 && segments == 1; }
 template <typename T, typename S>
 cudaError_t launch_hopper_chunk_output(const KernelParams& params, int sequences, cudaStream_t stream);
