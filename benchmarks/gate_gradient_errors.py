@@ -14,7 +14,7 @@ import gated_case  # noqa: E402
 from gated_case import rel_err  # noqa: E402
 
 # (name, (B, H, T, Dk, Dv), cu_seqlens, layout): the 64-wide walk, the 96- and 64-column walks of
-# D192 and D256, Dk != Dv, and the two-pass path of packed sequences.
+# D192 and D256, Dk != Dv, and packed sequences.
 CASES = [("B2 H3 T150 D64", (2, 3, 150, 64, 64), None, "BTHD"),
          ("B1 H2 T200 192x192", (1, 2, 200, 192, 192), None, "BTHD"),
          ("B1 H2 T200 256x256", (1, 2, 200, 256, 256), None, "BTHD"),

@@ -81,7 +81,10 @@ std::optional<PackedSegments> packed_segments(const Problem& problem, int64_t co
     chunks = (even + 1) / 2;
   }
   chunks = std::max({chunks, int64_t(kMinSegmentChunks), (all_chunks + kMaxSegments - 1) / kMaxSegments});
-  const int64_t slots = problem.seq_len / (kStateChunk * chunks) + problem.num_seqs;
+  // One sequence (starting at 0) needs its segments alone; more, T / (64 L) + N slots, whose
+  // last a trailing empty sequence may take.
+  const int64_t slots = problem.num_seqs == 1 ? std::max<int64_t>(1, (all_chunks + chunks - 1) / chunks)
+                                              : problem.seq_len / (kStateChunk * chunks) + problem.num_seqs;
   if (slots > kMaxGridYZ || problem.heads * slots > kMaxGridYZ) return std::nullopt;
   return PackedSegments{int(slots), int(chunks)};
 }

@@ -135,8 +135,8 @@ __host__ __device__ inline int walk_items(const KernelParams& p, int sequences) 
 // Tensor-core path (mma_path.cu; its plan in common/mma_plan.h), for the passes the dispatch table gives it
 // (common/kernel_dispatch.h: fp16/bf16, dk and dv multiples of 8 from 16 to 256, 16-byte aligned
 // rows; the kernels are built for dk of 64, 128 and 256 and zero-fill the features past the real
-// one; code for sm_80 and newer only). Either fused (padded batches, where the
-// walk's shared memory fits): the chunk walk carries the state in registers and writes the
+// one; code for sm_80 and newer only). Either fused (padded batches, and packed sequences on
+// Hopper's walks, where the walk's shared memory fits): the chunk walk carries the state in registers and writes the
 // outputs, after a state pass for the segments' end states when there are several segments;
 // or in two passes: chunk states into the workspace (in segments joined by a
 // scan when the state blocks alone would leave the device idle), then all outputs in parallel.

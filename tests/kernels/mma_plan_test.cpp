@@ -119,7 +119,12 @@ TEST(MmaPlan, PackedSequencesWalkInSegmentSlots) {
   const auto padded = plan_for(problem_of(1, 16384, 16, 128), kernels_with(1));
   ASSERT_TRUE(one && padded);
   EXPECT_EQ(one->segment_chunks, padded->segment_chunks);
-  EXPECT_EQ(one->segments, 16384 / (64 * padded->segment_chunks) + 1);
+  EXPECT_EQ(one->segments, padded->segments);
+  // A short one in one segment: no state pass, no segment states.
+  const auto short_one = plan_for(problem_of(1, 512, 16, 128, 1), kernels_with(1));
+  ASSERT_TRUE(short_one);
+  EXPECT_EQ(short_one->segments, 1);
+  EXPECT_EQ(short_one->segment_states_bytes, 0u);
 }
 
 TEST(MmaPlan, NoPackedSequenceHasMoreSegmentsThanAPaddedOne) {

@@ -163,8 +163,6 @@ def test_packed_sequences_walk_in_segments(dtype, heads, gates):
     lengths = [3000, 0, 70, 1, 700]
     problem = Problem((1, h, sum(lengths), dk, dv), dtype, seed=dk + 7, decay=not gates, states=True,
                       lengths=lengths, gates=gates, layout="BTHD" if gates else "BHTD")
-    assert workspace_bytes((1, h, sum(lengths), dk, dv), DTYPES[dtype][1], num_seqs=len(lengths),
-                           gated=gates) > 0, "no segment states"
     assert_matches_cpu(problem, dtype)
 
 
@@ -184,8 +182,8 @@ def test_many_packed_sequences_match_cpu(count, heads):
 
 def test_packed_sequences_equal_separate_calls():
     """Packing changes nothing: each packed sequence gives what it gives alone, up to 16-bit
-    rounding (a packed sequence may start mid-chunk, so its chunks' edges and the decayed
-    operands rounded there differ from its own)."""
+    rounding: on the portable kernels packed runs take the two passes and a sequence alone the
+    walk, which round the decayed operands at other places (on Hopper both walk)."""
     lengths = [100, 37, 64]
     packed = Problem((1, 2, sum(lengths), 64, 64), "bfloat16", seed=5, decay=True, states=True,
                      lengths=lengths).run("cuda")

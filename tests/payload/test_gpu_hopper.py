@@ -135,7 +135,9 @@ def test_packed_sequences_past_the_grid_take_the_two_passes():
     case = (1, 32768, 64, 64, 64, "g", 1020, "bfloat16")
     args = inputs(*case, seed=3)
     hopper = {}
+    torch.manual_seed(0)  # run() draws the outputs' gradients
     assert any("chunk_output_wgmma" in name for name in launched_kernels(lambda: hopper.update(run(True, *args, case[-1]))))
+    torch.manual_seed(0)
     portable = run(False, *args, case[-1])
     for name, want in portable.items():
         err = ((hopper[name].float() - want.float()).norm() / want.float().norm()).item()

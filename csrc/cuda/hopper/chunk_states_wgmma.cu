@@ -1,5 +1,6 @@
 // Pass 1 of the tensor-core path on Hopper (sm_90a): the portable state pass
-// (cuda/chunk_states_mma.cu) with wgmma, the same grid, workspace and results. Profiled on an
+// (cuda/chunk_states_mma.cu) with wgmma, the same grid, workspace and results, and besides it the
+// pass before a walk of packed sequences (PACKED: segment slots, sequence_rows.cuh). Profiled on an
 // H200, that pass's 8 warps spent a chunk's time mostly waiting on each other (12% occupancy,
 // a third of DRAM bandwidth at B2 T16384 H16 D128); here one warpgroup owns the 64 x 64 state
 // block in wgmma accumulators, reads the tiles where they landed (no ldmatrix), and keeps three
