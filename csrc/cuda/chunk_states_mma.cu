@@ -284,7 +284,7 @@ size_t states_shared_bytes(bool fused) { return fused ? Layout<false>::bytes : L
 
 template <typename T, typename S>
 cudaError_t launch_chunk_states(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own) {
-  if (params.fused && params.cu_seqlens) return cudaErrorInvalidValue;  // Hopper's pass 1 alone takes packed walks
+  if (walks_packed(params)) return cudaErrorInvalidValue;  // Hopper's pass 1 alone takes packed walks
   const dim3 grid(params.dv_padded / kBlockV, params.dk_padded / kBlockD, sequences * params.heads * state_runs(params));
   const size_t shared = states_shared_bytes(params.fused);
   // The largest shared-memory carveout: the driver's own choice may hold two of the fused

@@ -167,10 +167,11 @@ __global__ void __launch_bounds__(threads<SLICE>(), 1) chunk_walk_kernel(KernelP
     // r = 1 .. segment * pieces - 1, G_r run r's total log2 gate. These reads from L2 cost less
     // than the scan kernel they replace (11 us on the H100 at B2 T16384 H16 D128).
     const int64_t size = int64_t(p.dk_padded) * p.dv_padded;
-    const float* ends = p.segment_states + span.first_run(p) * size;
+    const int64_t first = span.first_run(p);
+    const float* ends = p.segment_states + first * size;
 #pragma unroll 2
     for (int r = 0; r < segment * p.pieces; ++r) {
-      const float decay = r == 0 ? 0.0f : run_decay(p, rows, span.first_run(p), r, GATED, log2g);
+      const float decay = r == 0 ? 0.0f : run_decay(p, rows, first, r, GATED, log2g);
 #pragma unroll
       for (int t = 0; t < kStateTiles; ++t)
         join_padded_tile(acc[t], ends + r * size, p.dv_padded, state_row + t * kTile, state_col, decay, r == 0);
@@ -306,7 +307,7 @@ __global__ void __launch_bounds__(threads<SLICE>(), 1) chunk_walk_kernel(KernelP
 
 template <typename T, typename S, int DK, int SLICE>
 cudaError_t launch_shape(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own) {
-  if (params.cu_seqlens) return cudaErrorInvalidValue;  // packed sequences walk on Hopper's kernels alone
+  if (walks_packed(params)) return cudaErrorInvalidValue;  // packed sequences walk on Hopper's kernels alone
   const dim3 grid(params.dv_padded / SLICE, params.segments, sequences * params.heads);
   return with_gate_kinds<T, S>(params, [&](auto gated, auto dots) {
     const auto kernel = chunk_walk_kernel<T, S, DK, SLICE, decltype(gated)::value, decltype(dots)::value>;

@@ -56,9 +56,9 @@ struct KernelParams {
   // into segment_states (fp32 [rows][segments * pieces][dk_padded][dv_padded]). Padded batches:
   // `segments` per (sequence, head). Packed sequences (fused plans of Hopper's walks; two passes
   // keep them in one segment): `segments` slots per head, sequence n's from start_n /
-  // (64 segment_chunks) + n (sequence_rows.cuh: sequence_at_slot), as many as its length needs. Two passes: a scan turns
-  // the end states into the states entering each segment, which pass 2 adds to the chunk states
-  // it reads; the fused pass's blocks join the end states before them.
+  // (64 segment_chunks) + n (sequence_rows.cuh: sequence_at_slot), as many as its length needs.
+  // Two passes: a scan turns the end states into the states entering each segment, which pass 2
+  // adds to the chunk states it reads; the fused pass's blocks join the end states before them.
   int segments;
   int segment_chunks;
   // Fused: blocks of the walk per multiprocessor the plan counts on (MmaPlan::walk_resident).
@@ -125,19 +125,22 @@ cudaError_t launch_gate_gradient(const Problem& problem, const Gradients& gradie
 // (sequence, head), and the chunks in each.
 __host__ __device__ inline int state_runs(const KernelParams& p) { return p.segments * p.pieces; }
 __host__ __device__ inline int run_chunks(const KernelParams& p) { return p.segment_chunks / p.pieces; }
+// A fused plan over packed sequences: its walk and pass 1 map blocks to segment slots
+// (sequence_rows.cuh: walk_span, state_run; Hopper's kernels alone take it).
+__host__ __device__ inline bool walks_packed(const KernelParams& p) { return p.fused && p.cu_seqlens; }
 // The grid's third dimension of a walk, and of pass 1 (times state_runs) in a fused plan: one per
 // (sequence, head) of padded batches; one per head for packed sequences, whose segments' slots
-// (the grid's second dimension) hold every sequence (sequence_rows.cuh: walk_span, state_run).
+// (the grid's second dimension) hold every sequence.
 __host__ __device__ inline int walk_items(const KernelParams& p, int sequences) {
-  return p.fused && p.cu_seqlens ? p.heads : sequences * p.heads;
+  return walks_packed(p) ? p.heads : sequences * p.heads;
 }
 
 // Tensor-core path (mma_path.cu; its plan in common/mma_plan.h), for the passes the dispatch table gives it
 // (common/kernel_dispatch.h: fp16/bf16, dk and dv multiples of 8 from 16 to 256, 16-byte aligned
 // rows; the kernels are built for dk of 64, 128 and 256 and zero-fill the features past the real
 // one; code for sm_80 and newer only). Either fused (padded batches, and packed sequences on
-// Hopper's walks, where the walk's shared memory fits): the chunk walk carries the state in registers and writes the
-// outputs, after a state pass for the segments' end states when there are several segments;
+// Hopper's walks, where the walk's shared memory fits): the chunk walk carries the state in
+// registers and writes the outputs, after a state pass for the segments' end states when there are several segments;
 // or in two passes: chunk states into the workspace (in segments joined by a
 // scan when the state blocks alone would leave the device idle), then all outputs in parallel.
 // What the plan (common/mma_plan.h: plan_mma) needs to know of the tensor-core kernels that

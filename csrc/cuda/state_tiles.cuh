@@ -98,8 +98,7 @@ __device__ __forceinline__ void join_padded_tile(float (&acc)[C][4], const float
 
 // The decay across pass 1's run r (r > 0) of a walk's (sequence, head), whose run 0 is at
 // `first` (WalkSpan::first_run): 2^(its total log2 gate), from segment_gates with gates, from its
-// length
-// and the constant's log2 otherwise.
+// length and the constant's log2 otherwise.
 __device__ __forceinline__ float run_decay(const KernelParams& p, const SequenceRows& rows, int64_t first, int r,
                                            bool gated, float log2g) {
   const int run_rows = run_chunks(p) * kStateChunk;

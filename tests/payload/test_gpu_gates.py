@@ -67,8 +67,9 @@ def test_per_head_gradient_16bit(dtype):
 
 # The backward's gate dots (q_t.dq_t - k_t.dk_t from the kernels' fp32 dq and dk, summed over
 # the blocks of columns) on every kernel that writes them: (name, B, H, T, Dk, Dv, layout,
-# cu_seqlens). The fused walk (padded; with several segments at T = 1200), packed sequences (Hopper's
-# walk in segment slots, the portable kernels' two-pass output), several column blocks (Dv 192), Dk != Dv, the generic kernel (Dk 20, and float32), and
+# cu_seqlens). The fused walk (padded; with several segments at T = 1200), packed sequences
+# (Hopper's walk in segment slots, the portable kernels' two-pass output), several column blocks
+# (Dv 192), Dk != Dv, the generic kernel (Dk 20, and float32), and
 # a sequence longer than one tile of the gates' gradient (gate_gradient.cu: 8192 tokens where
 # a sequence may pass 2048).
 GATE_DOTS_CASES = [("walk", 2, 3, 300, 64, 64, "BTHD", None), ("walk-segments", 1, 2, 1200, 64, 64, "BHTD", None),

@@ -207,7 +207,7 @@ template <typename T, typename S>
 cudaError_t launch_hopper_chunk_states(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own) {
   const dim3 grid(params.dv_padded / kBlock, params.dk_padded / kBlock, walk_items(params, sequences) * state_runs(params));
   // Before a walk of packed sequences, the blocks map to the segment slots (sequence_rows.cuh).
-  const bool packed = params.fused && params.cu_seqlens;
+  const bool packed = walks_packed(params);
   const auto kernel =
       params.chunk_gates
           ? (params.fused ? (packed ? chunk_states_wgmma_kernel<T, S, true, false, true>

@@ -245,7 +245,7 @@ __device__ __forceinline__ void scale_state(float (&acc)[TILES][8][4], float fac
 template <typename T, typename S, typename F>
 cudaError_t with_walk_kinds(const KernelParams& p, F&& f) {
   return with_gate_kinds<T, S>(p, [&](auto gated, auto dots) {
-    return p.cu_seqlens ? f(gated, dots, std::true_type{}) : f(gated, dots, std::false_type{});
+    return walks_packed(p) ? f(gated, dots, std::true_type{}) : f(gated, dots, std::false_type{});
   });
 }
 
