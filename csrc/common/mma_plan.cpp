@@ -37,15 +37,15 @@ int walk_segments(int64_t blocks, int64_t chunks, int resident, int multiprocess
   return best;
 }
 
-// Pass 1's runs per segment before a walk in `segments`: `blocks` of its 64 x 64 state blocks
-// work on the segments before the last, one run each, and three share a multiprocessor. Where
-// they leave some idle (few sequence-head pairs: B8 T1024 H8 D64 gives 64 working blocks for
+// Pass 1's runs per segment before a walk in `segments`: `blocks` of its blocks (MmaKernels::
+// state_tile) work on the segments before the last, one run each, and `resident` share a
+// multiprocessor. Where they leave some idle (few sequence-head pairs: B8 T1024 H8 D64 gives 64 working blocks for
 // the H100's 132 multiprocessors, each walking 8 chunks one after another), each segment is cut
 // into the most runs that still fit one such wave, dividing its chunks evenly (so the walk's
 // segments stay as they are), each of kMinRunChunks or more, and no more runs in all than
 // kMaxSegments: a walk block joins the end states of every run before its segment.
-int state_pieces(int segments, int segment_chunks, int64_t blocks, int multiprocessors) {
-  const int64_t fit = 3 * int64_t(multiprocessors) / std::max<int64_t>(1, blocks);
+int state_pieces(int segments, int segment_chunks, int64_t blocks, int resident, int multiprocessors) {
+  const int64_t fit = int64_t(resident) * multiprocessors / std::max<int64_t>(1, blocks);
   int best = 1;
   for (int pieces = 2; pieces <= fit && segment_chunks / pieces >= kMinRunChunks && segments * pieces <= kMaxSegments;
        ++pieces)
@@ -137,7 +137,9 @@ std::optional<MmaPlan> plan_mma(const Problem& problem, const Pass& pass, const 
     --plan.walk_resident;
   if (plan.fused && plan.segments > 1 && !problem.packed())
     plan.pieces = state_pieces(plan.segments, plan.segment_chunks,
-                               (dk_padded / 64) * (dv_padded / 64) * rows * (plan.segments - 1), multiprocessors);
+                               int64_t(dk_padded / kernels.state_tile) * (dv_padded / kernels.state_tile) * rows *
+                                   (plan.segments - 1),
+                               kernels.states_resident, multiprocessors);
   // Chunk states (two passes, 16-bit), segment states (fp32), then with gates the chunk gates
   // and the segments' gates; every region starts on 16 bytes.
   const size_t state_elements = size_t(dk_padded) * size_t(dv_padded);

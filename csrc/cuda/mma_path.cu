@@ -63,6 +63,10 @@ MmaKernels mma_kernels(const Pass& pass, WalkKernel walk, size_t shared_per_bloc
   } else {
     kernels.walk_resident = int(std::max<size_t>(1, shared_per_block / std::max<size_t>(1, kernels.walk_shared)));
   }
+  if (walk != WalkKernel::kPortable && hopper_states_wide(dk_padded, padded_head_size(dv))) {
+    kernels.state_tile = 128;
+    kernels.states_resident = kHopperWideStatesResident;
+  }
   return kernels;
 }
 

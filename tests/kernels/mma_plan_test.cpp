@@ -100,6 +100,32 @@ TEST(MmaPlan, CutsSegmentsIntoRunsWherePassOneWouldIdle) {
   EXPECT_EQ(odd->pieces, 1);
 }
 
+TEST(MmaPlan, RunsFollowTheStatePassBlocks) {
+  // B2 T8192 H8 D256: 64 walk blocks (four 64-column slices of 16 pairs), 128 chunks: two
+  // segments of 64. Pass 1's 64 x 64 blocks, 16 per pair on the first segment, are 256 for 396
+  // block slots: one run. Its 128 x 128 blocks (Hopper's wide pass, two to a multiprocessor) are
+  // 64 for 264 slots: the segment is cut into four runs of 16.
+  const Problem problem = problem_of(2, 8192, 8, 256);
+  MmaKernels wide = kernels_with(1);
+  wide.state_tile = 128;
+  wide.states_resident = 2;
+  const auto narrow_plan = plan_for(problem, kernels_with(1)), wide_plan = plan_for(problem, wide);
+  ASSERT_TRUE(narrow_plan && wide_plan);
+  EXPECT_EQ(narrow_plan->segments, 2);
+  EXPECT_EQ(wide_plan->segments, 2);
+  EXPECT_EQ(narrow_plan->pieces, 1);
+  EXPECT_EQ(wide_plan->pieces, 4);
+  EXPECT_EQ(wide_plan->segment_states_bytes, size_t(16) * 8 * 256 * 256 * 4);
+  // B2 T16384 H16 D128: four segments of 64 chunks, 32 pairs; 96 wide blocks on the first three
+  // fit two runs each in 264 slots, where 384 narrow ones fill 396.
+  const Problem d128 = problem_of(2, 16384, 16, 128);
+  const auto narrow128 = plan_for(d128, kernels_with(1)), wide128 = plan_for(d128, wide);
+  ASSERT_TRUE(narrow128 && wide128);
+  EXPECT_EQ(wide128->segments, 4);
+  EXPECT_EQ(narrow128->pieces, 1);
+  EXPECT_EQ(wide128->pieces, 2);
+}
+
 TEST(MmaPlan, PackedSequencesWalkInSegmentSlots) {
   // 8 sequences, T 16384, H16 D128: 16 heads' 256 chunks spread over 132 block slots (one walk
   // block to a multiprocessor) are 32 chunk steps each, so segments take 16. Sequence n's slots
