@@ -39,9 +39,9 @@ int walk_segments(int64_t blocks, int64_t chunks, int resident, int multiprocess
 
 // Pass 1's runs per segment before a walk in `segments`: `blocks` of its blocks (MmaKernels::
 // state_tile) work on the segments before the last, one run each, and `resident` share a
-// multiprocessor. Where they leave some idle (few sequence-head pairs: B8 T1024 H8 D64 gives 64 working blocks for
-// the H100's 132 multiprocessors, each walking 8 chunks one after another), each segment is cut
-// into the most runs that still fit one such wave, dividing its chunks evenly (so the walk's
+// multiprocessor. Where they leave some idle (few sequence-head pairs: B8 T1024 H8 D64 gives 64
+// working blocks for the H100's 132 multiprocessors, each walking 8 chunks one after another),
+// each segment is cut into the most runs that still fit one such wave, dividing its chunks evenly (so the walk's
 // segments stay as they are), each of kMinRunChunks or more, and no more runs in all than
 // kMaxSegments: a walk block joins the end states of every run before its segment.
 int state_pieces(int segments, int segment_chunks, int64_t blocks, int resident, int multiprocessors) {

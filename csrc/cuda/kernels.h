@@ -140,9 +140,9 @@ __host__ __device__ inline int walk_items(const KernelParams& p, int sequences) 
 // rows; the kernels are built for dk of 64, 128 and 256 and zero-fill the features past the real
 // one; code for sm_80 and newer only). Either fused (padded batches, and packed sequences on
 // Hopper's walks, where the walk's shared memory fits): the chunk walk carries the state in
-// registers and writes the outputs, after a state pass for the segments' end states when there are several segments;
-// or in two passes: chunk states into the workspace (in segments joined by a
-// scan when the state blocks alone would leave the device idle), then all outputs in parallel.
+// registers and writes the outputs, after a state pass for the segments' end states when there
+// are several segments; or in two passes: chunk states into the workspace (in segments joined by
+// a scan when the state blocks alone would leave the device idle), then all outputs in parallel.
 // What the plan (common/mma_plan.h: plan_mma) needs to know of the tensor-core kernels that
 // would run `pass`, with `walk` walking it, on a device whose blocks may opt in to
 // `shared_per_block` bytes of shared memory.

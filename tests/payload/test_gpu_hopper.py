@@ -24,14 +24,14 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available() or _C.device_count
 # row-split walk of Dk 256 (with Dv 256, 128, 64; its backward's dq and dk passes run the
 # column-split walk where Dv is 128 or less), 192 (the portable walk after the wgmma state
 # pass), packed sequences (the walk in segment slots on Hopper, two passes on the portable
-# kernels), float32 rows
-# rounded on load. Pass 1 before a padded walk takes 128 x 128 blocks where Dk and Dv pad to
-# multiples of 128 (96 and 128 zero-filled past the head size; 256 with 256 and 128; in several
-# runs a segment at B1 T4096 H2 D256). The backward's twin walk (dv and dk in one) runs where Dk and Dv pad alike to
-# 64 or 128 (96 and 128: dk's columns and dv's differ) and no dk pass needs gate dots from
-# float32 rows (those run on the generic kernel). Walks of Dk 64 and 64 value columns whose grid
-# two blocks per multiprocessor cannot hold in one wave run three to a multiprocessor (B8 T1024
-# H24: 384 blocks), the dq pass's on its build for three, which spills.
+# kernels), float32 rows rounded on load. Pass 1 before a padded walk takes 128 x 128 blocks
+# where Dk and Dv pad to multiples of 128 (96 and 128 zero-filled past the head size; 256 with
+# 256 and 128; in several runs a segment at B1 T4096 H2 D256). The backward's twin walk (dv and
+# dk in one) runs where Dk and Dv pad alike to 64 or 128 (96 and 128: dk's columns and dv's
+# differ) and no dk pass needs gate dots from float32 rows (those run on the generic kernel).
+# Walks of Dk 64 and 64 value columns whose grid two blocks per multiprocessor cannot hold in one
+# wave run three to a multiprocessor (B8 T1024 H24: 384 blocks), the dq pass's on its build for
+# three, which spills.
 CASES = [
     (2, 4096, 4, 128, 128, "g", 0, "bfloat16"),
     (2, 4096, 4, 128, 128, "gamma", 0, "bfloat16"),

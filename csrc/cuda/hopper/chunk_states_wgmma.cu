@@ -135,8 +135,8 @@ __global__ void __launch_bounds__(Shape<EDGE>::kThreads, EDGE == 1 ? 1 : Shape<E
   auto issue = [&](int chunk) {
     if (chunk < chunks) {
       const int t0 = row_base + chunk * kChunk, slot = chunk % kStages;
-      unsigned char* k_tiles = smem + L::k + slot * EDGE * kTileBytes + word_at;
-      unsigned char* v_tiles = smem + L::v + slot * EDGE * kTileBytes + word_at;
+      unsigned char* k_tile = smem + L::k + slot * EDGE * kTileBytes + word_at;  // this thread's
+      unsigned char* v_tile = smem + L::v + slot * EDGE * kTileBytes + word_at;
       const S* k_word = k + (t0 + i0) * k_step + 8 * w;
       const S* v_word = v + (t0 + i0) * v_step + 8 * w;
       WordCopies<T, S, kWords> k_words, v_words;
@@ -144,14 +144,14 @@ __global__ void __launch_bounds__(Shape<EDGE>::kThreads, EDGE == 1 ? 1 : Shape<E
       for (int x = 0; x < kWords; ++x, k_word += kRowsPerCopy * k_step, v_word += kRowsPerCopy * v_step) {
         const int i = i0 + x * kRowsPerCopy;
         const bool row_inside = t0 + i < t_end;
-        k_words.fetch(x, k_tiles + wgmma::swizzled_offset(i, w % 8), k_word, row_inside && k_inside);
-        v_words.fetch(x, v_tiles + wgmma::swizzled_offset(i, w % 8), v_word, row_inside && v_inside);
+        k_words.fetch(x, k_tile + wgmma::swizzled_offset(i, w % 8), k_word, row_inside && k_inside);
+        v_words.fetch(x, v_tile + wgmma::swizzled_offset(i, w % 8), v_word, row_inside && v_inside);
       }
 #pragma unroll
       for (int x = 0; x < kWords; ++x) {
         const int i = i0 + x * kRowsPerCopy;
-        k_words.land(x, k_tiles + wgmma::swizzled_offset(i, w % 8));
-        v_words.land(x, v_tiles + wgmma::swizzled_offset(i, w % 8));
+        k_words.land(x, k_tile + wgmma::swizzled_offset(i, w % 8));
+        v_words.land(x, v_tile + wgmma::swizzled_offset(i, w % 8));
       }
     }
     issue_gates(chunk + 1);
