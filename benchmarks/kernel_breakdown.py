@@ -1,6 +1,7 @@
 """culina.chunk_simple_gla's forward (and forward+backward) time per shape with the CUDA time of
-each kernel the forward launches and of each a forward+backward launches, and their total (torch
-profiler: host time, which dominates small calls' wall time, does not touch it), for comparing
+each kernel the forward launches and of each a forward+backward launches, their total, and the
+time the GPU is busy with them (busy_ms: kernels that overlap count once; torch profiler: host
+time, which dominates small calls' wall time, touches neither), for comparing
 two builds side by side in one device call: run it once per build, each build's package first
 on PYTHONPATH.
 
@@ -20,8 +21,8 @@ from simple_gla_bench import bench, make_inputs  # noqa: E402
 # (name, B, T, H, D, gates, packed sequences): fla's registry shapes with per-token gates, a
 # short and a wide one, the head size where culina's forward trails fla's (BENCHMARKS.md), and a
 # row for each path a backward can take (the 96- and 64-column walks, packed sequences of random
-# lengths walked in segment slots), each with both kinds of gate (--train-gamma adds the per-head
-# gradient).
+# lengths walked in segment slots, at D128 and D256), each with both kinds of gate (--train-gamma
+# adds the per-head gradient).
 SHAPES = [
     ("B2 T16384 H16 D128, g", 2, 16384, 16, 128, "g", 0),
     ("B2 T16384 H16 D128, g_gamma", 2, 16384, 16, 128, "gamma", 0),
@@ -36,6 +37,7 @@ SHAPES = [
     ("packed 8 seqs T16384 H16 D128, g", 1, 16384, 16, 128, "g", 8),
     ("packed 8 seqs T16384 H16 D128, g_gamma", 1, 16384, 16, 128, "gamma", 8),
     ("packed 64 seqs T16384 H16 D64, g", 1, 16384, 16, 64, "g", 64),
+    ("packed 8 seqs T8192 H8 D256, g", 1, 8192, 8, 256, "g", 8),
 ]
 
 
@@ -63,6 +65,27 @@ def kernel_profile(torch, run, repeats=20):
 def kernel_times(torch, run, repeats=20):
     """Milliseconds of CUDA time per call of each kernel `run` launches."""
     return {name: ms for name, (_, ms) in kernel_profile(torch, run, repeats).items()}
+
+
+def busy_ms(torch, run, repeats=20):
+    """Milliseconds per call that the GPU runs `run`'s kernels: the length of the union of their
+    intervals. A kernel launched early (programmatic dependent launch) starts while the one ahead
+    of it runs and waits inside, so the sum of kernel times counts that wait twice (the walk behind
+    a state pass: BENCHMARKS.md); host gaps between calls count in neither."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(repeats):
+            run()
+        torch.cuda.synchronize()
+    intervals = sorted((event.time_range.start, event.time_range.end) for event in prof.events()
+                       if event.device_type == torch.autograd.DeviceType.CUDA)
+    busy, reached = 0.0, float("-inf")
+    for start, end in intervals:
+        if end > reached:
+            busy += end - max(start, reached)
+            reached = end
+    return round(busy / repeats / 1000, 4)
 
 
 def main():
@@ -95,6 +118,9 @@ def main():
                 row["fwd_ms_again"] = bench(run, 100)
                 row["fla_kernels_ms"] = kernel_times(torch, run_fla)
             row["kernels_ms"] = kernel_times(torch, run)
+            row["fwd_busy_ms"] = busy_ms(torch, run)
+            if fla is not None:
+                row["fla_fwd_busy_ms"] = busy_ms(torch, run_fla)
         q_leaf, k_leaf, v_leaf = (x.detach().clone().requires_grad_() for x in (q, k, v))
         g_leaf = g.detach().clone().requires_grad_() if g is not None else None
         gamma_leaf = g_gamma.detach().clone().requires_grad_(args.train_gamma) if g_gamma is not None else None
@@ -110,6 +136,7 @@ def main():
         row["fwdbwd_ms"] = bench(forward_backward, 100)
         row["fwdbwd_kernels_ms"] = kernel_times(torch, forward_backward)
         row["fwdbwd_gpu_ms"] = round(sum(row["fwdbwd_kernels_ms"].values()), 4)
+        row["fwdbwd_busy_ms"] = busy_ms(torch, forward_backward)
         row["train_gamma"] = args.train_gamma and g_gamma is not None
         rows[name] = row
         print(name, json.dumps(row), flush=True)

@@ -5,8 +5,9 @@ shape, and the figures are the medians over rounds (these GPUs' clocks drift bet
 which a side-by-side comparison cancels and separate runs do not).
 
 Per shape and implementation: forward (torch.no_grad()) and forward+backward (autograd, to the
-gradients of q, k, v and g) wall time per call, and the forward's GPU time (the sum of its
-kernels' CUDA time, torch profiler), which host work does not touch, and the same for the
+gradients of q, k, v and g) wall time per call, and the forward's GPU time (the time the GPU runs
+its kernels, torch profiler: the union of their intervals, so that a kernel launched early and
+waiting on the one ahead counts once), which host work does not touch, and the same for the
 forward+backward. The family is switched with culina._C.set_arch_specific_kernels, what
 CULINA_KERNELS sets once per process. HBM fraction: the forward's 8 N D bytes (N = B H T, bf16)
 over its GPU time, the forward+backward's 22 N D over its GPU time, each over the device's peak.
@@ -24,7 +25,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kernel_breakdown import kernel_times  # noqa: E402
+from kernel_breakdown import busy_ms  # noqa: E402
 from simple_gla_bench import HBM_PEAK, bench, make_inputs  # noqa: E402
 
 # (name, B, T, H, D, gates, packed sequences): fla's registry shapes, the head sizes each Hopper
@@ -45,11 +46,6 @@ SHAPES = [
     ("packed 8 seqs T16384 H16 D128, g", 1, 16384, 16, 128, "g", 8),
 ]
 IMPLS = ("hopper", "portable", "fla")
-
-
-def gpu_ms(torch, run):
-    """Milliseconds of CUDA time per call, summed over every kernel `run` launches."""
-    return sum(kernel_times(torch, run).values())
 
 
 def measure(torch, shape, impls, rounds, rep_ms):
@@ -87,12 +83,12 @@ def measure(torch, shape, impls, rounds, rep_ms):
             forward, forward_backward = calls(impl)
             with torch.no_grad():
                 samples[impl]["fwd_ms"].append(bench(forward, rep_ms))
-                samples[impl]["fwd_gpu_ms"].append(gpu_ms(torch, forward))
+                samples[impl]["fwd_gpu_ms"].append(busy_ms(torch, forward))
             if impl in refused:
                 continue
             try:
                 samples[impl]["fwdbwd_ms"].append(bench(forward_backward, rep_ms))
-                samples[impl]["fwdbwd_gpu_ms"].append(gpu_ms(torch, forward_backward))
+                samples[impl]["fwdbwd_gpu_ms"].append(busy_ms(torch, forward_backward))
             except RuntimeError as error:
                 refused[impl] = str(error).splitlines()[0][:200]
     _C.set_arch_specific_kernels(True)

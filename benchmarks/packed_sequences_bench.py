@@ -2,9 +2,9 @@
 in one device call: run it once per build, each build's package first on PYTHONPATH, rounds
 interleaved by the caller, then --plot-only over the JSON files.
 
-Per shape: forward wall time (torch.no_grad()), the forward's GPU time (its kernels' CUDA time,
-torch profiler) and the forward+backward's (autograd, to q, k, v and g), which host work does not
-touch. Lengths: random cuts as simple_gla_bench.make_inputs makes them (fla's benchmark does
+Per shape: forward wall time (torch.no_grad()), the forward's GPU time (the time the GPU runs its
+kernels, kernel_breakdown.busy_ms) and the forward+backward's (autograd, to q, k, v and g), which
+host work does not touch. Lengths: random cuts as simple_gla_bench.make_inputs makes them (fla's benchmark does
 alike), equal lengths (the same shape to the host, whose plan cannot see the lengths), and one
 sequence.
 
@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kernel_breakdown import kernel_times  # noqa: E402
+from kernel_breakdown import busy_ms  # noqa: E402
 from simple_gla_bench import bench  # noqa: E402
 
 # (name, T, H, D, sequences, equal lengths)
@@ -51,7 +51,7 @@ def measure(torch, culina, t, h, d, n, equal, rep_ms):
     row = {"longest": int((cu_seqlens[1:] - cu_seqlens[:-1]).max())}
     with torch.no_grad():
         row["fwd_ms"] = bench(run, rep_ms)
-        row["fwd_gpu_ms"] = round(sum(kernel_times(torch, run).values()), 4)
+        row["fwd_gpu_ms"] = busy_ms(torch, run)
     leaves = [x.detach().clone().requires_grad_() for x in (q, k, v, g)]
     do = torch.randn_like(v)
 
@@ -60,7 +60,7 @@ def measure(torch, culina, t, h, d, n, equal, rep_ms):
             x.grad = None
         culina.chunk_simple_gla(*leaves[:3], g=leaves[3], cu_seqlens=cu_seqlens)[0].backward(do)
 
-    row["fwdbwd_gpu_ms"] = round(sum(kernel_times(torch, forward_backward).values()), 4)
+    row["fwdbwd_gpu_ms"] = busy_ms(torch, forward_backward)
     return row
 
 

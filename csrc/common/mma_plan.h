@@ -62,8 +62,8 @@ struct MmaKernels {
   size_t states_shared = 0;
   size_t output_shared = 0;
   int walk_resident = 1;
-  // Pass 1 before a padded batch's walk: the edge of its blocks' square of the state (64 or 128)
-  // and how many of them share a multiprocessor, for the runs it cuts segments into (state_pieces).
+  // Pass 1 before a walk: the edge of its blocks' square of the state (64 or 128) and how many of
+  // them share a multiprocessor, for the runs a padded batch's segments are cut into (state_pieces).
   int state_tile = 64;
   int states_resident = 3;
 };

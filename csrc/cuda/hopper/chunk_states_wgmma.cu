@@ -20,13 +20,14 @@
 //
 // A block holds EDGE x EDGE such state blocks: one warpgroup per 64 state rows, over EDGE 64-column
 // blocks. EDGE 1: one warpgroup, four stages, three blocks to a multiprocessor (the two-pass
-// path's pass and packed sequences' take it). EDGE 2 (before a padded batch's walk, where both
-// head sizes pad to multiples of 128: hopper_states_wide): two warpgroups share each chunk's k
-// and v tiles, which halves the copies from L2 of four 64 x 64 blocks and quarters the barriers
-// per product; three stages, two blocks to a multiprocessor. The 64 x 64 pass waited: 21% of
-// DRAM bandwidth and 33% of L2's at B2 T8192 H8 D256 (Nsight Compute, H200). There the 128 x 128
-// pass takes 0.036 ms where it took 0.066, and the forward 0.229 where it took 0.252; at B2
-// T16384 H16 D128 0.066 against 0.069, the forward as fast (BENCHMARKS.md).
+// path's pass, and a walk's where a head size does not pad to 128). EDGE 2 (before a walk, of a
+// padded batch or of packed sequences, where both head sizes pad to multiples of 128:
+// hopper_states_wide): two warpgroups share each chunk's k and v tiles, which halves the copies
+// from L2 of four 64 x 64 blocks and quarters the barriers per product; three stages, two blocks
+// to a multiprocessor. The 64 x 64 pass waited: 21% of DRAM bandwidth and 33% of L2's at B2 T8192
+// H8 D256 (Nsight Compute, H200). There the 128 x 128 pass takes 0.036 ms where it took 0.066,
+// and the forward 0.229 where it took 0.252; at B2 T16384 H16 D128 0.066 against 0.069, the
+// forward as fast (BENCHMARKS.md).
 #include "cuda/chunk_rows_mma.cuh"
 #include "cuda/hopper/hopper_kernels.h"
 #include "cuda/hopper/walk_tiles.cuh"
@@ -267,12 +268,14 @@ cudaError_t launch_hopper_chunk_states(const KernelParams& params, int sequences
                               : err;
   };
   using One = std::integral_constant<int, 1>;
+  const bool wide = hopper_states_wide(params.dk_padded, params.dv_padded);
   const auto with_gates = [&](auto gated) {
     if (!params.fused) return launch(gated, std::true_type{}, std::false_type{}, One{});
-    if (packed) return launch(gated, std::false_type{}, std::true_type{}, One{});
-    if (hopper_states_wide(params.dk_padded, params.dv_padded))
-      return launch(gated, std::false_type{}, std::false_type{}, std::integral_constant<int, 2>{});
-    return launch(gated, std::false_type{}, std::false_type{}, One{});
+    const auto before_walk = [&](auto packed_walk) {
+      return wide ? launch(gated, std::false_type{}, packed_walk, std::integral_constant<int, 2>{})
+                  : launch(gated, std::false_type{}, packed_walk, One{});
+    };
+    return packed ? before_walk(std::true_type{}) : before_walk(std::false_type{});
   };
   return params.chunk_gates ? with_gates(std::true_type{}) : with_gates(std::false_type{});
 }

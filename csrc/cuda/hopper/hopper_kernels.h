@@ -17,11 +17,11 @@ namespace culina::gpu {
 cudaError_t hopper_kernel_attributes(cudaFuncAttributes* attributes);
 
 // The tensor-core path's pass 1 (kernels.h: launch_chunk_states) on wgmma: the same workspace and
-// results, and the same grid except before a padded batch's walk where both head sizes pad to
-// multiples of 128 (hopper_states_wide): there a block takes 128 x 128 of the state (two
-// warpgroups sharing each chunk's copies) where the portable pass's takes 64 x 64, and
-// kHopperWideStatesResident of them share a multiprocessor (the plan's MmaKernels::state_tile,
-// states_resident).
+// results, and the same grid except before a walk (of a padded batch or of packed sequences)
+// where both head sizes pad to multiples of 128 (hopper_states_wide): there a block takes
+// 128 x 128 of the state (two warpgroups sharing each chunk's copies) where the portable pass's
+// takes 64 x 64, and kHopperWideStatesResident of them share a multiprocessor (the plan's
+// MmaKernels::state_tile, states_resident).
 constexpr bool hopper_states_wide(int dk_padded, int dv_padded) { return dk_padded % 128 == 0 && dv_padded % 128 == 0; }
 constexpr int kHopperWideStatesResident = 2;
 template <typename T, typename S>
