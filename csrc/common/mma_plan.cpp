@@ -23,15 +23,16 @@ int segments_for(int64_t blocks, int64_t chunks, int waves, int multiprocessors)
 // Segments for the chunk walk, whose blocks each walk segment_chunks chunks one after another:
 // the fewest that minimise (waves of blocks) x (chunks per segment), that is the chunk steps
 // the busiest multiprocessor takes, with the state pass that several segments need counted as a
-// third more.
-int walk_segments(int64_t blocks, int64_t chunks, int resident, int multiprocessors) {
+// third more where one runs (`state_pass`).
+int walk_segments(int64_t blocks, int64_t chunks, int resident, int multiprocessors, bool state_pass) {
   const int64_t most = std::max<int64_t>(1, std::min<int64_t>(chunks / kMinSegmentChunks, kMaxSegments));
   const int64_t per_wave = std::max<int64_t>(1, int64_t(resident) * multiprocessors);
   int best = 1;
   double best_cost = 0;
   for (int64_t segments = 1; segments <= most; ++segments) {
     const int64_t waves = (blocks * segments + per_wave - 1) / per_wave;
-    const double cost = double(waves * ((chunks + segments - 1) / segments)) * (segments > 1 ? 4.0 / 3.0 : 1.0);
+    const double weight = segments > 1 && state_pass ? 4.0 / 3.0 : 1.0;
+    const double cost = double(waves * ((chunks + segments - 1) / segments)) * weight;
     if (segments == 1 || cost < best_cost) best = int(segments), best_cost = cost;
   }
   return best;
@@ -74,7 +75,7 @@ std::optional<PackedSegments> packed_segments(const Problem& problem, int64_t co
   const int64_t blocks = columns * problem.heads, slots_per_wave = int64_t(resident) * multiprocessors;
   int64_t chunks;
   if (problem.num_seqs == 1) {
-    const int64_t segments = walk_segments(blocks, all_chunks, resident, multiprocessors);
+    const int64_t segments = walk_segments(blocks, all_chunks, resident, multiprocessors, true);
     chunks = (all_chunks + segments - 1) / segments;
   } else {
     const int64_t even = (blocks * all_chunks + slots_per_wave - 1) / slots_per_wave;
@@ -119,6 +120,8 @@ std::optional<MmaPlan> plan_mma(const Problem& problem, const Pass& pass, const 
   plan.fused = walk_fits && (!problem.packed() || packed);
   if (!plan.fused && std::max(kernels.states_shared, kernels.output_shared) > shared_per_block) return std::nullopt;
   const int resident = plan.fused ? kernels.walk_resident : 1;
+  // A padded batch's walk whose segments enter with states handed to it (MmaKernels::entering_ready).
+  const bool entering_ready = plan.fused && kernels.entering_ready && !problem.packed();
   if (packed) {
     plan.segments = packed->slots;
     plan.segment_chunks = packed->chunks;
@@ -127,7 +130,7 @@ std::optional<MmaPlan> plan_mma(const Problem& problem, const Pass& pass, const 
     // sequences stay in one segment (their state pass walks whole sequences). Gated two-pass:
     // the output's fix-up would need each chunk's gate from its segment's start.
     if (!problem.packed() && (plan.fused || !problem.gated()))
-      plan.segments = plan.fused ? walk_segments(walk_blocks, chunks, resident, multiprocessors)
+      plan.segments = plan.fused ? walk_segments(walk_blocks, chunks, resident, multiprocessors, !entering_ready)
                                  : segments_for((dk_padded / 64) * (dv_padded / 64) * rows, chunks, 3, multiprocessors);
     plan.segment_chunks = int(std::max<int64_t>(1, (chunks + plan.segments - 1) / plan.segments));
     plan.segments = int(std::max<int64_t>(1, (chunks + plan.segment_chunks - 1) / plan.segment_chunks));
@@ -135,7 +138,7 @@ std::optional<MmaPlan> plan_mma(const Problem& problem, const Pass& pass, const 
   for (plan.walk_resident = resident;
        plan.walk_resident > 1 && walk_blocks * plan.segments <= int64_t(plan.walk_resident - 1) * multiprocessors;)
     --plan.walk_resident;
-  if (plan.fused && plan.segments > 1 && !problem.packed())
+  if (plan.fused && plan.segments > 1 && !problem.packed() && !entering_ready)
     plan.pieces = state_pieces(plan.segments, plan.segment_chunks,
                                int64_t(dk_padded / kernels.state_tile) * (dv_padded / kernels.state_tile) * rows *
                                    (plan.segments - 1),
@@ -146,12 +149,12 @@ std::optional<MmaPlan> plan_mma(const Problem& problem, const Pass& pass, const 
   const size_t chunk_state_bytes = plan.fused ? 0 : (size_t(rows * chunks) * state_elements * 2 + 15) / 16 * 16;
   plan.segment_states_at = chunk_state_bytes;
   const int64_t runs = int64_t(plan.segments) * plan.pieces;
-  plan.segment_states_bytes = plan.segments > 1 ? size_t(rows * runs) * state_elements * 4 : 0;
+  plan.segment_states_bytes = plan.segments > 1 && !entering_ready ? size_t(rows * runs) * state_elements * 4 : 0;
   size_t end = chunk_state_bytes + plan.segment_states_bytes;
   if (problem.gated()) {
     plan.chunk_gates_at = end;
     end += size_t(rows * chunks) * kGateSlot * 4;
-    if (plan.segments > 1) {
+    if (plan.segments > 1 && !entering_ready) {
       plan.segment_gates_at = end;
       end += size_t(rows * runs) * 4;
     }

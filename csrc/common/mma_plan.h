@@ -66,6 +66,10 @@ struct MmaKernels {
   // them share a multiprocessor, for the runs a padded batch's segments are cut into (state_pieces).
   int state_tile = 64;
   int states_resident = 3;
+  // The walk's segments' entering states come ready (a forward's walk hands them to the dq pass:
+  // cuda/kernels.h, KernelParams::hand_every): several segments cost no pass 1, and the plan
+  // keeps neither segment states nor segment gates in its workspace.
+  bool entering_ready = false;
 };
 
 // How the tensor-core path runs one pass on one device.

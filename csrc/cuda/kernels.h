@@ -83,6 +83,14 @@ struct KernelParams {
   // caller's (ahead of the dq pass, the backward's first).
   bool ends_ready;
   bool ends_after_own;
+  // Where a forward walks in one segment and the dq pass in several (launch.cu: kept_for_dq): the
+  // forward's walk hands the state entering every hand_every-th chunk (chunk h hand_every, h > 0),
+  // transposed, to transposed_ends slot [rows][hand_segments] h; 0: none. The dq pass's walk then
+  // reads its segment's entering state there as it is (ends_entering) instead of joining pass 1's
+  // run end states, and no pass 1 runs.
+  int hand_every;
+  int hand_segments;
+  bool ends_entering;
   // The gates' gradient terms (common/passes.h: Pass::gate_dots), null where not wanted: the
   // output kernels add dot_sign times each output row's fp32 values dotted with the same
   // token's row of `partner` (q's dtype, the output's features: dv, or dk for the twin's below)

@@ -143,14 +143,19 @@ struct Choice {
 // The Hopper family runs the tensor-core plan: its state pass needs less shared memory than the
 // portable one, and its walk no more than an sm_90 block may have (a static_assert there); its
 // segments follow its own walk's residency, `hopper_walk`'s (the twin walk's for a dv pass it runs).
+// `entering_ready`: the pass's segments' entering states come ready (kept_for_dq), which only
+// Hopper's walks read (hopper/walk_tiles.cuh: enter_state).
 Choice choose(const Problem& problem, const Pass& pass, const DeviceFacts& facts, size_t workspace_limit,
-              WalkKernel hopper_walk = WalkKernel::kHopper) {
+              WalkKernel hopper_walk = WalkKernel::kHopper, bool entering_ready = false) {
   const DeviceCode code{facts.info.binary_version, arch_specific_kernels_on ? facts.info.arch_specific_version : 0};
   for (const FamilyRule* family : families_for(code, problem.elements, pass)) {
     if (family->family == KernelFamily::kGeneric) return {family, std::nullopt};
     const WalkKernel walk = family->family == KernelFamily::kHopper ? hopper_walk : WalkKernel::kPortable;
     const size_t shared = size_t(facts.shared_per_block_optin);
-    std::optional<MmaPlan> plan = plan_mma(problem, pass, mma_kernels(pass, walk, shared), facts.multiprocessors, shared);
+    MmaKernels kernels = mma_kernels(pass, walk, shared);
+    kernels.entering_ready =
+        entering_ready && walk == WalkKernel::kHopper && hopper_walk_takes(mma::padded_head_size(int(pass.dk)));
+    std::optional<MmaPlan> plan = plan_mma(problem, pass, kernels, facts.multiprocessors, shared);
     if (plan && plan->workspace <= workspace_limit) return {family, plan};
   }
   throw std::logic_error("culina: no kernel family takes the pass");  // the generic family takes every one
@@ -176,6 +181,10 @@ struct EndsHandoff {
   char* ready_workspace = nullptr;
   float* ready_ends = nullptr;
   bool after_own = false;
+  // The first pass's walk hands the states entering every hand_every-th chunk instead, into
+  // write_transposed (KernelParams::hand_every); the later pass's ready ends are such states.
+  int hand_every = 0, hand_segments = 0;
+  bool entering = false;
 };
 
 // A region of a pass's workspace: bytes from `at` to `end`.
@@ -264,6 +273,9 @@ void run_pass(const Problem& problem, const Pass& pass, const Choice& choice, co
     params.ends_ready = ends.ready_ends != nullptr;
     params.ends_after_own = ends.after_own;
     params.transposed_ends = ends.write_transposed;
+    params.hand_every = ends.hand_every;
+    params.hand_segments = ends.hand_segments;
+    params.ends_entering = ends.entering;
     // Every pass fills its own chunk gates (launch_mma runs launch_chunk_gates first; the dq
     // pass runs forward, the dk and dv passes adjoint, whose c_i differ) or reads those of the
     // pass that hands it its ends, whose are the same.
@@ -295,12 +307,50 @@ void check_limits(const Problem& problem) {
   check_head_size("Dv", problem.dv, "a larger Dv: run slices of v's features as separate calls");
 }
 
-// Where a forward with Problem::keep_for_backward in a workspace of `workspace_limit` bytes
-// leaves the dq pass its end states (the dq pass's state is the forward's transposed), or none.
-std::optional<HandedEnds> kept_ends(const Problem& problem, const Choice& forward, const DeviceFacts& facts,
-                                    size_t workspace_limit) {
+// What a forward with Problem::keep_for_backward (planned as `forward`, in a workspace of
+// `workspace_limit` bytes) leaves the dq pass, whose state is the forward's transposed, and the
+// dq pass's choice that reads it; none where it leaves nothing.
+struct KeptForDq {
+  HandedEnds region;
+  Choice dq;
+  bool entering;  // the states entering the dq pass's segments, else pass 1's run end states
+};
+
+// Where both walk in the same segments, pass 1's run end states (handed_ends). Where the forward
+// walks a padded batch in one segment on Hopper's column split and the dq pass, its segments'
+// states free, would walk in several: the states entering those segments, which the forward's
+// walk hands on its way ([rows][dq segments][dv_padded][dk_padded] fp32, segment 0's slot
+// unused). fla's shape, B1 T8192 H96 D128: 96 blocks for 132 multiprocessors in one segment; the
+// dq pass's walk in four segments of 384 blocks (BENCHMARKS.md).
+std::optional<KeptForDq> kept_for_dq(const Problem& problem, const Choice& forward, const DeviceFacts& facts,
+                                     size_t workspace_limit) {
   const Pass dq = std::get<0>(backward_passes(problem, Gradients{}));
-  return handed_ends(forward, choose(problem, dq, facts, SIZE_MAX), workspace_limit);
+  const Choice joins = choose(problem, dq, facts, SIZE_MAX);
+  if (const std::optional<HandedEnds> ends = handed_ends(forward, joins, workspace_limit))
+    return KeptForDq{*ends, joins, false};
+  const std::optional<MmaPlan>& walk = forward.plan;
+  const int dk_padded = mma::padded_head_size(int(problem.dk)), dv_padded = mma::padded_head_size(int(problem.dv));
+  if (problem.packed() || forward.family->family != KernelFamily::kHopper || !walk || !walk->fused ||
+      walk->segments != 1 || !hopper_walk_hands_states(dk_padded, walk_slice(int(problem.dk), int(problem.dv))))
+    return std::nullopt;
+  const Choice enters = choose(problem, dq, facts, SIZE_MAX, WalkKernel::kHopper, true);
+  const std::optional<MmaPlan>& plan = enters.plan;
+  // A plan without segment states is one whose walk reads handed ones (MmaKernels::entering_ready).
+  if (enters.family->family != KernelFamily::kHopper || !plan || !plan->fused || plan->segments < 2 ||
+      plan->segment_states_bytes != 0 || plan->chunk_gates_at != walk->chunk_gates_at)
+    return std::nullopt;
+  const size_t at = (walk->workspace + 15) / 16 * 16;
+  const size_t end = at + size_t(problem.batch * problem.heads) * size_t(plan->segments) * dk_padded * dv_padded * 4;
+  if (end > workspace_limit) return std::nullopt;
+  return KeptForDq{{at, end}, enters, true};
+}
+
+// The ends a forward that keeps `kept` writes.
+EndsHandoff handing(const KeptForDq& kept, char* workspace) {
+  EndsHandoff ends;
+  ends.write_transposed = reinterpret_cast<float*>(workspace + kept.region.at);
+  if (kept.entering) ends.hand_every = kept.dq.plan->segment_chunks, ends.hand_segments = kept.dq.plan->segments;
+  return ends;
 }
 
 // Whether the dk pass rides on the dv pass's walk (KernelParams::twin_q): where the Hopper family
@@ -392,8 +442,8 @@ size_t backward_workspace_bytes(const Problem& problem, int device) {
 size_t kept_workspace_bytes(const Problem& problem, int device) {
   const DeviceFacts& facts = runnable_facts_of(device);
   const Choice forward = choose(problem, forward_pass(problem), facts, SIZE_MAX);
-  const std::optional<HandedEnds> kept = kept_ends(problem, forward, facts, SIZE_MAX);
-  return kept ? kept->end : 0;
+  const std::optional<KeptForDq> kept = kept_for_dq(problem, forward, facts, SIZE_MAX);
+  return kept ? kept->region.end : 0;
 }
 
 std::string kernel_path(const Problem& problem, int device) {
@@ -418,15 +468,48 @@ void linear_attention(const Problem& problem, int device, uintptr_t stream) {
   const Choice choice = choose(problem, pass, facts, problem.workspace_bytes);
   EndsHandoff ends;
   if (problem.keep_for_backward)
-    if (const std::optional<HandedEnds> kept = kept_ends(problem, choice, facts, problem.workspace_bytes))
-      ends.write_transposed = reinterpret_cast<float*>(static_cast<char*>(problem.workspace) + kept->at);
+    if (const std::optional<KeptForDq> kept = kept_for_dq(problem, choice, facts, problem.workspace_bytes))
+      ends = handing(*kept, static_cast<char*>(problem.workspace));
   run_pass(problem, pass, choice, facts, reinterpret_cast<cudaStream_t>(stream), ends);
 }
 
+// A second stream per device, for a pass that runs beside another (the backward's twin walk
+// beside the dq pass), forked from the caller's stream and joined back into it with events. Its
+// priority is the device's highest, so that the twin walk's long blocks take multiprocessors
+// ahead of the dq walk's short ones as those finish, whichever started first.
+struct SideStream {
+  cudaStream_t stream = nullptr;
+  cudaEvent_t fork = nullptr, join = nullptr;
+  std::mutex mutex;  // one fork and join at a time: the events are shared
+};
+
+// The current device's side stream, made on first use, or null where making it now could fail:
+// while `on` is being captured into a CUDA graph (the capture's warm-up call makes it).
+SideStream* side_stream(int device, cudaStream_t on) {
+  static std::mutex mutex;
+  static std::map<int, SideStream> streams;  // node-based: pointers handed out stay valid
+  const std::lock_guard<std::mutex> lock(mutex);
+  SideStream& side = streams[device];
+  if (!side.stream) {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    check(cudaStreamIsCapturing(on, &capture), "cudaStreamIsCapturing");
+    if (capture != cudaStreamCaptureStatusNone) return nullptr;
+    int least = 0, greatest = 0;
+    check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "cudaDeviceGetStreamPriorityRange");
+    check(cudaEventCreateWithFlags(&side.fork, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    check(cudaEventCreateWithFlags(&side.join, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    check(cudaStreamCreateWithPriority(&side.stream, cudaStreamNonBlocking, greatest), "cudaStreamCreateWithPriority");
+  }
+  return &side;
+}
+
 // The three passes share the workspace, and the stream orders them: each reads only what it
-// wrote itself, but where they can (handed_ends) the dq pass reads the segment end states the
-// forward kept (Gradients::kept) and the dk pass the dv pass's, which spares each a state pass.
-// Where the twin walk takes them, the dv pass's walk writes dk as well, and no dk pass runs.
+// wrote itself, but where they can (kept_for_dq, handed_ends) the dq pass reads the states the
+// forward kept (Gradients::kept) and the dk pass the dv pass's end states, which spares each a
+// state pass. Where the twin walk takes them, the dv pass's walk writes dk as well, and no dk pass
+// runs; where the dq pass then reads only what the forward kept, the twin walk runs beside it on
+// the side stream (fla's shape, B1 T8192 H96 D128: the twin walk's 96 blocks leave 36 of the
+// H200's 132 multiprocessors to the dq walk's, BENCHMARKS.md).
 void linear_attention_backward(const Problem& problem, const Gradients& gradients, int device, uintptr_t stream) {
   check_limits(problem);
   const DeviceFacts& facts = runnable_facts_of(device);
@@ -434,27 +517,40 @@ void linear_attention_backward(const Problem& problem, const Gradients& gradient
   const auto on = reinterpret_cast<cudaStream_t>(stream);
   const std::array<Pass, 3> passes = backward_passes(problem, gradients);
   const auto& [dq, dk, dv] = passes;
-  const BackwardPlan plan = plan_backward(problem, passes, facts, problem.workspace_bytes);
+  BackwardPlan plan = plan_backward(problem, passes, facts, problem.workspace_bytes);
   EndsHandoff dq_ends;
   if (gradients.kept) {
     // The forward's plan as it is now, which must be the one that ran: the families plan apart
     // (the Hopper walk at D64 in fewer segments), so a kept workspace of another size than this
     // plan's (kept_workspace_bytes) came from another plan, and the dq pass computes its own.
     const Choice forward = choose(problem, forward_pass(problem), facts, gradients.kept_bytes);
-    const std::optional<HandedEnds> kept = handed_ends(forward, plan.dq, gradients.kept_bytes);
-    if (kept && kept->end == gradients.kept_bytes) {
+    const std::optional<KeptForDq> kept = kept_for_dq(problem, forward, facts, gradients.kept_bytes);
+    if (kept && kept->region.end == gradients.kept_bytes) {
+      plan.dq = kept->dq;
       dq_ends.ready_workspace = static_cast<char*>(gradients.kept);
-      dq_ends.ready_ends = reinterpret_cast<float*>(dq_ends.ready_workspace + kept->at);
+      dq_ends.ready_ends = reinterpret_cast<float*>(dq_ends.ready_workspace + kept->region.at);
+      dq_ends.entering = kept->entering;
     }
   }
-  run_pass(problem, dq, plan.dq, facts, on, dq_ends);
-  if (plan.twin) {
-    run_pass(problem, dv, plan.dv, facts, on, {}, &dk);
+  SideStream* side = plan.twin && dq_ends.ready_ends ? side_stream(device, on) : nullptr;
+  if (side) {
+    const std::lock_guard<std::mutex> lock(side->mutex);
+    check(cudaEventRecord(side->fork, on), "cudaEventRecord");
+    check(cudaStreamWaitEvent(side->stream, side->fork, 0), "cudaStreamWaitEvent");
+    run_pass(problem, dv, plan.dv, facts, side->stream, {}, &dk);
+    run_pass(problem, dq, plan.dq, facts, on, dq_ends);
+    check(cudaEventRecord(side->join, side->stream), "cudaEventRecord");
+    check(cudaStreamWaitEvent(on, side->join, 0), "cudaStreamWaitEvent");
   } else {
-    char* workspace = static_cast<char*>(problem.workspace);
-    float* handed = plan.handed ? reinterpret_cast<float*>(workspace + plan.handed->at) : nullptr;
-    run_pass(problem, dv, plan.dv, facts, on, {handed, nullptr, nullptr});
-    run_pass(problem, dk, plan.dk, facts, on, {nullptr, handed ? workspace : nullptr, handed, true});
+    run_pass(problem, dq, plan.dq, facts, on, dq_ends);
+    if (plan.twin) {
+      run_pass(problem, dv, plan.dv, facts, on, {}, &dk);
+    } else {
+      char* workspace = static_cast<char*>(problem.workspace);
+      float* handed = plan.handed ? reinterpret_cast<float*>(workspace + plan.handed->at) : nullptr;
+      run_pass(problem, dv, plan.dv, facts, on, {handed, nullptr, nullptr});
+      run_pass(problem, dk, plan.dk, facts, on, {nullptr, handed ? workspace : nullptr, handed, true});
+    }
   }
   if (gradients.d_gates.data || gradients.d_gamma)
     check(launch_gate_gradient(problem, gradients, on), "launching the gates' gradient");

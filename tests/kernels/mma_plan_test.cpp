@@ -126,6 +126,32 @@ TEST(MmaPlan, RunsFollowTheStatePassBlocks) {
   EXPECT_EQ(wide128->pieces, 2);
 }
 
+TEST(MmaPlan, HandedEnteringStatesCostNoStatePass) {
+  // fla's shape, B1 T8192 H96 D128: 96 walk blocks, one to a multiprocessor, 128 chunks. With a
+  // state pass, four segments (384 blocks: three waves of 32 chunks) cost what one does (128
+  // chunk steps, counted a third more): one segment. With the entering states handed to it (the
+  // dq pass, after a forward that walked in one segment), four, no runs cut, and neither segment
+  // states nor segment gates in its workspace: its chunk gates lie where the forward's do.
+  const Problem problem = problem_of(1, 8192, 96, 128);
+  MmaKernels ready = kernels_with(1);
+  ready.entering_ready = true;
+  const auto joined = plan_for(problem, kernels_with(1)), entering = plan_for(problem, ready);
+  ASSERT_TRUE(joined && entering);
+  EXPECT_EQ(joined->segments, 1);
+  EXPECT_EQ(entering->segments, 4);
+  EXPECT_EQ(entering->segment_chunks, 32);
+  EXPECT_EQ(entering->pieces, 1);
+  EXPECT_EQ(entering->segment_states_bytes, 0u);
+  EXPECT_EQ(entering->chunk_gates_at, joined->chunk_gates_at);
+  EXPECT_EQ(entering->workspace, joined->workspace);
+  // Packed sequences keep their segment slots and their state pass.
+  const Problem packed = problem_of(1, 16384, 16, 128, 8);
+  const auto packed_ready = plan_for(packed, ready), packed_joined = plan_for(packed, kernels_with(1));
+  ASSERT_TRUE(packed_ready && packed_joined);
+  EXPECT_EQ(packed_ready->segments, packed_joined->segments);
+  EXPECT_EQ(packed_ready->segment_states_bytes, packed_joined->segment_states_bytes);
+}
+
 TEST(MmaPlan, PackedSequencesWalkInSegmentSlots) {
   // 8 sequences, T 16384, H16 D128: 16 heads' 256 chunks spread over 132 block slots (one walk
   // block to a multiprocessor) are 32 chunk steps each, so segments take 16. Sequence n's slots

@@ -31,7 +31,8 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available() or _C.device_count
 # differ) and no dk pass needs gate dots from float32 rows (those run on the generic kernel).
 # Walks of Dk 64 and 64 value columns whose grid two blocks per multiprocessor cannot hold in one
 # wave run three to a multiprocessor (B8 T1024 H24: 384 blocks), the dq pass's on its build for
-# three, which spills.
+# three, which spills. At B1 T4096 H96 D128 the forward walks in one segment and hands the dq
+# pass the states entering its four (launch.cu: kept_for_dq), which walks beside the twin walk.
 CASES = [
     (2, 4096, 4, 128, 128, "g", 0, "bfloat16"),
     (2, 4096, 4, 128, 128, "gamma", 0, "bfloat16"),
@@ -54,6 +55,8 @@ CASES = [
     (1, 8192, 4, 64, 64, "", 7, "float16"),
     (2, 2048, 2, 128, 128, "g", 0, "float32"),
     (2, 2048, 2, 128, 128, "gamma", 0, "float32"),
+    (1, 4096, 96, 128, 128, "g", 0, "bfloat16"),
+    (1, 4096, 96, 128, 128, "gamma", 0, "float16"),
 ]
 
 

@@ -82,9 +82,12 @@ struct ColumnSplitLayout {
 };
 
 // Rows stored as S (T, or float32 rounded to T as it loads: mma_common.cuh).
-template <typename T, typename S, int DK, int SLICE, bool GATED, bool DOTS, int RESIDENT, bool PACKED>
+// HAND: a one-segment walk of a padded batch handing a later pass its states (hand_state), built
+// apart so that the other walks' loops stay as they are.
+template <typename T, typename S, int DK, int SLICE, bool GATED, bool DOTS, int RESIDENT, bool PACKED, bool HAND>
 __global__ void __launch_bounds__(walk_threads<SLICE>(), RESIDENT) chunk_walk_column_split_kernel(KernelParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  static_assert(!(HAND && PACKED), "a packed walk hands no states");
   constexpr int kSlots = column_split_slots(DK, SLICE, DOTS);
   using L = ColumnSplitLayout<DK, SLICE, kSlots>;
   static_assert(L::bytes <= 227 * 1024, "what one sm_90 block may opt in to");
@@ -146,7 +149,8 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), RESIDENT) chunk_walk_co
   const int h_row = 16 * group_warp + lane.r + 8 * (lane.m % 2), x_step = lane.m / 2;
   const uint64_t h_tile = wgmma::tile_descriptor(s_h), scaled_v_tile = wgmma::tile_descriptor(s_scaled_v);
 
-  for (int c = 0; c < chunks; ++c) {
+  // One chunk's step, c within the segment.
+  const auto walk_chunk = [&](int c) {
     wait_async_copies<kSlots - 2>();  // chunk c's copies; later ones may fly
     wgmma::fence_for_async_reads();   // this thread's landed copies, for the other warpgroup's wgmma too
     __syncthreads();  // chunk c's rows are in; every warp is past chunk c - 1 (its slot, H and V' are free)
@@ -230,6 +234,17 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), RESIDENT) chunk_walk_co
     wgmma::wait<0>();
 #pragma unroll
     for (int t = 0; t < kDkBlocks; ++t) wgmma::pin(acc[t]);
+  };
+  if constexpr (HAND) {
+    // In runs that end where the walk hands a later pass its state, built apart so that the
+    // other walks' loops stay as they were.
+    for (int run_begin = 0; run_begin < chunks; run_begin += p.hand_every) {
+      const int run_end = min(chunks, run_begin + p.hand_every);
+      for (int c = run_begin; c < run_end; ++c) walk_chunk(c);
+      if (run_end < chunks) hand_state(acc, p, rows, run_end / p.hand_every, state_row, state_col);
+    }
+  } else {
+    for (int c = 0; c < chunks; ++c) walk_chunk(c);
   }
 
   leave_state(acc, p, rows, segment, all_chunks, state_row, state_col);
@@ -472,16 +487,19 @@ cudaError_t launch_column_split(const KernelParams& params, int sequences, cudaS
   return with_walk_kinds<T, S>(params, [&](auto gated, auto dots, auto packed) {
     constexpr bool kDots = decltype(dots)::value;
     constexpr int kResident = column_split_resident(DK, SLICE);
-    const auto launch = [&](auto resident) {
-      const auto kernel = chunk_walk_column_split_kernel<T, S, DK, SLICE, decltype(gated)::value, kDots,
-                                                         decltype(resident)::value, decltype(packed)::value>;
+    const auto launch = [&](auto resident, auto hand) {
+      const auto kernel =
+          chunk_walk_column_split_kernel<T, S, DK, SLICE, decltype(gated)::value, kDots, decltype(resident)::value,
+                                         decltype(packed)::value, decltype(hand)::value>;
       return launch_with_shared(kernel, grid, walk_threads<SLICE>(),
                                 ColumnSplitLayout<DK, SLICE, column_split_slots(DK, SLICE, kDots)>::bytes, stream,
                                 params, after_own);
     };
+    if constexpr (hopper_walk_hands_states(DK, SLICE) && !kDots && !decltype(packed)::value)
+      if (params.hand_every > 0) return launch(std::integral_constant<int, kResident>{}, std::true_type{});
     if constexpr (kDots && kResident > 2)
-      if (params.walk_resident < kResident) return launch(std::integral_constant<int, 2>{});
-    return launch(std::integral_constant<int, kResident>{});
+      if (params.walk_resident < kResident) return launch(std::integral_constant<int, 2>{}, std::false_type{});
+    return launch(std::integral_constant<int, kResident>{}, std::false_type{});
   });
 }
 

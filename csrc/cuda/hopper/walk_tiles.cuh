@@ -81,8 +81,8 @@ __device__ __forceinline__ void copy_chunk_gates(unsigned char* to, const Kernel
 
 // The state a walk's block enters its segment with, this lane's elements of TILES 64-row tiles
 // (rows first_row + 64 t and + 8, columns col + 8 c and + 1): the initial state for segment 0;
-// else joined from the end states of pass 1's runs before its segment, as the portable walk does
-// (chunk_walk_mma.cu).
+// else the one a forward's walk handed (KernelParams::ends_entering), or joined from the end
+// states of pass 1's runs before its segment, as the portable walk does (chunk_walk_mma.cu).
 template <int TILES, bool PACKED>
 __device__ __forceinline__ void enter_state(float (&acc)[TILES][8][4], const KernelParams& p,
                                             const WalkSpan<PACKED>& span, bool gated, float log2g, int first_row,
@@ -99,13 +99,26 @@ __device__ __forceinline__ void enter_state(float (&acc)[TILES][8][4], const Ker
   const int64_t size = int64_t(p.dk_padded) * p.dv_padded;
   const int64_t first = span.first_run(p);
   const float* ends = p.segment_states + first * size;
+  // Handed entering states: the segment's own slot as it is; else every run before it, joined.
+  const int r_begin = p.ends_entering ? segment : 0, r_end = p.ends_entering ? segment + 1 : segment * p.pieces;
 #pragma unroll 1
-  for (int r = 0; r < segment * p.pieces; ++r) {
-    const float decay = r == 0 ? 0.0f : run_decay(p, rows, first, r, gated, log2g);
+  for (int r = r_begin; r < r_end; ++r) {
+    const float decay = r == r_begin ? 0.0f : run_decay(p, rows, first, r, gated, log2g);
 #pragma unroll
     for (int t = 0; t < TILES; ++t)
-      join_padded_tile(acc[t], ends + r * size, p.dv_padded, first_row + 64 * t, col, decay, r == 0);
+      join_padded_tile(acc[t], ends + r * size, p.dv_padded, first_row + 64 * t, col, decay, r == r_begin);
   }
+}
+
+// A one-segment walk handing a later pass its states (KernelParams::hand_every): the state
+// entering chunk `slot` hand_every, transposed, into that pass's slot.
+template <int TILES>
+__device__ __forceinline__ void hand_state(const float (&acc)[TILES][8][4], const KernelParams& p,
+                                           const SequenceRows& rows, int slot, int first_row, int col) {
+  const int64_t size = int64_t(p.dk_padded) * p.dv_padded;
+  float* to = p.transposed_ends + (rows.state_index * p.hand_segments + slot) * size;
+#pragma unroll
+  for (int t = 0; t < TILES; ++t) store_transposed_tile(acc[t], to, p.dk_padded, first_row + 64 * t, col);
 }
 
 // The final state, where this block's segment holds the sequence's last chunk (segment 0 for an
