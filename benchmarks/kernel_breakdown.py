@@ -7,6 +7,8 @@ on PYTHONPATH.
 
 Usage: PYTHONPATH=<build>/package python benchmarks/kernel_breakdown.py [--fla] [--train-gamma]
        [--json out.json] [--only NAMES...]
+       python benchmarks/kernel_breakdown.py --plot-only A1.json B1.json A2.json B2.json
+              --labels before after before after --plot out.png
 """
 from __future__ import annotations
 
@@ -89,6 +91,42 @@ def busy_ms(torch, run, repeats=20):
     return round(busy / repeats / 1000, 4)
 
 
+def draw_bars(ax, names, series: dict, ylabel: str, title: str):
+    """One group of bars per shape name, a bar per series (label -> heights in names' order)."""
+    width = 0.8 / len(series)
+    for i, (label, heights) in enumerate(series.items()):
+        ax.bar([x + i * width for x in range(len(names))], heights, width, label=label)
+    ax.set_xticks([x + width * (len(series) - 1) / 2 for x in range(len(names))])
+    ax.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend()
+
+
+def plot(results, labels, out: Path):
+    """Bars of the forward's and the forward+backward's busy GPU time per shape, one per label: the
+    median over the runs (--json files) that carry it, for builds run in interleaved rounds."""
+    import statistics
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = {}
+    for result, label in zip(results, labels):
+        runs.setdefault(label, []).append(result)
+    names = [name for name in results[0] if all(name in result for result in results)]
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
+    for ax, key, title in ((axes[0], "fwd_busy_ms", "forward"), (axes[1], "fwdbwd_busy_ms", "forward+backward")):
+        series = {label: [statistics.median(run[name][key] for run in group) for name in names]
+                  for label, group in runs.items()}
+        draw_bars(ax, names, series, "GPU busy time, ms (lower is better)", title)
+    fig.suptitle("culina.chunk_simple_gla, bf16: the GPU's busy time per call")
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--fla", action="store_true", help="fla's forward beside culina's, twice each, and its kernels' times")
@@ -96,7 +134,14 @@ def main():
     parser.add_argument("--only", nargs="+", help="these shapes alone (their names, as in SHAPES)")
     parser.add_argument("--train-gamma", action="store_true",
                         help="forward+backward with g_gamma's gradient too (a trainable per-head decay)")
+    parser.add_argument("--plot-only", nargs="+", type=Path, help="--json files of earlier runs, to plot")
+    parser.add_argument("--labels", nargs="+", help="one per --plot-only file (files sharing a label: their median)")
+    parser.add_argument("--plot", type=Path)
     args = parser.parse_args()
+    if args.plot_only:
+        plot([json.loads(path.read_text()) for path in args.plot_only],
+             args.labels or [path.stem for path in args.plot_only], args.plot)
+        return
     import torch
 
     import culina

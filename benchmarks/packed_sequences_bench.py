@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kernel_breakdown import busy_ms  # noqa: E402
+from kernel_breakdown import busy_ms, draw_bars  # noqa: E402
 from simple_gla_bench import bench  # noqa: E402
 
 # (name, T, H, D, sequences, equal lengths)
@@ -72,16 +72,10 @@ def plot(results, labels, out: Path):
 
     names = list(results[0])
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
-    width = 0.8 / len(results)
     for ax, key, title in ((axes[0], "fwd_ms", "forward, wall time"),
                            (axes[1], "fwdbwd_gpu_ms", "forward+backward, GPU time")):
-        for i, (result, label) in enumerate(zip(results, labels)):
-            ax.bar([x + i * width for x in range(len(names))], [result[n][key] for n in names], width, label=label)
-        ax.set_xticks([x + width * (len(results) - 1) / 2 for x in range(len(names))])
-        ax.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
-        ax.set_ylabel("ms (lower is better)")
-        ax.set_title(title)
-        ax.legend()
+        series = {label: [result[n][key] for n in names] for result, label in zip(results, labels)}
+        draw_bars(ax, names, series, "ms (lower is better)", title)
     fig.suptitle("culina, packed sequences (bf16, per-token gates)")
     fig.tight_layout()
     fig.savefig(out, dpi=120)
