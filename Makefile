@@ -37,20 +37,27 @@ test-cpp: build
 	@echo "[test] C++ (ctest)"
 	@ctest --test-dir $(BUILD)/tests --output-on-failure -j $(JOBS)
 
+# ccache (tools/install-deps.sh installs it for the tests) for the many builds of the same sources
+# the tests make: one cache under $(BUILD); paths under the temporary folder, where pytest and pip
+# build, hashed relative to each build's folder; the folder itself left out of the hash, which
+# ccache 4.7 puts in for nvcc's -gencode=arch=compute_90a,code=sm_90a as if it asked for debug
+# information (no build here does: the build drops -g).
+CCACHE_ENV := CCACHE_DIR=$(abspath $(BUILD))/ccache CCACHE_BASEDIR=$(or $(TMPDIR),/tmp) CCACHE_NOHASHDIR=1
+
 # culina._C in package/culina for the tests; CUDA for one architecture keeps CI fast.
 extension: deps
 	@echo "[build] culina extension in place (CUDA for sm_90 only)"
-	@CULINA_CUDA_ARCHS=9.0 $(VENV)/bin/python setup.py -q build_ext --inplace
+	@$(CCACHE_ENV) CULINA_CUDA_ARCHS=9.0 $(VENV)/bin/python setup.py -q build_ext --inplace
 
 # The PyTorch tests (autograd, cu_seqlens, torch.compile) in PyTorch's venv; in .venv they skip.
 TORCH_TESTS := tests/payload/test_torch.py tests/payload/test_torch_gates.py tests/payload/test_gpu_autograd.py tests/payload/test_gpu_gates.py tests/payload/test_gpu_float32.py tests/payload/test_distributed.py
 test-torch: build extension
 	@echo "[test] PyTorch (pytest in $(TORCH_VENV))"
-	@CULINA_BUILD_DIR=$(abspath $(BUILD)) $(TORCH_VENV)/bin/python -m pytest $(TORCH_TESTS) -q
+	@$(CCACHE_ENV) CULINA_BUILD_DIR=$(abspath $(BUILD)) $(TORCH_VENV)/bin/python -m pytest $(TORCH_TESTS) -q
 
 test-python: build extension
 	@echo "[test] Python (pytest)"
-	@CULINA_BUILD_DIR=$(abspath $(BUILD)) $(VENV)/bin/python -m pytest tests -q
+	@$(CCACHE_ENV) CULINA_BUILD_DIR=$(abspath $(BUILD)) $(VENV)/bin/python -m pytest tests -q
 
 # ctest first, the whole pytest suite last: the output ends with pytest's summary line.
 test: test-cpp test-torch test-python

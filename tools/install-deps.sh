@@ -3,7 +3,8 @@
 #   demo: what `make demo` uses: the apt packages that build the helper and the release wheel,
 #         a venv with tools/requirements-demo.txt and, where no CUDA toolkit is installed, CUDA
 #         PYPI_CUDA from NVIDIA's PyPI packages into that venv;
-#   test: all of that, plus GoogleTest, clang and the fuzzers' runtime, tools/requirements.txt,
+#   test: all of that, plus GoogleTest, clang and the fuzzers' runtime, ccache (the tests build the
+#         same sources many times), tools/requirements.txt,
 #         and a second venv, TORCH_VENV, with PyTorch for the torch tests
 #         (tools/requirements-torch.txt says why it is apart).
 # Usage: tools/install-deps.sh demo VENV_DIR PYTHON PYPI_CUDA
@@ -36,6 +37,7 @@ declare -A needs=(
 )
 if [[ $job == test ]]; then
   needs+=(
+    [ccache]=ccache
     [clang++]=clang
     [openssl]=openssl
     [/usr/include/gtest/gtest.h]=libgtest-dev
