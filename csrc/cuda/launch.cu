@@ -12,6 +12,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "common/kernel_dispatch.h"
 #include "cuda/api.h"
@@ -281,7 +282,8 @@ void run_pass(const Problem& problem, const Pass& pass, const Choice& choice, co
     // pass that hands it its ends, whose are the same.
     if (problem.gated()) {
       params.chunk_gates = reinterpret_cast<float*>(gates_in + plan->chunk_gates_at);
-      if (plan->segments > 1) params.segment_gates = reinterpret_cast<float*>(gates_in + plan->segment_gates_at);
+      if (plan->segments > 1 && !ends.entering)
+        params.segment_gates = reinterpret_cast<float*>(gates_in + plan->segment_gates_at);
     }
     if (plan->overlap && params.early_launch)
       params.state_progress = reinterpret_cast<int*>(workspace + plan->state_progress_at);
@@ -308,8 +310,10 @@ void check_limits(const Problem& problem) {
 }
 
 // What a forward with Problem::keep_for_backward (planned as `forward`, in a workspace of
-// `workspace_limit` bytes) leaves the dq pass, whose state is the forward's transposed, and the
-// dq pass's choice that reads it; none where it leaves nothing.
+// `workspace_limit` bytes) leaves the dq pass `dq`, whose state is the forward's transposed, and
+// the dq pass's choice that reads it; none where it leaves nothing. The forward asks with the
+// dq pass of Gradients{} (dq_stand_in), the backward with its own, whose rows may keep it off
+// the tensor-core kernels (misaligned, float32 storage with gate dots): then none.
 struct KeptForDq {
   HandedEnds region;
   Choice dq;
@@ -322,16 +326,15 @@ struct KeptForDq {
 // walk hands on its way ([rows][dq segments][dv_padded][dk_padded] fp32, segment 0's slot
 // unused). fla's shape, B1 T8192 H96 D128: 96 blocks for 132 multiprocessors in one segment; the
 // dq pass's walk in four segments of 384 blocks (BENCHMARKS.md).
-std::optional<KeptForDq> kept_for_dq(const Problem& problem, const Choice& forward, const DeviceFacts& facts,
-                                     size_t workspace_limit) {
-  const Pass dq = std::get<0>(backward_passes(problem, Gradients{}));
+std::optional<KeptForDq> kept_for_dq(const Problem& problem, const Pass& dq, const Choice& forward,
+                                     const DeviceFacts& facts, size_t workspace_limit) {
   const Choice joins = choose(problem, dq, facts, SIZE_MAX);
   if (const std::optional<HandedEnds> ends = handed_ends(forward, joins, workspace_limit))
     return KeptForDq{*ends, joins, false};
   const std::optional<MmaPlan>& walk = forward.plan;
   const int dk_padded = mma::padded_head_size(int(problem.dk)), dv_padded = mma::padded_head_size(int(problem.dv));
   if (problem.packed() || forward.family->family != KernelFamily::kHopper || !walk || !walk->fused ||
-      walk->segments != 1 || !hopper_walk_hands_states(dk_padded, walk_slice(int(problem.dk), int(problem.dv))))
+      walk->segments != 1 || !hopper_walk_hands_states(dk_padded, dv_padded))
     return std::nullopt;
   const Choice enters = choose(problem, dq, facts, SIZE_MAX, WalkKernel::kHopper, true);
   const std::optional<MmaPlan>& plan = enters.plan;
@@ -344,6 +347,9 @@ std::optional<KeptForDq> kept_for_dq(const Problem& problem, const Choice& forwa
   if (end > workspace_limit) return std::nullopt;
   return KeptForDq{{at, end}, enters, true};
 }
+
+// The dq pass a forward plans for: the backward's with null rows, which the tensor-core kernels take.
+Pass dq_stand_in(const Problem& problem) { return std::get<0>(backward_passes(problem, Gradients{})); }
 
 // The ends a forward that keeps `kept` writes.
 EndsHandoff handing(const KeptForDq& kept, char* workspace) {
@@ -442,7 +448,7 @@ size_t backward_workspace_bytes(const Problem& problem, int device) {
 size_t kept_workspace_bytes(const Problem& problem, int device) {
   const DeviceFacts& facts = runnable_facts_of(device);
   const Choice forward = choose(problem, forward_pass(problem), facts, SIZE_MAX);
-  const std::optional<KeptForDq> kept = kept_for_dq(problem, forward, facts, SIZE_MAX);
+  const std::optional<KeptForDq> kept = kept_for_dq(problem, dq_stand_in(problem), forward, facts, SIZE_MAX);
   return kept ? kept->region.end : 0;
 }
 
@@ -468,13 +474,15 @@ void linear_attention(const Problem& problem, int device, uintptr_t stream) {
   const Choice choice = choose(problem, pass, facts, problem.workspace_bytes);
   EndsHandoff ends;
   if (problem.keep_for_backward)
-    if (const std::optional<KeptForDq> kept = kept_for_dq(problem, choice, facts, problem.workspace_bytes))
+    if (const std::optional<KeptForDq> kept =
+            kept_for_dq(problem, dq_stand_in(problem), choice, facts, problem.workspace_bytes))
       ends = handing(*kept, static_cast<char*>(problem.workspace));
   run_pass(problem, pass, choice, facts, reinterpret_cast<cudaStream_t>(stream), ends);
 }
 
-// A second stream per device, for a pass that runs beside another (the backward's twin walk
-// beside the dq pass), forked from the caller's stream and joined back into it with events. Its
+// A second stream for a pass that runs beside another (the backward's twin walk beside the dq
+// pass), one per caller's stream, forked from it and joined back into it with events: so that
+// callers on other streams, and a CUDA graph being captured on one, never meet in it. Its
 // priority is the device's highest, so that the twin walk's long blocks take multiprocessors
 // ahead of the dq walk's short ones as those finish, whichever started first.
 struct SideStream {
@@ -483,25 +491,66 @@ struct SideStream {
   std::mutex mutex;  // one fork and join at a time: the events are shared
 };
 
-// The current device's side stream, made on first use, or null where making it now could fail:
-// while `on` is being captured into a CUDA graph (the capture's warm-up call makes it).
+// The caller's stream `on`'s side stream on the current device `device`, made on first use; null
+// where it cannot serve now: while `on` is captured into a CUDA graph and has none yet (making
+// one then could fail; the capture's warm-up call makes it), where the side stream is in a
+// capture `on` is not in, or where CUDA cannot tell (another thread capturing).
 SideStream* side_stream(int device, cudaStream_t on) {
   static std::mutex mutex;
-  static std::map<int, SideStream> streams;  // node-based: pointers handed out stay valid
-  const std::lock_guard<std::mutex> lock(mutex);
-  SideStream& side = streams[device];
-  if (!side.stream) {
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    check(cudaStreamIsCapturing(on, &capture), "cudaStreamIsCapturing");
-    if (capture != cudaStreamCaptureStatusNone) return nullptr;
-    int least = 0, greatest = 0;
-    check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "cudaDeviceGetStreamPriorityRange");
-    check(cudaEventCreateWithFlags(&side.fork, cudaEventDisableTiming), "cudaEventCreateWithFlags");
-    check(cudaEventCreateWithFlags(&side.join, cudaEventDisableTiming), "cudaEventCreateWithFlags");
-    check(cudaStreamCreateWithPriority(&side.stream, cudaStreamNonBlocking, greatest), "cudaStreamCreateWithPriority");
+  static std::map<std::pair<int, uintptr_t>, SideStream> streams;  // node-based: pointers stay valid
+  cudaStreamCaptureStatus on_capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(on, &on_capture) != cudaSuccess) {
+    cudaGetLastError();  // an answer, not a sticky error
+    return nullptr;
   }
-  return &side;
+  const std::lock_guard<std::mutex> lock(mutex);
+  SideStream& side = streams[{device, reinterpret_cast<uintptr_t>(on)}];
+  if (!side.stream) {
+    if (on_capture != cudaStreamCaptureStatusNone) return nullptr;
+    int least = 0, greatest = 0;
+    cudaStream_t stream = nullptr;
+    check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "cudaDeviceGetStreamPriorityRange");
+    check(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, greatest), "cudaStreamCreateWithPriority");
+    cudaEvent_t fork = nullptr, join = nullptr;
+    if (cudaEventCreateWithFlags(&fork, cudaEventDisableTiming) != cudaSuccess ||
+        cudaEventCreateWithFlags(&join, cudaEventDisableTiming) != cudaSuccess) {
+      if (fork) cudaEventDestroy(fork);
+      cudaStreamDestroy(stream);
+      check(cudaGetLastError(), "cudaEventCreateWithFlags");
+    }
+    side.stream = stream, side.fork = fork, side.join = join;
+  }
+  cudaStreamCaptureStatus side_capture = cudaStreamCaptureStatusNone;
+  check(cudaStreamIsCapturing(side.stream, &side_capture), "cudaStreamIsCapturing");
+  return side_capture != cudaStreamCaptureStatusNone && on_capture == cudaStreamCaptureStatusNone ? nullptr : &side;
 }
+
+// Work queued on a side stream from the moment it forks from the caller's stream to the join,
+// which is queued even where queuing the work between throws: the caller's stream goes on only
+// once the side stream is done with the tensors both use.
+class SideWork {
+ public:
+  SideWork(SideStream& side, cudaStream_t on) : side_(side), lock_(side.mutex), on_(on) {
+    check(cudaEventRecord(side_.fork, on_), "cudaEventRecord");
+    check(cudaStreamWaitEvent(side_.stream, side_.fork, 0), "cudaStreamWaitEvent");
+  }
+  void join() {
+    joined_ = true;
+    check(cudaEventRecord(side_.join, side_.stream), "cudaEventRecord");
+    check(cudaStreamWaitEvent(on_, side_.join, 0), "cudaStreamWaitEvent");
+  }
+  ~SideWork() {
+    if (!joined_ && cudaEventRecord(side_.join, side_.stream) == cudaSuccess) cudaStreamWaitEvent(on_, side_.join, 0);
+  }
+  SideWork(const SideWork&) = delete;
+  SideWork& operator=(const SideWork&) = delete;
+
+ private:
+  SideStream& side_;
+  std::lock_guard<std::mutex> lock_;
+  cudaStream_t on_;
+  bool joined_ = false;
+};
 
 // The three passes share the workspace, and the stream orders them: each reads only what it
 // wrote itself, but where they can (kept_for_dq, handed_ends) the dq pass reads the states the
@@ -524,7 +573,7 @@ void linear_attention_backward(const Problem& problem, const Gradients& gradient
     // (the Hopper walk at D64 in fewer segments), so a kept workspace of another size than this
     // plan's (kept_workspace_bytes) came from another plan, and the dq pass computes its own.
     const Choice forward = choose(problem, forward_pass(problem), facts, gradients.kept_bytes);
-    const std::optional<KeptForDq> kept = kept_for_dq(problem, forward, facts, gradients.kept_bytes);
+    const std::optional<KeptForDq> kept = kept_for_dq(problem, dq, forward, facts, gradients.kept_bytes);
     if (kept && kept->region.end == gradients.kept_bytes) {
       plan.dq = kept->dq;
       dq_ends.ready_workspace = static_cast<char*>(gradients.kept);
@@ -534,13 +583,10 @@ void linear_attention_backward(const Problem& problem, const Gradients& gradient
   }
   SideStream* side = plan.twin && dq_ends.ready_ends ? side_stream(device, on) : nullptr;
   if (side) {
-    const std::lock_guard<std::mutex> lock(side->mutex);
-    check(cudaEventRecord(side->fork, on), "cudaEventRecord");
-    check(cudaStreamWaitEvent(side->stream, side->fork, 0), "cudaStreamWaitEvent");
+    SideWork beside(*side, on);
     run_pass(problem, dv, plan.dv, facts, side->stream, {}, &dk);
     run_pass(problem, dq, plan.dq, facts, on, dq_ends);
-    check(cudaEventRecord(side->join, side->stream), "cudaEventRecord");
-    check(cudaStreamWaitEvent(on, side->join, 0), "cudaStreamWaitEvent");
+    beside.join();
   } else {
     run_pass(problem, dq, plan.dq, facts, on, dq_ends);
     if (plan.twin) {

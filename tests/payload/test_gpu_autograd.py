@@ -125,7 +125,14 @@ def test_the_dq_pass_reads_what_the_forward_kept(gates, t, d, h):
     q, k, v, g, gamma, s0, d_out, d_final = segmented_problem(gates, t=t, d=d, h=h)
     scale = q.shape[-1] ** -0.5
     problem = _torch.problem_of(q, k, v, gamma, g, s0, None, "BTHD")
-    assert _C.kept_workspace_bytes(_api.describe(problem), 0) > 0, "the shape keeps nothing: no segments?"
+    described = _api.describe(problem)
+    assert _C.kept_workspace_bytes(described, 0) > 0, "the shape keeps nothing: no segments?"
+    if h > 2:
+        # The forward in one segment (its workspace: chunk gates, under one state a pair), the
+        # states entering the dq pass's segments after it (slots for two segments or more).
+        forward_bytes, states_bytes = _C.forward_workspace_bytes(described, 0), h * d * d * 4
+        assert forward_bytes < states_bytes, forward_bytes
+        assert _C.kept_workspace_bytes(described, 0) >= forward_bytes + 2 * states_bytes
     forward = [_torch.forward(q, k, v, None, gamma, g, scale, s0, None, True, "BTHD", keep) for keep in (True, False)]
     kept = forward[0][2]
     assert kept is not None and forward[1][2] is None

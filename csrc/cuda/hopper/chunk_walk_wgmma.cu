@@ -495,7 +495,8 @@ cudaError_t launch_column_split(const KernelParams& params, int sequences, cudaS
                                 ColumnSplitLayout<DK, SLICE, column_split_slots(DK, SLICE, kDots)>::bytes, stream,
                                 params, after_own);
     };
-    if constexpr (hopper_walk_hands_states(DK, SLICE) && !kDots && !decltype(packed)::value)
+    // The walk hopper_walk_hands_states picks (a forward: no gate dots; padded).
+    if constexpr (DK == 128 && SLICE == 128 && !kDots && !decltype(packed)::value)
       if (params.hand_every > 0) return launch(std::integral_constant<int, kResident>{}, std::true_type{});
     if constexpr (kDots && kResident > 2)
       if (params.walk_resident < kResident) return launch(std::integral_constant<int, 2>{}, std::false_type{});

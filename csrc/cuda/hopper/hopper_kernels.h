@@ -33,10 +33,10 @@ cudaError_t launch_hopper_chunk_states(const KernelParams& params, int sequences
 // D192 with gates, H200), a quarter of its products on zeros and in 64-column blocks where the
 // portable walk's are 96 wide (more blocks than multiprocessors).
 constexpr bool hopper_walk_takes(int dk_padded) { return dk_padded <= 128 || dk_padded == 256; }
-// Whether that walk, with walk_slice's `slice`, hands a later pass the states entering its chunks
-// (KernelParams::hand_every): the column split at dk_padded 128 in 128-column blocks (fla's
-// shape's), built for it.
-constexpr bool hopper_walk_hands_states(int dk_padded, int slice) { return dk_padded == 128 && slice == 128; }
+// Whether that walk hands the dq pass the states entering its segments (KernelParams::hand_every):
+// the column split where both head sizes pad to 128 (fla's shape's; one 128-column block, and a
+// dq pass on the same walk), built for it, the one measured and tested on a GPU.
+constexpr bool hopper_walk_hands_states(int dk_padded, int dv_padded) { return dk_padded == 128 && dv_padded == 128; }
 // Blocks of that walk one multiprocessor holds (its launch bound), for dk_padded and walk_slice's
 // `slice`: what the plan counts on where the Hopper family walks (plan_mma).
 int hopper_walk_resident(int dk_padded, int slice);
