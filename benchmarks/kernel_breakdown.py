@@ -44,15 +44,20 @@ SHAPES = [
 ]
 
 
-def kernel_profile(torch, run, repeats=20):
-    """Per kernel `run` launches, by name: its launches per call and milliseconds of CUDA time per
-    call."""
+def profiled(torch, run, repeats):
+    """The torch profiler's record of `repeats` calls of `run`, their CUDA activity."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(repeats):
             run()
         torch.cuda.synchronize()
+    return prof
+
+
+def kernels_in(prof, repeats):
+    """Per kernel in a profile of `repeats` calls, by name: its launches per call and milliseconds
+    of CUDA time per call."""
     kernels = {}
     for event in prof.key_averages():
         total = getattr(event, "self_device_time_total", 0)
@@ -65,22 +70,11 @@ def kernel_profile(torch, run, repeats=20):
     return kernels
 
 
-def kernel_times(torch, run, repeats=20):
-    """Milliseconds of CUDA time per call of each kernel `run` launches."""
-    return {name: ms for name, (_, ms) in kernel_profile(torch, run, repeats).items()}
-
-
-def busy_ms(torch, run, repeats=20):
-    """Milliseconds per call that the GPU runs `run`'s kernels: the length of the union of their
-    intervals. A kernel launched early (programmatic dependent launch) starts while the one ahead
-    of it runs and waits inside, so the sum of kernel times counts that wait twice (the walk behind
-    a state pass: BENCHMARKS.md); host gaps between calls count in neither."""
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(repeats):
-            run()
-        torch.cuda.synchronize()
+def busy_in(torch, prof, repeats):
+    """Milliseconds per call that the GPU runs the profiled kernels: the length of the union of
+    their intervals. A kernel launched early (programmatic dependent launch) starts while the one
+    ahead of it runs and waits inside, so the sum of kernel times counts that wait twice (the walk
+    behind a state pass: BENCHMARKS.md); host gaps between calls count in neither."""
     intervals = sorted((event.time_range.start, event.time_range.end) for event in prof.events()
                        if event.device_type == torch.autograd.DeviceType.CUDA)
     busy, reached = 0.0, float("-inf")
@@ -89,6 +83,23 @@ def busy_ms(torch, run, repeats=20):
             busy += end - max(start, reached)
             reached = end
     return round(busy / repeats / 1000, 4)
+
+
+def kernel_profile(torch, run, repeats=20):
+    """Per kernel `run` launches: kernels_in of a profile of `repeats` calls."""
+    return kernels_in(profiled(torch, run, repeats), repeats)
+
+
+def busy_ms(torch, run, repeats=20):
+    """Milliseconds per call that the GPU is busy with `run`'s kernels (busy_in)."""
+    return busy_in(torch, profiled(torch, run, repeats), repeats)
+
+
+def times_and_busy(torch, run, repeats=20):
+    """Milliseconds of CUDA time per call of each kernel `run` launches, and busy_ms, from one
+    profile."""
+    prof = profiled(torch, run, repeats)
+    return {name: ms for name, (_, ms) in kernels_in(prof, repeats).items()}, busy_in(torch, prof, repeats)
 
 
 def draw_bars(ax, names, series: dict, ylabel: str, title: str):
@@ -162,11 +173,8 @@ def main():
                 run_fla = lambda: fla(q, k, v, g=g, g_gamma=g_gamma, cu_seqlens=cu_seqlens)  # noqa: E731
                 row["fla_fwd_ms"] = [bench(run_fla, 100), bench(run_fla, 100)]
                 row["fwd_ms_again"] = bench(run, 100)
-                row["fla_kernels_ms"] = kernel_times(torch, run_fla)
-            row["kernels_ms"] = kernel_times(torch, run)
-            row["fwd_busy_ms"] = busy_ms(torch, run)
-            if fla is not None:
-                row["fla_fwd_busy_ms"] = busy_ms(torch, run_fla)
+                row["fla_kernels_ms"], row["fla_fwd_busy_ms"] = times_and_busy(torch, run_fla)
+            row["kernels_ms"], row["fwd_busy_ms"] = times_and_busy(torch, run)
         q_leaf, k_leaf, v_leaf = (x.detach().clone().requires_grad_() for x in (q, k, v))
         g_leaf = g.detach().clone().requires_grad_() if g is not None else None
         gamma_leaf = g_gamma.detach().clone().requires_grad_(args.train_gamma) if g_gamma is not None else None
@@ -180,9 +188,8 @@ def main():
                                     cu_seqlens=cu_seqlens)[0].backward(do)
 
         row["fwdbwd_ms"] = bench(forward_backward, 100)
-        row["fwdbwd_kernels_ms"] = kernel_times(torch, forward_backward)
+        row["fwdbwd_kernels_ms"], row["fwdbwd_busy_ms"] = times_and_busy(torch, forward_backward)
         row["fwdbwd_gpu_ms"] = round(sum(row["fwdbwd_kernels_ms"].values()), 4)
-        row["fwdbwd_busy_ms"] = busy_ms(torch, forward_backward)
         row["train_gamma"] = args.train_gamma and g_gamma is not None
         rows[name] = row
         print(name, json.dumps(row), flush=True)
