@@ -40,7 +40,7 @@ __global__ void __launch_bounds__(walk_threads<SLICE>()) chunk_output_wgmma_kern
   unsigned char* smem = wgmma::swizzle_aligned(smem_unaligned);
   float* s_gates = reinterpret_cast<float*>(smem + L::gates);
 
-  const int tid = threadIdx.x, warp = tid / 32, group = tid / kGroupThreads, group_warp = warp % 4;
+  const int tid = threadIdx.x, warp = tid / 32, group = warp_uniform_group(tid), group_warp = warp % 4;
   const LaneRoles lane(tid % 32);
   const int dk = p.dk, dv = p.dv;
   const OutputChunk at = output_chunk(p, SLICE);

@@ -64,7 +64,7 @@ __global__ void __launch_bounds__(walk_threads<D>(), twin_resident(D)) chunk_wal
   unsigned char* smem = wgmma::swizzle_aligned(smem_unaligned);
   float* s_powers = reinterpret_cast<float*>(smem + L::powers);
 
-  const int tid = threadIdx.x, warp = tid / 32, group = tid / kGroupThreads, group_warp = warp % 4;
+  const int tid = threadIdx.x, warp = tid / 32, group = warp_uniform_group(tid), group_warp = warp % 4;
   const LaneRoles lane(tid % 32);
   const int dk = p.dk, dv = p.dv, col0 = group * kGroupCols;  // this warpgroup's columns of dv, H and dk
   const WalkSpan<PACKED> span = walk_span<PACKED>(p);

@@ -99,7 +99,9 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), RESIDENT) chunk_walk_co
   unsigned char* smem = wgmma::swizzle_aligned(smem_unaligned);
   float* s_powers = reinterpret_cast<float*>(smem + L::powers);
 
-  const int tid = threadIdx.x, warp = tid / 32, group = tid / kGroupThreads, group_warp = warp % 4;
+  // The warpgroup from lane 0's thread index (warp_uniform_group): the tiles it owns then have
+  // descriptors in uniform registers.
+  const int tid = threadIdx.x, warp = tid / 32, group = warp_uniform_group(tid), group_warp = warp % 4;
   const LaneRoles lane(tid % 32);
   const int dk = p.dk, dv = p.dv, v0 = blockIdx.x * SLICE, col0 = v0 + group * kGroupCols;
   const WalkSpan<PACKED> span = walk_span<PACKED>(p);
@@ -290,7 +292,7 @@ __global__ void __launch_bounds__(2 * kGroupThreads, kRowSplitResident) chunk_wa
 
   // The warpgroup from lane 0's thread index: uniform across the warp as far as the compiler
   // knows too, so that its branches around wgmma stay warpgroup-uniform.
-  const int tid = threadIdx.x, warp = tid / 32, group = __shfl_sync(0xffffffffu, tid / kGroupThreads, 0);
+  const int tid = threadIdx.x, warp = tid / 32, group = warp_uniform_group(tid);
   const bool scoring = group == 1;  // warpgroup 1: S and P; warpgroup 0: O and the output
   const int group_warp = warp % 4;
   const LaneRoles lane(tid % 32);

@@ -31,6 +31,12 @@ template <int SLICE>
 __host__ __device__ constexpr int walk_threads() { return SLICE / kGroupCols * kGroupThreads; }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// Thread `tid`'s warpgroup, read from lane 0 so that the compiler knows it is the same across the
+// warp: what is derived from it (a warpgroup's tiles, its branches around wgmma) then lives in
+// uniform registers, where wgmma takes its descriptors (tid / kGroupThreads cost each wgmma on a
+// warpgroup's own tile two transfers and two moves).
+__device__ __forceinline__ int warp_uniform_group(int tid) { return __shfl_sync(0xffffffffu, tid / kGroupThreads, 0); }
+
 // A chunk's rows of ROW_WORDS 16-byte words into their swizzled 64-feature blocks (zeros past
 // `n` rows and past `cols` features), by the block's THREADS threads, `tid` this one: every
 // thread's words in flight together. A thread's words are one column word of rows i0,
