@@ -29,9 +29,9 @@ using StrideTriple = std::array<int64_t, 3>;
 
 culina::Strides strides_of(const StrideTriple& s) { return culina::Strides{s[0], s[1], s[2]}; }
 
-// Stands in for gamma where only gated() matters: the workspace size depends on the shape and
-// on whether the problem is gated, never on the gate values.
-const float kGatedPlaceholder = 0.0f;
+// Stands in for the gates where only token_gated() matters: the workspace size depends on the
+// shape and on whether the gates vary with the token, never on their values.
+const float kGatesPlaceholder = 0.0f;
 
 // culina._C.Description: the extension's image of one checked culina._api.Problem, made once per
 // distinct problem (_api.describe caches it): shape, element types, packing and the strides of every
@@ -43,14 +43,14 @@ const float kGatedPlaceholder = 0.0f;
 struct Description {
   Problem shape;  // no addresses, no scale, no decay
   culina::Strides dq, dk, dv, gate_dots;
-  bool gated = false;
+  bool token_gated = false;
 
-  Description(const std::array<int64_t, 5>& dims, int dtype, int compute, int64_t num_seqs, int seqlen_bits, bool gated,
-              const StrideTriple& q, const StrideTriple& k, const StrideTriple& v, const StrideTriple& g,
+  Description(const std::array<int64_t, 5>& dims, int dtype, int compute, int64_t num_seqs, int seqlen_bits,
+              bool token_gated, const StrideTriple& q, const StrideTriple& k, const StrideTriple& v, const StrideTriple& g,
               const StrideTriple& out, const StrideTriple& dq_rows, const StrideTriple& dk_rows,
               const StrideTriple& dv_rows, const StrideTriple& gate_dots_rows)
       : dq(strides_of(dq_rows)), dk(strides_of(dk_rows)), dv(strides_of(dv_rows)),
-        gate_dots(strides_of(gate_dots_rows)), gated(gated) {
+        gate_dots(strides_of(gate_dots_rows)), token_gated(token_gated) {
     if (dtype < 0 || dtype > 2) throw std::invalid_argument("dtype: the code must be 0, 1 or 2");
     if (compute != dtype && !(DType(dtype) == DType::kFloat32 && DType(compute) == DType::kBFloat16))
       throw std::invalid_argument("compute: " + std::to_string(compute) + " with dtype " + std::to_string(dtype) +
@@ -79,7 +79,7 @@ struct Description {
   // The shape-only problem the workspace queries take.
   Problem sizing() const {
     Problem p = shape;
-    if (gated) p.gamma = &kGatedPlaceholder;
+    if (token_gated) p.gates.data = &kGatesPlaceholder;
     return p;
   }
 };
@@ -336,8 +336,8 @@ void define_module(py::module_& m) {
                     const StrideTriple&, const StrideTriple&, const StrideTriple&, const StrideTriple&,
                     const StrideTriple&, const StrideTriple&, const StrideTriple&>(),
            py::kw_only(), py::arg("dims"), py::arg("dtype"), py::arg("compute"), py::arg("num_seqs"), py::arg("seqlen_bits"),
-           py::arg("gated"), py::arg("q"), py::arg("k"), py::arg("v"), py::arg("g"), py::arg("out"), py::arg("dq"),
-           py::arg("dk"), py::arg("dv"), py::arg("gate_dots"));
+           py::arg("token_gated"), py::arg("q"), py::arg("k"), py::arg("v"), py::arg("g"), py::arg("out"),
+           py::arg("dq"), py::arg("dk"), py::arg("dv"), py::arg("gate_dots"));
   // call: the dict of the call's values by name (Call above; culina/_api.py: launch).
   // Both: q, k, v, scale; initial_state, gamma, g, cu_seqlens, decay; where it runs: device
   // (absent or -1: the CPU reference, with `threads` workers) or a CUDA device with stream,

@@ -129,7 +129,7 @@ std::optional<MmaPlan> plan_mma(const Problem& problem, const Pass& pass, const 
     // Two passes: the state pass's 64 x 64 blocks, about three per multiprocessor; packed
     // sequences stay in one segment (their state pass walks whole sequences). Gated two-pass:
     // the output's fix-up would need each chunk's gate from its segment's start.
-    if (!problem.packed() && (plan.fused || !problem.gated()))
+    if (!problem.packed() && (plan.fused || !problem.token_gated()))
       plan.segments = plan.fused ? walk_segments(walk_blocks, chunks, resident, multiprocessors, !entering_ready)
                                  : segments_for((dk_padded / 64) * (dv_padded / 64) * rows, chunks, 3, multiprocessors);
     plan.segment_chunks = int(std::max<int64_t>(1, (chunks + plan.segments - 1) / plan.segments));
@@ -151,7 +151,7 @@ std::optional<MmaPlan> plan_mma(const Problem& problem, const Pass& pass, const 
   const int64_t runs = int64_t(plan.segments) * plan.pieces;
   plan.segment_states_bytes = plan.segments > 1 && !entering_ready ? size_t(rows * runs) * state_elements * 4 : 0;
   size_t end = chunk_state_bytes + plan.segment_states_bytes;
-  if (problem.gated()) {
+  if (problem.token_gated()) {
     plan.chunk_gates_at = end;
     end += size_t(rows * chunks) * kGateSlot * 4;
     if (plan.segments > 1 && !entering_ready) {

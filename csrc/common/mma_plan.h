@@ -86,8 +86,8 @@ struct MmaPlan {
   size_t workspace = 0;    // bytes: chunk states (two passes), segment states, then the gates'
   size_t segment_states_at = 0;
   size_t segment_states_bytes = 0;  // several segments: [rows][segments * pieces][dk_padded][dv_padded] fp32
-  size_t chunk_gates_at = 0;    // gated problems: KernelParams::chunk_gates
-  size_t segment_gates_at = 0;  // gated problems with several segments: KernelParams::segment_gates
+  size_t chunk_gates_at = 0;    // per-token gates: KernelParams::chunk_gates
+  size_t segment_gates_at = 0;  // per-token gates, several segments: KernelParams::segment_gates
   // Two passes in one segment whose chunks fit the output grid's second dimension (65535): the
   // counters of KernelParams::state_progress, used where the device launches early.
   bool overlap = false;

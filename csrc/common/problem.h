@@ -79,9 +79,10 @@ struct Problem {
   bool keep_for_backward = false;
 
   float decay_of(int64_t head) const { return decay.empty() ? 1.0f : decay[head]; }
-  // Whether a gate varies with the token or lives in device memory (gamma, gates): the kernels
-  // then read it rather than compute powers of one constant.
-  bool gated() const { return gamma != nullptr || gates.data != nullptr; }
+  // Whether a gate varies with the token (gates): the tensor-core kernels then read each chunk's
+  // cumulative gates. A gamma alone is one constant per head, as the host decay is: each block
+  // reads it once and computes its powers (cuda/sequence_rows.cuh: constant_log2_gate).
+  bool token_gated() const { return gates.data != nullptr; }
   bool packed() const { return num_seqs > 0; }
   // Independent sequences per head: the batch, or the packed sequences.
   int64_t sequences() const { return packed() ? num_seqs : batch; }

@@ -54,7 +54,7 @@ bool arch_specific_kernels();  // what the switch says now
 std::vector<DeviceInfo> devices();
 // Device scratch memory the problem needs on `device` (0 when the path chosen needs none);
 // the caller allocates it (in its framework, so its caching allocator serves it). The shape,
-// dtype, num_seqs and gated() of `problem` decide it (a gated problem also keeps its chunks'
+// dtype, num_seqs and token_gated() of `problem` decide it (per-token gates also keep the chunks'
 // cumulative gates there).
 size_t workspace_bytes(const Problem& problem, int device);
 size_t backward_workspace_bytes(const Problem& problem, int device);

@@ -74,7 +74,7 @@ __global__ void __launch_bounds__(threads<SLICE>()) chunk_output_kernel(KernelPa
                                       rows.stride(p.q_at), n, dk);
   stage_rows<kChunk, DK, kThreads, T>(s_k, L::ld_qk, static_cast<const S*>(p.k) + rows.at(p.k_at, t0),
                                       rows.stride(p.k_at), n, dk);
-  const float log2g = p.log2_decay[head];
+  const float log2g = constant_log2_gate(p, head);
   stage_output_gates<GATED>(s_gates, p, rows, chunk, log2g, tid);
   const GatePowers<GATED> gates = chunk_powers<GATED>(p, s_gates, s_gates, n);
   commit_async_copies();

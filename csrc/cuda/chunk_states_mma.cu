@@ -120,7 +120,7 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
          (int64_t(d0 + warp_row) * p.dv_padded + v0 + warp_col);
   T* stage = reinterpret_cast<T*>(smem + L::stage) + warp * kTile * kLdStage;
 
-  const float log2g = p.log2_decay[head];
+  const float log2g = constant_log2_gate(p, head);
   const float w_update = update_weight(p);
 
   // Run 0 starts from the initial state ([dk][dv], or [dv][dk] transposed; zero past dk and dv),
@@ -312,7 +312,7 @@ __global__ void segment_scan_kernel(KernelParams p) {
   if (int(threadIdx.x) < p.segments) {
     const int s = threadIdx.x, first = s * p.segment_chunks * kChunk;
     const int length = min(rows.length, first + p.segment_chunks * kChunk) - first;
-    s_decay[s] = exp2f(p.chunk_gates ? p.segment_gates[item * p.segments + s] : float(length) * p.log2_decay[head]);
+    s_decay[s] = exp2f(p.chunk_gates ? p.segment_gates[item * p.segments + s] : float(length) * constant_log2_gate(p, head));
   }
   __syncthreads();
   if (e >= size) return;

@@ -112,7 +112,7 @@ __global__ void __launch_bounds__(threads<SLICE>(), 1) chunk_walk_kernel(KernelP
   const SequenceRows& rows = span.rows;
   const int segment = span.segment, head = span.head, all_chunks = span.all_chunks, first_chunk = span.first_chunk;
   const int chunks = span.chunks;
-  const float log2g = p.log2_decay[head];
+  const float log2g = constant_log2_gate(p, head);
   const float w_state = state_weight(p), w_update = update_weight(p);
 
   // This lane's state elements: rows state_row + 16 t (+ 8), columns state_col + 8 c (+ 1); the

@@ -34,11 +34,11 @@ struct KernelParams {
   const float* gamma;
   const float* gates;
   Strides gate_at;
-  // Tensor-core path with gates (gamma or gates set): per chunk slot (the workspace's slots,
-  // below), kGateSlot floats: the chunk's cumulative log2 gates c_0 .. c_63 in the pass's order
-  // (inclusive forward, exclusive adjoint: common/passes.h), then the chunk's total L.
-  // launch_chunk_gates writes them before the pass; null: one constant gate per head, whose
-  // cumulative values the kernels compute from log2_decay.
+  // Tensor-core path with per-token gates (Problem::token_gated): per chunk slot (the workspace's
+  // slots, below), kGateSlot floats: the chunk's cumulative log2 gates c_0 .. c_63 in the pass's
+  // order (inclusive forward, exclusive adjoint: common/passes.h), then the chunk's total L.
+  // launch_chunk_gates writes them before the pass; null: one constant gate per head (the host
+  // decay and gamma: sequence_rows.cuh, constant_log2_gate), whose powers the kernels compute.
   float* chunk_gates;
   // Tensor-core path, gated, several segments: each of pass 1's runs' total log2 gate,
   // [rows][segments * pieces], written by pass 1 for whatever joins them (the scan, or the fused
@@ -174,7 +174,7 @@ template <typename T, typename S>
 cudaError_t launch_chunk_output(const KernelParams& params, int sequences, cudaStream_t stream);
 template <typename T, typename S>
 cudaError_t launch_chunk_walk(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own);
-// Gated problems, before a pass's tensor-core kernels: fills chunk_gates for every chunk slot.
+// Per-token gates, before a pass's tensor-core kernels: fills chunk_gates for every chunk slot.
 cudaError_t launch_chunk_gates(const KernelParams& params, int sequences, cudaStream_t stream);
 // Two passes, after pass 1 when segments > 1: the state entering each segment, and the final state.
 cudaError_t launch_segment_scan(const KernelParams& params, int sequences, cudaStream_t stream);

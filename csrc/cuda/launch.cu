@@ -280,7 +280,7 @@ void run_pass(const Problem& problem, const Pass& pass, const Choice& choice, co
     // Every pass fills its own chunk gates (launch_mma runs launch_chunk_gates first; the dq
     // pass runs forward, the dk and dv passes adjoint, whose c_i differ) or reads those of the
     // pass that hands it its ends, whose are the same.
-    if (problem.gated()) {
+    if (problem.token_gated()) {
       params.chunk_gates = reinterpret_cast<float*>(gates_in + plan->chunk_gates_at);
       if (plan->segments > 1 && !ends.entering)
         params.segment_gates = reinterpret_cast<float*>(gates_in + plan->segment_gates_at);

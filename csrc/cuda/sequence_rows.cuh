@@ -131,13 +131,19 @@ __device__ __forceinline__ StateRun state_run(const KernelParams& p, bool before
   }
 }
 
-// The log2 forget gate of pass row t (common/problem.h): the head's constant, plus gamma and
-// the token's gate where given.
+constexpr float kLog2e = 1.4426950408889634f;
+
+// The part of head `head`'s log2 forget gate that is the same for every token (common/problem.h):
+// the host decay and gamma where given. The kernels without per-token gates compute their powers
+// from it.
+__device__ __forceinline__ float constant_log2_gate(const KernelParams& p, int head) {
+  return p.gamma ? p.log2_decay[head] + kLog2e * p.gamma[head] : p.log2_decay[head];
+}
+
+// The log2 forget gate of pass row t: the head's constant part, plus the token's gate where given.
 __device__ __forceinline__ float log2_gate(const KernelParams& p, const SequenceRows& rows, int64_t t) {
-  constexpr float kLog2e = 1.4426950408889634f;
-  float natural = p.gamma ? p.gamma[rows.head] : 0.0f;
-  if (p.gates) natural += p.gates[rows.at(p.gate_at, t)];
-  return p.log2_decay[rows.head] + kLog2e * natural;
+  const float constant = constant_log2_gate(p, rows.head);
+  return p.gates ? constant + kLog2e * p.gates[rows.at(p.gate_at, t)] : constant;
 }
 
 // The sequence whose chunks hold packed chunk slot `slot` (slots between sequences belong to

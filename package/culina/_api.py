@@ -47,10 +47,11 @@ class Problem(typing.NamedTuple):
     """The checked problem: dims (B, H, T, Dk, Dv) as the extension takes them, the dtype name
     of q, k and v, the number of packed sequences (0 without cu_seqlens), cu_seqlens' integer
     width, the layout, the (batch, head, token) element strides of q, k, v and g ((0, 0, 0)
-    without g), whether a gate lives in device memory (g or gamma: the GPU workspace depends
-    on it), and the dtype the tensor-core kernels multiply in: dtype, or "bfloat16" for float32
-    rows they round as they load (compute_dtype's rule; check_problem gives dtype). Hashable: it
-    keys the caches of its description and of the torch route."""
+    without g), whether the gates vary with the token (g: the GPU workspace keeps the chunks'
+    cumulative gates; a gamma alone is a constant per head), and the dtype the tensor-core
+    kernels multiply in: dtype, or "bfloat16" for float32 rows they round as they load
+    (compute_dtype's rule; check_problem gives dtype). Hashable: it keys the caches of its
+    description and of the torch route."""
 
     dims: tuple
     dtype: str
@@ -58,7 +59,7 @@ class Problem(typing.NamedTuple):
     seqlen_bits: int
     layout: str
     strides: tuple
-    gated: bool
+    token_gated: bool
     compute: str
 
     @property
@@ -88,8 +89,8 @@ def describe(problem: Problem):
     key_rows, value_rows = problem.output_strides(dk), problem.output_strides(dv)
     return _C.Description(dims=problem.dims, dtype=_frameworks.NUMPY_DTYPES[problem.dtype],
                           compute=_frameworks.NUMPY_DTYPES[problem.compute], num_seqs=problem.num_seqs,
-                          seqlen_bits=problem.seqlen_bits, gated=problem.gated, q=q, k=k, v=v, g=g, out=value_rows,
-                          dq=key_rows, dk=key_rows, dv=value_rows, gate_dots=(heads * seq_len, seq_len, 1))
+                          seqlen_bits=problem.seqlen_bits, token_gated=problem.token_gated, q=q, k=k, v=v, g=g,
+                          out=value_rows, dq=key_rows, dk=key_rows, dv=value_rows, gate_dots=(heads * seq_len, seq_len, 1))
 
 
 def compute_dtype(dtype: str, device: str, precision: str) -> str:
@@ -227,7 +228,7 @@ def check_problem(operands: dict, layout: str) -> Problem:
                                 f"culina reads any view whose last axis has stride 1 without a copy, others need "
                                 f"one: pass {name}.contiguous() in PyTorch, np.ascontiguousarray({name})")
         strides.append(rows_strides(element_strides, layout))
-    gated = "g" in operands or "gamma" in operands
+    token_gated = "g" in operands
     if "g" in operands:
         gates = operands["g"]
         if tuple(gates.shape) != q_shape[:3]:
@@ -270,7 +271,7 @@ def check_problem(operands: dict, layout: str) -> Problem:
                                 f"{q_shape})", "concatenate the batch along T (flash-linear-attention's packing)")
         num_seqs, seqlen_bits = offsets.shape[0] - 1, SEQLEN_BITS[offsets.dtype]
     problem = Problem((batch, heads, seq_len, dk, dv), operands["q"].dtype, num_seqs, seqlen_bits, layout,
-                      tuple(strides), gated, operands["q"].dtype)
+                      tuple(strides), token_gated, operands["q"].dtype)
     sequences = problem.states[0]
     if sequences * heads > MAX_GRID:
         what = f"cu_seqlens: N*H={sequences}*{heads}" if num_seqs else f"q: B*H={sequences}*{heads}"

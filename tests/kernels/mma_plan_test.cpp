@@ -26,17 +26,17 @@ MmaKernels kernels_with(int walk_resident) {
   return kernels;
 }
 
-const float kGamma = 0.0f;
+const float kGate = 0.0f;
 const int64_t kOffsets[] = {0, 0};
 
-// A [B, H, T, D] problem with a per-head decay in device memory (gated), or packed sequences.
+// A [B, H, T, D] problem with per-token gates, or packed sequences.
 Problem problem_of(int64_t b, int64_t t, int64_t h, int64_t d, int64_t packed_sequences = 0) {
   Problem problem;
   problem.batch = packed_sequences ? 1 : b;
   problem.heads = h;
   problem.seq_len = t;
   problem.dk = problem.dv = d;
-  problem.gamma = &kGamma;
+  problem.gates.data = &kGate;
   if (packed_sequences) {
     problem.num_seqs = packed_sequences;
     problem.cu_seqlens = kOffsets;

@@ -36,18 +36,18 @@ def rel_err(got, want):
     return ((got - want).norm() / want.norm()).item()
 
 
-def described(dims, dtype: str, num_seqs=0, seqlen_bits=64, gated=False, layout="BHTD"):
+def described(dims, dtype: str, num_seqs=0, seqlen_bits=64, token_gated=False, layout="BHTD"):
     """_api.describe of a problem whose q, k, v and g are C-contiguous in `layout`, as the
     tensors here are."""
-    shaped = _api.Problem(tuple(dims), dtype, num_seqs, seqlen_bits if num_seqs else 0, layout, (), gated, dtype)
+    shaped = _api.Problem(tuple(dims), dtype, num_seqs, seqlen_bits if num_seqs else 0, layout, (), token_gated, dtype)
     gates = _api.rows_strides(_api.compact_strides(shaped.shape(1)[:3]), layout)
     key_rows, value_rows = shaped.output_strides(dims[3]), shaped.output_strides(dims[4])
-    return _api.describe(shaped._replace(strides=(key_rows, key_rows, value_rows, gates if gated else (0, 0, 0))))
+    return _api.describe(shaped._replace(strides=(key_rows, key_rows, value_rows, gates if token_gated else (0, 0, 0))))
 
 
-def workspace_bytes(dims, code, num_seqs=0, gated=False, backward=False):
+def workspace_bytes(dims, code, num_seqs=0, token_gated=False, backward=False):
     query = _C.backward_workspace_bytes if backward else _C.forward_workspace_bytes
-    return query(described(dims, DTYPE_NAMES[code], num_seqs=num_seqs, gated=gated), 0)
+    return query(described(dims, DTYPE_NAMES[code], num_seqs=num_seqs, token_gated=token_gated), 0)
 
 
 def rows_strides(x, layout):
@@ -244,7 +244,7 @@ def test_workspace_follows_the_plan():
     assert workspace_bytes([64, 16, 512, 128, 128], 2) == 0
     assert workspace_bytes([2, 4, 1000, 128, 64], 0, backward=True) == 0
     # Gated, each chunk slot's cumulative gates besides (total_T / 64 + num_seqs slots per head).
-    assert (workspace_bytes([1, 4, 1000, 64, 64], 1, num_seqs=3, gated=True)
+    assert (workspace_bytes([1, 4, 1000, 64, 64], 1, num_seqs=3, token_gated=True)
             > workspace_bytes([1, 4, 1000, 64, 64], 1, num_seqs=3))
     # Packed sequences on the portable kernels, and where pass 1's grid would not hold the
     # segment slots of Hopper's walk (2000 sequences, H64: over 2000 slots a head), take the two
@@ -278,7 +278,7 @@ def test_long_sequences_split_the_state_pass(dtype, heads, mode):
     (Dk = Dv), with the gates and both passes' initial states (dS_T and its transpose)."""
     h, dk, dv = heads
     dims = (1, h, 64 * 40 + 17, dk, dv)
-    assert workspace_bytes(dims, DTYPES[dtype][1], gated=mode != "plain") > 0, "no segment states"
+    assert workspace_bytes(dims, DTYPES[dtype][1], token_gated=mode.startswith("gates")) > 0, "no segment states"
     problem = Problem(dims, dtype, seed=11 + dk, decay=mode == "decay", states=True, gates=mode.startswith("gates"),
                       layout="BTHD" if "BTHD" in mode else "BHTD")
     assert_matches_cpu(problem, dtype)

@@ -113,7 +113,7 @@ __global__ void __launch_bounds__(Shape<EDGE>::kThreads, EDGE == 1 ? 1 : Shape<E
   // 64 rows, its warp's 16 of them.
   const int state_row = d0 + kBlock * group + 16 * warp + lane_row, state_col = v0 + pair;
 
-  const float log2g = p.log2_decay[head];
+  const float log2g = constant_log2_gate(p, head);
   const float w_update = update_weight(p);
 
   const float* initial_state =

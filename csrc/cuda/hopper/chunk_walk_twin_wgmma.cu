@@ -72,7 +72,7 @@ __global__ void __launch_bounds__(walk_threads<D>(), twin_resident(D)) chunk_wal
   const SequenceRows& rows = span.rows;
   const int segment = span.segment, all_chunks = span.all_chunks, first_chunk = span.first_chunk;
   const int chunks = span.chunks;
-  const float log2g = p.log2_decay[span.head];
+  const float log2g = constant_log2_gate(p, span.head);
   const float w_state = state_weight(p), w_update = update_weight(p);
 
   const WalkInputs<S> in(p, rows, 0);

@@ -109,7 +109,7 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), RESIDENT) chunk_walk_co
   const SequenceRows& rows = span.rows;
   const int segment = span.segment, head = span.head, all_chunks = span.all_chunks, first_chunk = span.first_chunk;
   const int chunks = span.chunks;
-  const float log2g = p.log2_decay[head];
+  const float log2g = constant_log2_gate(p, head);
   const float w_state = state_weight(p), w_update = update_weight(p);
 
   const WalkInputs<S> in(p, rows, v0);
@@ -302,7 +302,7 @@ __global__ void __launch_bounds__(2 * kGroupThreads, kRowSplitResident) chunk_wa
   const SequenceRows& rows = span.rows;
   const int segment = span.segment, head = span.head, all_chunks = span.all_chunks, first_chunk = span.first_chunk;
   const int chunks = span.chunks;
-  const float log2g = p.log2_decay[head];
+  const float log2g = constant_log2_gate(p, head);
   const float w_state = state_weight(p), w_update = update_weight(p);
 
   const WalkInputs<S> in(p, rows, v0);
