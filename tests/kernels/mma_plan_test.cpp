@@ -152,6 +152,27 @@ TEST(MmaPlan, HandedEnteringStatesCostNoStatePass) {
   EXPECT_EQ(packed_ready->segment_states_bytes, packed_joined->segment_states_bytes);
 }
 
+TEST(MmaPlan, AGammaAloneIsAConstantGate) {
+  // A per-head gamma in device memory without per-token gates is one constant per head, as a
+  // host decay is: no chunk gates, no segment gates, the workspace of an ungated problem; with
+  // per-token gates both (B2 T16384 H16 D128: 32 walk blocks, four segments).
+  static const float gamma = 0.0f;
+  Problem gamma_only = problem_of(2, 16384, 16, 128), ungated = gamma_only;
+  gamma_only.gates.data = ungated.gates.data = nullptr;
+  gamma_only.gamma = &gamma;
+  const Problem token_gated = problem_of(2, 16384, 16, 128);
+  const auto constant = plan_for(gamma_only, kernels_with(1)), plain = plan_for(ungated, kernels_with(1)),
+             gated = plan_for(token_gated, kernels_with(1));
+  ASSERT_TRUE(constant && plain && gated);
+  EXPECT_EQ(gated->segments, 4);
+  EXPECT_EQ(constant->segments, gated->segments);
+  EXPECT_EQ(constant->workspace, plain->workspace);
+  EXPECT_EQ(constant->chunk_gates_at, 0u);
+  EXPECT_EQ(constant->segment_gates_at, 0u);
+  EXPECT_GT(gated->segment_gates_at, gated->chunk_gates_at);
+  EXPECT_GT(gated->workspace, constant->workspace);
+}
+
 TEST(MmaPlan, PackedSequencesWalkInSegmentSlots) {
   // 8 sequences, T 16384, H16 D128: 16 heads' 256 chunks spread over 132 block slots (one walk
   // block to a multiprocessor) are 32 chunk steps each, so segments take 16. Sequence n's slots
