@@ -111,7 +111,14 @@ def draw_bars(ax, names, series: dict, ylabel: str, title: str):
     ax.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.legend()
+
+
+def legend_above(fig, ax, columns: int):
+    """One legend for a figure's panels (draw_bars' series in `ax`), under its title, and the
+    layout around it: inside a panel it covered the tallest bars."""
+    fig.legend(*ax.get_legend_handles_labels(), loc="upper center", ncol=columns, fontsize=9,
+               bbox_to_anchor=(0.5, 0.94), frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, 0.9))
 
 
 def plot(results, labels, out: Path):
@@ -134,7 +141,7 @@ def plot(results, labels, out: Path):
                   for label, group in runs.items()}
         draw_bars(ax, names, series, "GPU busy time, ms (lower is better)", title)
     fig.suptitle("culina.chunk_simple_gla, bf16: the GPU's busy time per call")
-    fig.tight_layout()
+    legend_above(fig, axes[0], len(runs))
     fig.savefig(out, dpi=120)
 
 

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kernel_breakdown import busy_ms, draw_bars  # noqa: E402
+from kernel_breakdown import busy_ms, draw_bars, legend_above  # noqa: E402
 from simple_gla_bench import bench  # noqa: E402
 
 # (name, T, H, D, sequences, equal lengths)
@@ -77,7 +77,7 @@ def plot(results, labels, out: Path):
         series = {label: [result[n][key] for n in names] for result, label in zip(results, labels)}
         draw_bars(ax, names, series, "ms (lower is better)", title)
     fig.suptitle("culina, packed sequences (bf16, per-token gates)")
-    fig.tight_layout()
+    legend_above(fig, axes[0], len(labels))
     fig.savefig(out, dpi=120)
 
 
