@@ -58,9 +58,10 @@ def rows_strides(x, layout):
 
 class Problem:
     """Inputs of one problem on the CPU, in either layout; `run` runs forward and backward on a
-    device. gates: per-token gates g and a per-head log decay gamma, besides any decay."""
+    device. gates: per-token gates g and a per-head log decay gamma, besides any decay; gamma:
+    the per-head log decay alone (the kernels' constant gate, read from device memory)."""
 
-    def __init__(self, dims, dtype, seed, decay, states, lengths=None, gates=False, layout="BHTD"):
+    def __init__(self, dims, dtype, seed, decay, states, lengths=None, gates=False, layout="BHTD", gamma=False):
         b, h, t, dk, dv = dims
         torch_dtype, self.code = DTYPES[dtype]
         gen = torch.Generator().manual_seed(seed)
@@ -77,6 +78,7 @@ class Problem:
         self.g = self.gamma = None
         if gates:
             self.g = in_layout(torch.nn.functional.logsigmoid(torch.randn(b, h, t, generator=gen) + 3))
+        if gates or gamma:
             self.gamma = -0.05 * torch.rand(h, generator=gen)
         self.scale = dk ** -0.5
         self.cu_seqlens = None
@@ -270,7 +272,7 @@ def test_workspace_follows_the_plan():
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("heads", [(1, 64, 64), (1, 128, 128), (2, 64, 256)], ids=lambda s: "x".join(map(str, s)))
-@pytest.mark.parametrize("mode", ["plain", "decay", "gates BTHD"])
+@pytest.mark.parametrize("mode", ["plain", "decay", "gamma", "gates BTHD"])
 def test_long_sequences_split_the_state_pass(dtype, heads, mode):
     """Few (sequence, head) pairs and many chunks: the sequence runs in segments side by side,
     and the single pass's look-back between them must join their seams as one walk would. The
@@ -280,11 +282,11 @@ def test_long_sequences_split_the_state_pass(dtype, heads, mode):
     dims = (1, h, 64 * 40 + 17, dk, dv)
     assert workspace_bytes(dims, DTYPES[dtype][1], token_gated=mode.startswith("gates")) > 0, "no segment states"
     problem = Problem(dims, dtype, seed=11 + dk, decay=mode == "decay", states=True, gates=mode.startswith("gates"),
-                      layout="BTHD" if "BTHD" in mode else "BHTD")
+                      layout="BTHD" if "BTHD" in mode else "BHTD", gamma=mode == "gamma")
     assert_matches_cpu(problem, dtype)
 
 
-@pytest.mark.parametrize("mode", ["plain", "decay", "gates BTHD"])
+@pytest.mark.parametrize("mode", ["plain", "decay", "gamma", "gates BTHD"])
 def test_segments_cut_into_runs_join_as_one_walk(mode):
     """Where pass 1's blocks would leave most multiprocessors idle, it cuts each segment into runs
     (common/mma_plan.cpp: state_pieces) and the walks join the runs' end states: 40 chunks of two
@@ -297,5 +299,5 @@ def test_segments_cut_into_runs_join_as_one_walk(mode):
     runs = workspace_bytes(dims, 2) // (2 * 64 * 64 * 4)
     assert runs == 10, f"pass 1 runs {runs} per pair, not two per segment"
     problem = Problem(dims, "bfloat16", seed=5, decay=mode == "decay", states=True, gates=gated,
-                      layout="BTHD" if "BTHD" in mode else "BHTD")
+                      layout="BTHD" if "BTHD" in mode else "BHTD", gamma=mode == "gamma")
     assert_matches_cpu(problem, "bfloat16")

@@ -11,7 +11,7 @@
 // block barrier makes them whole before the products. Per chunk and warpgroup, in groups of
 // wgmma: S = K Q^T, O = K H_c and S' = V dO^T (over all of dv) together; O += P dO while S'
 // turns into P'; O' = V H_c^T while dv goes out; then O' += P' Q and the state's update.
-// With gate dots (per-token gates) dk's rows are dotted with k's (add_gate_dots), from partner
+// With gate dots (gates or a gamma that train) dk's rows are dotted with k's (add_gate_dots), from partner
 // rows of their own, as the output staging rows serve dv first.
 #include "cuda/hopper/hopper_kernels.h"
 #include "cuda/hopper/walk_tiles.cuh"
