@@ -35,8 +35,8 @@ __device__ __forceinline__ uint4 pack8(const float* src, float factor) {
 // Eight 16-bit values in a 16-byte word, each times `factor`, rounded once to T. bfloat16 (sm_80+):
 // two packed multiply-adds per pair, the factor split into a bfloat16 head and tail (their sum
 // is the factor to about 2^-17 of it), 8 instructions a word where unpacking to float32,
-// multiplying and packing again took 20 (the walks scale 32 words a thread per chunk). float16
-// keeps float32: its narrow exponent would round a small factor's head to a few bits.
+// multiplying and packing again took 20 (a Hopper walk's thread scales 4 words per chunk).
+// float16 keeps float32: its narrow exponent would round a small factor's head to a few bits.
 template <typename T>
 __device__ __forceinline__ uint4 scale8(uint4 word, float factor) {
 #if __CUDA_ARCH__ >= 800

@@ -99,8 +99,6 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), RESIDENT) chunk_walk_co
   unsigned char* smem = wgmma::swizzle_aligned(smem_unaligned);
   float* s_powers = reinterpret_cast<float*>(smem + L::powers);
 
-  // The warpgroup from lane 0's thread index (warp_uniform_group): the tiles it owns then have
-  // descriptors in uniform registers.
   const int tid = threadIdx.x, warp = tid / 32, group = warp_uniform_group(tid), group_warp = warp % 4;
   const LaneRoles lane(tid % 32);
   const int dk = p.dk, dv = p.dv, v0 = blockIdx.x * SLICE, col0 = v0 + group * kGroupCols;
