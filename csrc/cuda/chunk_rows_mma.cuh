@@ -260,24 +260,17 @@ __device__ __forceinline__ void store_rows(const float (&o)[COLS / 8][4], T* sta
     *reinterpret_cast<uint32_t*>(stage + (lane.group + 8) * kLd + c * 8 + lane.pair) = pack2<T>(o[c][2], o[c][3]);
   }
   __syncwarp();
+  // A lane's words are one column word of every (32 / kVectors)th row: one pointer steps through
+  // them (from the row index, each address cost a 64-bit multiply: 16 instructions).
   constexpr int kVectors = COLS / 8;  // 16-byte words per row
-  if constexpr (32 % kVectors == 0) {
-    // A lane's words are one column word of every (32 / kVectors)th row: one pointer steps
-    // through them (from the row index, each address cost a 64-bit multiply: 16 instructions).
-    constexpr int kRowStep = 32 / kVectors;
-    const int row0 = lane_index / kVectors, c8 = (lane_index % kVectors) * 8;
-    S* to = out + row_stride * row0 + c8;
+  static_assert(32 % kVectors == 0, "a lane's words share one column word");
+  constexpr int kRowStep = 32 / kVectors;
+  const int row0 = lane_index / kVectors, c8 = (lane_index % kVectors) * 8;
+  S* to = out + row_stride * row0 + c8;
 #pragma unroll
-    for (int x = 0; x < kTile / kRowStep; ++x, to += kRowStep * row_stride) {
-      const int row = row0 + kRowStep * x;
-      if (row < valid && c8 < cols) store_word(to, stage + row * kLd + c8);
-    }
-  } else {
-#pragma unroll
-    for (int x = 0; x < kTile * kVectors / 32; ++x) {
-      const int e = lane_index + 32 * x, row = e / kVectors, c8 = (e % kVectors) * 8;
-      if (row < valid && c8 < cols) store_word(out + row_stride * row + c8, stage + row * kLd + c8);
-    }
+  for (int x = 0; x < kTile / kRowStep; ++x, to += kRowStep * row_stride) {
+    const int row = row0 + kRowStep * x;
+    if (row < valid && c8 < cols) store_word(to, stage + row * kLd + c8);
   }
 }
 
