@@ -99,7 +99,7 @@ __global__ void __launch_bounds__(threads<SLICE>()) chunk_output_kernel(KernelPa
   // constant gate comes here: plan_mma gives gated two-pass problems one segment.
   const int segment = chunk / p.segment_chunks;
   if (p.segments > 1 && segment > 0) {
-    const float decay = exp2f(float((chunk - segment * p.segment_chunks) * kChunk) * log2g);
+    const float decay = exp2f(constant_gate_exponent(float((chunk - segment * p.segment_chunks) * kChunk), log2g));
     const float* entering = p.segment_states + (rows.state_index * p.segments + segment) * state_size + v0;
     for (int e = tid; e < p.dk_padded * SLICE / 2; e += kThreads) {
       const int d = e / (SLICE / 2), c = (e % (SLICE / 2)) * 2;

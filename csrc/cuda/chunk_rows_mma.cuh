@@ -102,7 +102,7 @@ __device__ __forceinline__ void stage_output_gates(float* s_gates, const KernelP
     if (tid < kGateSlot / 4)
       copy16_async(s_gates + 4 * tid, p.chunk_gates + (rows.chunk_base + chunk) * kGateSlot + 4 * tid, true);
   } else if (tid <= kChunk) {
-    s_gates[tid] = exp2f(float(tid) * log2g);
+    s_gates[tid] = exp2f(constant_gate_exponent(float(tid), log2g));
   }
 }
 

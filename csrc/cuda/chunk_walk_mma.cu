@@ -151,7 +151,7 @@ __global__ void __launch_bounds__(threads<SLICE>(), 1) chunk_walk_kernel(KernelP
   wait_for_previous_grid();
 #pragma unroll
   for (int c = 0; c < L::slots - 1; ++c) issue_gates(c);
-  if (!GATED && tid <= kChunk) s_powers[tid] = exp2f(float(tid) * log2g);
+  if (!GATED && tid <= kChunk) s_powers[tid] = exp2f(constant_gate_exponent(float(tid), log2g));
 
   float acc[kStateTiles][kColTiles][4];
   if (segment == 0) {

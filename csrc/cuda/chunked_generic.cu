@@ -32,6 +32,10 @@ __global__ void __launch_bounds__(kThreads) chunked_generic_kernel(KernelParams 
   const SequenceRows rows = sequence_rows(p, blockIdx.z, blockIdx.y);
   const int t_len = rows.length;
   const float w_state = state_weight(p), w_update = update_weight(p);
+  // A constant gate's c_i are counts of rows, scaled by its log2 where they are used: a gate of
+  // 0 (log2 -inf) keeps g^0 = 1 (constant_gate_exponent). Per-token gates' c_i are their sums.
+  const float log2_unit = p.gates ? 1.0f : constant_log2_gate(p, rows.head);
+  const auto power = [log2_unit](float c) { return exp2f(constant_gate_exponent(c, log2_unit)); };
   const T* q = static_cast<const T*>(p.q);
   const T* k = static_cast<const T*>(p.k);
   const T* v = static_cast<const T*>(p.v);
@@ -56,7 +60,7 @@ __global__ void __launch_bounds__(kThreads) chunked_generic_kernel(KernelParams 
     if (tid <= kChunk) {
       const int summed = tid == kChunk ? n : min(p.adjoint ? tid : tid + 1, n);
       float sum = 0.0f;
-      for (int m = 0; m < summed; ++m) sum += log2_gate(p, rows, t0 + m);
+      for (int m = 0; m < summed; ++m) sum += p.gates ? log2_gate(p, rows, t0 + m) : 1.0f;
       s_gates[tid] = sum;
     }
     __syncthreads();
@@ -67,7 +71,7 @@ __global__ void __launch_bounds__(kThreads) chunked_generic_kernel(KernelParams 
       float dot = 0.0f;
       if (j <= i) {
         for (int d = 0; d < dk; ++d) dot += s_q[i * dk + d] * s_k[j * dk + d];
-        dot *= p.scale * exp2f(s_gates[i] - s_gates[j]);
+        dot *= p.scale * power(s_gates[i] - s_gates[j]);
       }
       s_a[tid] = dot;
     }
@@ -79,7 +83,7 @@ __global__ void __launch_bounds__(kThreads) chunked_generic_kernel(KernelParams 
       float intra = 0.0f, inter = 0.0f;
       for (int j = 0; j <= row; ++j) intra += s_a[row * kChunk + j] * s_v[j * kSliceV + col];
       for (int d = 0; d < dk; ++d) inter += s_q[row * dk + d] * s_state[d * kSliceV + col];
-      const float o = intra + w_state * exp2f(s_gates[row]) * inter;
+      const float o = intra + w_state * power(s_gates[row]) * inter;
       out[rows.at(p.out_at, t0 + row) + v0 + col] = from_float<T>(o);
       if (p.gate_dots) dot = o * to_float(static_cast<const T*>(p.partner)[rows.at(p.partner_at, t0 + row) + v0 + col]);
     }
@@ -91,11 +95,11 @@ __global__ void __launch_bounds__(kThreads) chunked_generic_kernel(KernelParams 
 
     // S = 2^L S + u sum_j 2^(L - c_j) k_j^T v_j
     const float total = s_gates[kChunk];
-    const float chunk_decay = exp2f(total);
+    const float chunk_decay = power(total);
     for (int e = tid; e < dk * kSliceV; e += kThreads) {
       const int d = e / kSliceV, c = e % kSliceV;
       float update = 0.0f;
-      for (int j = 0; j < n; ++j) update += exp2f(total - s_gates[j]) * s_k[j * dk + d] * s_v[j * kSliceV + c];
+      for (int j = 0; j < n; ++j) update += power(total - s_gates[j]) * s_k[j * dk + d] * s_v[j * kSliceV + c];
       s_state[e] = chunk_decay * s_state[e] + w_update * update;
     }
     __syncthreads();

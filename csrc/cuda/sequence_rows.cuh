@@ -140,6 +140,12 @@ __device__ __forceinline__ float constant_log2_gate(const KernelParams& p, int h
   return p.gamma ? p.log2_decay[head] + kLog2e * p.gamma[head] : p.log2_decay[head];
 }
 
+// The log2 of g^count for a constant gate g = 2^log2g. g^0 is 1 also for a gate of 0 (a decay
+// tensor's zero, a g_gamma of -inf), whose log2 is -inf: 0 * -inf would be NaN.
+__device__ __forceinline__ float constant_gate_exponent(float count, float log2g) {
+  return count == 0.0f ? 0.0f : count * log2g;
+}
+
 // The log2 forget gate of pass row t: the head's constant part, plus the token's gate where given.
 __device__ __forceinline__ float log2_gate(const KernelParams& p, const SequenceRows& rows, int64_t t) {
   const float constant = constant_log2_gate(p, rows.head);

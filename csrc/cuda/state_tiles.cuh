@@ -103,7 +103,7 @@ __device__ __forceinline__ float run_decay(const KernelParams& p, const Sequence
                                            bool gated, float log2g) {
   const int run_rows = run_chunks(p) * kStateChunk;
   return gated ? exp2f(p.segment_gates[first + r])
-               : exp2f(float(min(rows.length - r * run_rows, run_rows)) * log2g);
+               : exp2f(constant_gate_exponent(float(min(rows.length - r * run_rows, run_rows)), log2g));
 }
 
 }  // namespace culina::gpu

@@ -98,7 +98,7 @@ __global__ void __launch_bounds__(walk_threads<D>(), twin_resident(D)) chunk_wal
   issue_rows(0);
   wait_for_previous_grid();
   issue_gates(0);
-  if (!GATED && tid <= kChunk) s_powers[tid] = exp2f(float(tid) * log2g);
+  if (!GATED && tid <= kChunk) s_powers[tid] = exp2f(constant_gate_exponent(float(tid), log2g));
 
   const int state_row = 16 * group_warp + lane.group, state_col = col0 + lane.pair;
   float acc[kBlocks][8][4];

@@ -134,7 +134,7 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), RESIDENT) chunk_walk_co
   wait_for_previous_grid();
 #pragma unroll
   for (int c = 0; c < kSlots - 1; ++c) issue_gates(c);
-  if (!GATED && tid <= kChunk) s_powers[tid] = exp2f(float(tid) * log2g);
+  if (!GATED && tid <= kChunk) s_powers[tid] = exp2f(constant_gate_exponent(float(tid), log2g));
 
   // This lane's state elements: rows 64 t + state_row (+ 8), columns state_col + 8 c (+ 1).
   const int state_row = 16 * group_warp + lane.group, state_col = col0 + lane.pair;
@@ -345,7 +345,7 @@ __global__ void __launch_bounds__(2 * kGroupThreads, kRowSplitResident) chunk_wa
 #pragma unroll
     for (int c = 0; c < kRowSplitSlots - 1; ++c) issue_gates(c);
   }
-  if (!GATED && tid <= kChunk) s_powers[tid] = exp2f(float(tid) * log2g);
+  if (!GATED && tid <= kChunk) s_powers[tid] = exp2f(constant_gate_exponent(float(tid), log2g));
 
   // This lane's state elements: rows first_state_row + 64 t (+ 8), columns state_col + 8 c (+ 1).
   const int first_state_row = 64 * kGroupTiles * group + 16 * group_warp + lane.group, state_col = v0 + lane.pair;
