@@ -66,7 +66,10 @@ struct ColumnSplitLayout {
                         wgmma::kSwizzleAtomBytes;
   static constexpr size_t h = SLOTS * slot_bytes;                           // kGroups x [DK][64] 16-bit
   static constexpr size_t scaled_v = h + size_t(kGroups) * DK * wgmma::kLineBytes;  // kGroups blocks
-  static constexpr size_t stage = scaled_v + size_t(kGroups) * kBlockBytes;
+  // Two warpgroups share the chunk's scores: each computes P for half the keys into one tile.
+  static constexpr bool kSharedScores = kGroups == 2;
+  static constexpr size_t scores = scaled_v + size_t(kGroups) * kBlockBytes;
+  static constexpr size_t stage = scores + (kSharedScores ? kBlockBytes : 0);
   static constexpr size_t apart_gates = stage + size_t(walk_threads<SLICE>() / 32) * staging_bytes<kGroupCols>();
   static constexpr size_t powers = apart_gates + (kGatesApart ? size_t(SLOTS) * kGateSlot * 4 : 0);
   static constexpr size_t used = powers + (kChunk + 1) * 4;
@@ -77,7 +80,8 @@ struct ColumnSplitLayout {
   }
   // wgmma's swizzled tiles start on 1024 bytes, asynchronous copies land on 16.
   static_assert(slot_bytes % wgmma::kSwizzleAtomBytes == 0 && h % wgmma::kSwizzleAtomBytes == 0 &&
-                    scaled_v % wgmma::kSwizzleAtomBytes == 0 && gates(0) % 16 == 0 && gates(1) % 16 == 0,
+                    scaled_v % wgmma::kSwizzleAtomBytes == 0 && scores % wgmma::kSwizzleAtomBytes == 0 &&
+                    gates(0) % 16 == 0 && gates(1) % 16 == 0,
                 "aligned tiles and gates");
 };
 
@@ -148,6 +152,11 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), RESIDENT) chunk_walk_co
   // store_matrices' matrices: rows +0..7 and +8..15 of the warp's 16, words x and x + 1.
   const int h_row = 16 * group_warp + lane.r + 8 * (lane.m % 2), x_step = lane.m / 2;
   const uint64_t h_tile = wgmma::tile_descriptor(s_h), scaled_v_tile = wgmma::tile_descriptor(s_scaled_v);
+  unsigned char* s_scores = smem + L::scores;
+  const uint64_t scores_tile = wgmma::tile_descriptor(s_scores);
+  const int key0 = group * 32;  // the first of the keys whose scores this warpgroup computes, where they share them
+  // The scores' accumulators: all 64 keys', or the warpgroup's 32 where the two share them.
+  constexpr int kScoreTiles = L::kSharedScores ? 4 : 8;
 
   // One chunk's step, c within the segment.
   const auto walk_chunk = [&](int c) {
@@ -178,11 +187,14 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), RESIDENT) chunk_walk_co
     wgmma::sync_warpgroup(group);  // H_c and V' are the warpgroup's
 
     // S = Q K^T and O = Q H_c (issue_scores, issue_state_output).
-    float s[8][4], o[8][4];
+    float s[kScoreTiles][4], o[8][4];
 #pragma unroll
     for (int x = 0; x < 8; ++x)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) s[x][e] = o[x][e] = 0.0f;
+      for (int e = 0; e < 4; ++e) {
+        o[x][e] = 0.0f;
+        if (x < kScoreTiles) s[x][e] = 0.0f;
+      }
     // Two groups: the scores are turned into P while Q H_c runs. Descriptors are stepped from
     // the tiles' first (a register each) rather than formed from addresses.
     const uint64_t q_tile = wgmma::tile_descriptor(here + L::q), k_tile = wgmma::tile_descriptor(here + L::k);
@@ -191,7 +203,8 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), RESIDENT) chunk_walk_co
     wgmma::pin(s);
     wgmma::pin(o);
     wgmma::fence();
-    issue_scores<T, DK>(s, q_tile, k_tile);
+    if constexpr (L::kSharedScores) issue_half_scores<T, DK>(s, q_tile, k_tile, key0);
+    else issue_scores<T, DK>(s, q_tile, k_tile);
     issue_state_output<T, DK>(o, q_tile, h_tile);
     if constexpr (kCopiesWhileMultiplying) {
       issue_rows(c + kSlots - 1);
@@ -200,26 +213,34 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), RESIDENT) chunk_walk_co
     wgmma::wait<1>();
     wgmma::pin(s);
 
-    // P (causal_tile: zero above the diagonal) as A fragments; O's rows times w 2^(c_i).
+    // P (causal_tile: zero above the diagonal) as A fragments, or the warpgroup's half of the
+    // keys into the P tile; O's rows times w 2^(c_i).
     const int i_top = 16 * group_warp + lane.group;
     const float2 exponents = causal_rows(gates, i_top);
     uint32_t pa[4][4];
-    causal_fragments<T>(pa, s, group_warp, p.scale, exponents, gates, lane);
+    if constexpr (L::kSharedScores) {
+      store_causal_half<T>(s_scores, s, key0, group_warp, p.scale, exponents, gates, lane, h_row, x_step);
+      wgmma::fence_for_async_reads();
+    } else {
+      causal_fragments<T>(pa, s, group_warp, p.scale, exponents, gates, lane);
+    }
     const float decay_top = w_state * gates.at(i_top), decay_bottom = w_state * gates.at(i_top + 8);
     wgmma::wait<0>();
     wgmma::pin(o);
     scale_rows(o, decay_top, decay_bottom);
     scale_state(acc, gates.total());
+    if constexpr (L::kSharedScores) __syncthreads();  // both halves of P are in its tile
 
     // O += P V, then H = 2^L H + K^T V': O goes out while H updates. P's registers, O's and H's
     // are pinned before the fence: computed after it, ptxas inserts a warpgroup sync of its own
     // before each wgmma that reads them (C7519).
-    pin_fragments(pa);
+    if constexpr (!L::kSharedScores) pin_fragments(pa);
     wgmma::pin(o);
 #pragma unroll
     for (int t = 0; t < kDkBlocks; ++t) wgmma::pin(acc[t]);
     wgmma::fence();
-    issue_times_fragments<T>(o, pa, wgmma::tile_descriptor(v_block));
+    if constexpr (L::kSharedScores) issue_times_tile<T>(o, scores_tile, wgmma::tile_descriptor(v_block));
+    else issue_times_fragments<T>(o, pa, wgmma::tile_descriptor(v_block));
     issue_state_update<T>(acc, k_tile, scaled_v_tile);
     wgmma::wait<1>();
     wgmma::pin(o);
@@ -455,11 +476,7 @@ __global__ void __launch_bounds__(2 * kGroupThreads, kRowSplitResident) chunk_wa
       wgmma::take_over();
       wgmma::pin(d);
       wgmma::fence();
-#pragma unroll
-      for (int kk = 0; kk < kChunk / 16; ++kk)
-        wgmma::mma_64x64x16<T, 0, 1>(d, wgmma::advanced(scores_tile, kk * 32),
-                                     wgmma::advanced(v_tile, kk * 16 * wgmma::kLineBytes));
-      wgmma::commit();
+      issue_times_tile<T>(d, scores_tile, v_tile);
       wgmma::wait<0>();
       wgmma::pin(d);
       if constexpr (DOTS) {

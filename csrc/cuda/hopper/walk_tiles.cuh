@@ -183,6 +183,19 @@ __device__ __forceinline__ void issue_scores(float (&s)[8][4], uint64_t a_tile, 
   wgmma::commit();
 }
 
+// The scores of the 32 keys from key0 (0 or 32) alone, issue_scores' other half left to the
+// block's other warpgroup: d[c] holds keys key0 + 8 c ...
+template <typename T, int DK>
+__device__ __forceinline__ void issue_half_scores(float (&s)[4][4], uint64_t a_tile, uint64_t b_tile, int key0) {
+  const uint64_t keys = wgmma::advanced(b_tile, key0 * wgmma::kLineBytes);
+#pragma unroll
+  for (int kk = 0; kk < DK / 16; ++kk) {
+    const int within = (kk / 4) * kBlockBytes + (kk % 4) * 32;
+    wgmma::mma_64x32x16<T>(s, wgmma::advanced(a_tile, within), wgmma::advanced(keys, within));
+  }
+  wgmma::commit();
+}
+
 template <typename T, int DK>
 __device__ __forceinline__ void issue_state_output(float (&o)[8][4], uint64_t a_tile, uint64_t h_tile) {
 #pragma unroll
@@ -204,6 +217,23 @@ __device__ __forceinline__ void causal_fragments(uint32_t (&pa)[4][4], const flo
                    lane);
 }
 
+// P for the 32 keys from key0 (causal_tile) from a warp's issue_half_scores accumulators into
+// the chunk's P tile (64 x 64 16-bit, K-major: the A operand of issue_times_tile), where the
+// other warpgroup stores the other keys. store_matrices' matrices: rows p_row, words x + x_step.
+template <typename T, bool GATED>
+__device__ __forceinline__ void store_causal_half(unsigned char* s_p, const float (&s)[4][4], int key0, int group_warp,
+                                                  float scale, float2 exponents, const GatePowers<GATED>& gates,
+                                                  const LaneRoles& lane, int p_row, int x_step) {
+  uint32_t pa[4][2];
+#pragma unroll
+  for (int x = 0; x < 4; ++x)
+    causal_tile<T>(pa[x][0], pa[x][1], s[x], key0 / 8 + x, group_warp, scale, exponents, gates, lane);
+#pragma unroll
+  for (int x = 0; x < 4; x += 2)
+    wgmma::store_matrices(s_p + wgmma::swizzled_offset(p_row, key0 / 8 + x + x_step), pa[x][0], pa[x][1],
+                          pa[x + 1][0], pa[x + 1][1]);
+}
+
 // Keeps the compiler from moving the fragments' computation past the fence ahead of the wgmma
 // that reads them: computed after it, ptxas inserts a warpgroup sync of its own before each
 // such wgmma (C7519).
@@ -222,6 +252,16 @@ __device__ __forceinline__ void issue_times_fragments(float (&o)[8][4], const ui
 #pragma unroll
   for (int kk = 0; kk < kChunk / 16; ++kk)
     wgmma::mma_64x64x16<T, 1>(o, pa[kk], wgmma::advanced(b_tile, at + kk * 16 * wgmma::kLineBytes));
+  wgmma::commit();
+}
+
+// O += P B over the chunk's 64 keys in steps of 16, P a K-major tile in shared memory, B as
+// issue_times_fragments', committed as one group.
+template <typename T>
+__device__ __forceinline__ void issue_times_tile(float (&o)[8][4], uint64_t p_tile, uint64_t b_tile) {
+#pragma unroll
+  for (int kk = 0; kk < kChunk / 16; ++kk)
+    wgmma::mma_64x64x16<T, 0, 1>(o, wgmma::advanced(p_tile, kk * 32), wgmma::advanced(b_tile, kk * 16 * wgmma::kLineBytes));
   wgmma::commit();
 }
 

@@ -147,8 +147,31 @@ __device__ __forceinline__ void mma_64x64x16(float (&d)[8][4], const uint32_t (&
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(TRANS_B));
 }
 
+#define CULINA_WGMMA_D16 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
+#define CULINA_WGMMA_OUT16(d)                                                                          \
+  "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]),           \
+      "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),       \
+      "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3])
+
+// d += A B for A 64 x 16 and B 16 x 32, both K-major tiles in shared memory: mma_64x64x16's for
+// 32 columns (d[c] the m16n8 tile of columns 8 c ..).
+template <typename T>
+__device__ __forceinline__ void mma_64x32x16(float (&d)[4][4], uint64_t a, uint64_t b) {
+  static_assert(std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>, "16-bit operands");
+  if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    asm volatile("wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 " CULINA_WGMMA_D16 ", %16, %17, 1, 1, 1, 0, 0;\n"
+                 : CULINA_WGMMA_OUT16(d)
+                 : "l"(a), "l"(b));
+  else
+    asm volatile("wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 " CULINA_WGMMA_D16 ", %16, %17, 1, 1, 1, 0, 0;\n"
+                 : CULINA_WGMMA_OUT16(d)
+                 : "l"(a), "l"(b));
+}
+
 #undef CULINA_WGMMA_D32
 #undef CULINA_WGMMA_OUT32
+#undef CULINA_WGMMA_D16
+#undef CULINA_WGMMA_OUT16
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
