@@ -40,7 +40,12 @@ struct TwinLayout {
                                        wgmma::kSwizzleAtomBytes * wgmma::kSwizzleAtomBytes;
   static constexpr size_t h = kTwinSlots * slot_bytes;                       // kGroups x [D][64] 16-bit
   static constexpr size_t scaled_v = h + size_t(kGroups) * D * wgmma::kLineBytes;  // kGroups blocks
-  static constexpr size_t stage = scaled_v + size_t(kGroups) * kBlockBytes;
+  // Two warpgroups share the dv pass's scores, each P for half the keys into one tile (as the
+  // column split does; the dk pass's scores stay each warpgroup's own: a second tile passes the
+  // 227 KB with gate dots).
+  static constexpr bool kSharedScores = kGroups == 2;
+  static constexpr size_t scores = scaled_v + size_t(kGroups) * kBlockBytes;
+  static constexpr size_t stage = scores + (kSharedScores ? kBlockBytes : 0);
   static constexpr size_t partner = stage + size_t(walk_threads<D>() / 32) * staging_bytes<kGroupCols>();
   static constexpr size_t powers = partner + (DOTS ? partner - stage : 0);
   static constexpr size_t used = powers + (kChunk + 1) * 4;
@@ -113,6 +118,10 @@ __global__ void __launch_bounds__(walk_threads<D>(), twin_resident(D)) chunk_wal
   const int h_row = 16 * group_warp + lane.r + 8 * (lane.m % 2), x_step = lane.m / 2;
   const uint64_t h_all_tile = wgmma::tile_descriptor(s_h_all), h_tile = wgmma::tile_descriptor(s_h);
   const uint64_t scaled_v_tile = wgmma::tile_descriptor(s_scaled_v);
+  unsigned char* s_scores = smem + L::scores;
+  const uint64_t scores_tile = wgmma::tile_descriptor(s_scores);
+  const int key0 = group * 32;  // the first of the keys whose scores this warpgroup computes, where they share them
+  constexpr int kScoreTiles = L::kSharedScores ? 4 : 8;
 
   for (int c = 0; c < chunks; ++c) {
     wait_async_copies<kTwinSlots - 2>();
@@ -138,16 +147,20 @@ __global__ void __launch_bounds__(walk_threads<D>(), twin_resident(D)) chunk_wal
     // Group 1: S = K Q^T; 2: O = K H_c; 3: S' = V dO^T, over D features in steps of 16.
     const uint64_t q_tile = wgmma::tile_descriptor(here + L::q), k_tile = wgmma::tile_descriptor(here + L::k);
     const uint64_t v_tile = wgmma::tile_descriptor(here + L::v), twin_q_tile = wgmma::tile_descriptor(here + L::twin_q);
-    float s[8][4], o[8][4], s_twin[8][4];
+    float s[kScoreTiles][4], o[8][4], s_twin[8][4];
 #pragma unroll
     for (int x = 0; x < 8; ++x)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) s[x][e] = o[x][e] = s_twin[x][e] = 0.0f;
+      for (int e = 0; e < 4; ++e) {
+        o[x][e] = s_twin[x][e] = 0.0f;
+        if (x < kScoreTiles) s[x][e] = 0.0f;
+      }
     wgmma::pin(s);
     wgmma::pin(o);
     wgmma::pin(s_twin);
     wgmma::fence();
-    issue_scores<T, D>(s, q_tile, k_tile);
+    if constexpr (L::kSharedScores) issue_half_scores<T, D>(s, q_tile, k_tile, key0);
+    else issue_scores<T, D>(s, q_tile, k_tile);
     issue_state_output<T, D>(o, q_tile, h_tile);
     issue_scores<T, D>(s_twin, twin_q_tile, v_tile);
     if constexpr (kCopiesWhileMultiplying) {
@@ -160,19 +173,26 @@ __global__ void __launch_bounds__(walk_threads<D>(), twin_resident(D)) chunk_wal
     const int i_top = 16 * group_warp + lane.group;
     const float2 exponents = causal_rows(gates, i_top);
     uint32_t pa[4][4];
-    causal_fragments<T>(pa, s, group_warp, p.scale, exponents, gates, lane);
+    if constexpr (L::kSharedScores) {
+      store_causal_half<T>(s_scores, s, key0, group_warp, p.scale, exponents, gates, lane, h_row, x_step);
+      wgmma::fence_for_async_reads();
+    } else {
+      causal_fragments<T>(pa, s, group_warp, p.scale, exponents, gates, lane);
+    }
     const float decay_top = w_state * gates.at(i_top), decay_bottom = w_state * gates.at(i_top + 8);
     wgmma::wait<1>();
     wgmma::pin(o);
     scale_rows(o, decay_top, decay_bottom);
+    if constexpr (L::kSharedScores) __syncthreads();  // both halves of P are in its tile
 
     // Group 4: O += P dO (this warpgroup's columns), while S' turns into P'; then group 5:
     // O' = V H_c^T, this warpgroup's dk columns (H_c's rows) summed over every warpgroup's dv
     // columns, while dv goes out.
-    pin_fragments(pa);
+    if constexpr (!L::kSharedScores) pin_fragments(pa);
     wgmma::pin(o);
     wgmma::fence();
-    issue_times_fragments<T>(o, pa, wgmma::tile_descriptor(v_block));
+    if constexpr (L::kSharedScores) issue_times_tile<T>(o, scores_tile, wgmma::tile_descriptor(v_block));
+    else issue_times_fragments<T>(o, pa, wgmma::tile_descriptor(v_block));
     wgmma::wait<1>();
     wgmma::pin(s_twin);
     uint32_t pa_twin[4][4];
