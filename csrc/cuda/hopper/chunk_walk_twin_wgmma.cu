@@ -10,7 +10,9 @@
 // need every warpgroup's H_c (v_i H_c^T sums over all of dv): both store H_c as 16-bit, and a
 // block barrier makes them whole before the products. Per chunk and warpgroup, in groups of
 // wgmma: S = K Q^T, O = K H_c and S' = V dO^T (over all of dv) together; O += P dO while S'
-// turns into P'; O' = V H_c^T while dv goes out; then O' += P' Q and the state's update.
+// turns into P'; O' = V H_c^T while dv goes out; then O' += P' Q and the state's update. At D128
+// the two warpgroups share S as the column split shares its scores (half the keys each, P
+// through one tile).
 // With gate dots (gates or a gamma that train) dk's rows are dotted with k's (add_gate_dots), from partner
 // rows of their own, as the output staging rows serve dv first.
 #include "cuda/hopper/hopper_kernels.h"
@@ -26,8 +28,8 @@ using namespace hopper_walk;
 constexpr int kTwinSlots = 2;
 
 // A ring slot: the dv pass's q' (k), k' (q) and v' (do), the dk pass's q' (v), D / 64 blocks each,
-// and the chunk's gates; then per warpgroup its H_c and V', the warps' output staging rows, with
-// gate dots their partner rows, and a constant gate's powers.
+// and the chunk's gates; then per warpgroup its H_c and V', at D 128 the shared P tile, the warps'
+// output staging rows, with gate dots their partner rows, and a constant gate's powers.
 template <int D, bool DOTS>
 struct TwinLayout {
   static constexpr int kGroups = D / kGroupCols;

@@ -6,12 +6,14 @@
 //   H_(c+1) = 2^L H_c + K_c^T (u 2^(L - c_j) V_c)
 // Two kernels split a block's work between its warpgroups differently:
 // - Columns (dk up to 128): each warpgroup owns 64 value columns of the block's slice, of both
-//   the state (DK x 64 in wgmma accumulators) and the output, so the warpgroups never wait on
-//   each other's results; each computes the chunk's scores itself. Per chunk and warpgroup:
-//   S = Q K^T and O = Q H_c (H_c through shared memory as 16-bit), then P = scale S 2^(c_i - c_j)
-//   below the diagonal, straight from the accumulators into registers as the A operand of
-//   O += P V (O's rows first times w 2^(c_i)), and H = 2^L H + K^T V', V' the warpgroup's v
-//   columns times u 2^(L - c_j).
+//   the state (DK x 64 in wgmma accumulators) and the output. Per chunk and warpgroup: S = Q K^T
+//   and O = Q H_c (H_c through shared memory as 16-bit), then P = scale S 2^(c_i - c_j) below
+//   the diagonal, O += P V (O's rows first times w 2^(c_i)), and H = 2^L H + K^T V', V' the
+//   warpgroup's v columns times u 2^(L - c_j). A block of one warpgroup takes P straight from
+//   the accumulators into registers as the A operand of P V; two share the scores: each
+//   computes S and P for half the keys into one P tile, which both read after a block barrier
+//   (done twice, the scores and P were a seventh of the tensor cores' work at dk 128 and most
+//   of the exponentials; sharing them took 2-6% off the forward there, BENCHMARKS.md).
 // - Rows (dk 256): one warpgroup holding a 256 x 64 state would spill (440-760 bytes), so the two
 //   warpgroups of a 64-column block each own half of the state's rows, and split the chunk's
 //   products by kind: the score warpgroup computes S = Q K^T and hands P over through shared
@@ -47,8 +49,8 @@ __host__ __device__ constexpr int column_split_slots(int dk, int slice, bool dot
 __host__ __device__ constexpr int column_split_resident(int dk, int slice) { return column_split_shares(dk, slice) ? 3 : 1; }
 
 // A ring slot: q and k (DK / 64 blocks each), v (SLICE / 64 blocks), the chunk's gates; then
-// per warpgroup its state H_c and its scaled v columns V', the warps' output staging rows and a
-// constant gate's powers. Where three blocks share a multiprocessor (column_split_shares) the
+// per warpgroup its state H_c and its scaled v columns V', the P tile two warpgroups share, the
+// warps' output staging rows and a constant gate's powers. Where three blocks share a multiprocessor (column_split_shares) the
 // slots' gates lie apart, after the staging rows, so that no slot is padded to the 1024 bytes
 // the swizzle needs (the three would not fit); elsewhere they stay in the slot, which was 2%
 // faster at dk 128 (H200).
