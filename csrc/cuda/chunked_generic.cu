@@ -2,8 +2,9 @@
 // One block owns one (sequence, head, slice of kSliceV value columns) of a pass and walks the
 // chunks in order, carrying its slice of the state in shared memory. Rows come through their
 // strides (sequence_rows.cuh); each chunk's cumulative log2 gates c_i and total L are summed
-// from the tokens' gates into shared memory as the chunk loads. The gates' gradient terms
-// (KernelParams::gate_dots) come from each output's fp32 value.
+// from the tokens' gates into shared memory as the chunk loads (a constant gate's as counts of
+// rows, scaled where they are used). The gates' gradient terms (KernelParams::gate_dots) come
+// from each output's fp32 value.
 #include "common/dtype.h"
 #include "cuda/kernels.h"
 #include "cuda/sequence_rows.cuh"
@@ -24,7 +25,7 @@ __global__ void __launch_bounds__(kThreads) chunked_generic_kernel(KernelParams 
   float* s_k = s_q + kChunk * dk;         // [kChunk][dk]
   float* s_v = s_k + kChunk * dk;         // [kChunk][kSliceV]
   float* s_a = s_v + kChunk * kSliceV;    // [kChunk][kChunk] masked, gated q.k
-  float* s_gates = s_a + kChunk * kChunk; // c_0 .. c_(kChunk-1), then L (common/passes.h)
+  float* s_gates = s_a + kChunk * kChunk; // c_0 .. c_(kChunk-1), then L (common/passes.h), or their counts
   float* s_state = s_gates + kChunk + 1;  // [dk][kSliceV]
 
   const int tid = threadIdx.x;

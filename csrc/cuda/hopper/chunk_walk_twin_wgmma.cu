@@ -52,6 +52,11 @@ struct TwinLayout {
   static constexpr size_t powers = partner + (DOTS ? partner - stage : 0);
   static constexpr size_t used = powers + (kChunk + 1) * 4;
   static constexpr size_t bytes = used + wgmma::kSwizzleAtomBytes;  // room to align the base to 1024
+  // wgmma's swizzled tiles start on 1024 bytes, asynchronous copies land on 16.
+  static_assert(slot_bytes % wgmma::kSwizzleAtomBytes == 0 && h % wgmma::kSwizzleAtomBytes == 0 &&
+                    scaled_v % wgmma::kSwizzleAtomBytes == 0 && scores % wgmma::kSwizzleAtomBytes == 0 &&
+                    gates % 16 == 0,
+                "aligned tiles and gates");
 };
 
 // Blocks a multiprocessor holds (the kernel's launch bound; the plan's residency,
@@ -128,7 +133,7 @@ __global__ void __launch_bounds__(walk_threads<D>(), twin_resident(D)) chunk_wal
   for (int c = 0; c < chunks; ++c) {
     wait_async_copies<kTwinSlots - 2>();
     wgmma::fence_for_async_reads();
-    __syncthreads();  // chunk c's rows are in; every warp is past chunk c - 1 (its slot, H and V' are free)
+    __syncthreads();  // chunk c's rows are in; every warp is past chunk c - 1 (its slot, H, V' and P are free)
     const int t0 = (first_chunk + c) * kChunk, n = min(kChunk, rows.length - t0);
     const int first_row = t0 + 16 * group_warp, valid = n - 16 * group_warp;
     if constexpr (DOTS) stage_partner_rows<T, kGroupCols>(p, rows, partner, first_row, valid, col0, dk, tid % 32);

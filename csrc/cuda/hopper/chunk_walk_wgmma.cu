@@ -164,7 +164,7 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), RESIDENT) chunk_walk_co
   const auto walk_chunk = [&](int c) {
     wait_async_copies<kSlots - 2>();  // chunk c's copies; later ones may fly
     wgmma::fence_for_async_reads();   // this thread's landed copies, for the other warpgroup's wgmma too
-    __syncthreads();  // chunk c's rows are in; every warp is past chunk c - 1 (its slot, H and V' are free)
+    __syncthreads();  // chunk c's rows are in; every warp is past chunk c - 1 (its slot, H, V' and P are free)
     const int t0 = (first_chunk + c) * kChunk, n = min(kChunk, rows.length - t0);
     const int first_row = t0 + 16 * group_warp, valid = n - 16 * group_warp;
     // The gates' gradient terms: the partner rows into this warp's staging rows, a group of
