@@ -1,6 +1,8 @@
 """One problem with forget gates run through culina and through the float64 recurrence
 (torch_reference) on the same inputs and upstream gradients: the pairs the CPU
 (test_torch_gates.py) and GPU (test_gpu_gates.py) tests compare."""
+import math
+
 import torch
 import torch.nn.functional as F
 from torch_reference import reference
@@ -77,4 +79,36 @@ def run(shape, dtype="float32", *, layout="BHTD", per_token=True, per_head=True,
         grad = to_layout(x.grad, layout) if name in ("q", "k", "v", "g") else x.grad
         assert x.grad.shape == x.shape and x.grad.dtype == x.dtype, name
         pairs[f"d{name}"] = (grad, ref[name].grad)
+    return pairs
+
+
+def run_zero_gate(shape, dtype, route, *, cu_seqlens=None, device="cpu"):
+    """{name: (culina, reference)} for o, S_T, dq, dk and dv where head 0's gate is 0 and head
+    1's 0.9 (shape's H is 2), from an initial state, on inputs exact in dtype: the gate 0 as a
+    g_gamma of -inf (route "g_gamma") or as a zero in a decay tensor (route "decay tensor")."""
+    batch, heads, seq_len, dk, dv = shape
+    gen = torch.Generator().manual_seed(seq_len + dk)
+    exact = lambda x: x.to(TORCH_DTYPES[dtype]).double()  # noqa: E731
+    q, k = (exact(0.5 * torch.randn(batch, heads, seq_len, dk, generator=gen, dtype=torch.float64)) for _ in range(2))
+    v, d_out = (exact(0.5 * torch.randn(batch, heads, seq_len, dv, generator=gen, dtype=torch.float64))
+                for _ in range(2))
+    s0 = torch.randn(len(cu_seqlens) - 1 if cu_seqlens else batch, heads, dk, dv, generator=gen, dtype=torch.float64)
+    gamma = torch.tensor([float("-inf"), math.log(0.9)], dtype=torch.float64)
+    leaves = [x.clone().requires_grad_() for x in (q, k, v)]
+    out, final = reference(*leaves, None, dk ** -0.5, s0, cu_seqlens, None, gamma)
+    (out * d_out).sum().backward()
+
+    ours = [to_layout(x, "BTHD").to(TORCH_DTYPES[dtype]).contiguous().to(device).requires_grad_() for x in (q, k, v)]
+    offsets = torch.tensor(cu_seqlens, device=device) if cu_seqlens else None
+    if route == "g_gamma":
+        got, got_final = culina.chunk_simple_gla(*ours, g_gamma=gamma.float().to(device),
+                                                 initial_state=s0.float().to(device), output_final_state=True,
+                                                 cu_seqlens=offsets)
+    else:
+        got, got_final = culina.linear_attention(*ours, gamma.exp().float().to(device),
+                                                 initial_state=s0.float().to(device), output_final_state=True,
+                                                 cu_seqlens=offsets, layout="BTHD")
+    got.backward(to_layout(d_out, "BTHD").to(TORCH_DTYPES[dtype]).to(device))
+    pairs = {"o": (to_layout(got, "BTHD"), out), "S_T": (got_final, final)}
+    pairs.update({f"d{name}": (to_layout(x.grad, "BTHD"), leaf.grad) for name, x, leaf in zip("qkv", ours, leaves)})
     return pairs

@@ -3,8 +3,6 @@ head-size class, packed sequences and culina.chunk_simple_gla, against the float
 (gated_case); torch.compile (inductor); and culina.chunk_simple_gla against
 flash-linear-attention's chunk_simple_gla where fla is installed. Runs only where PyTorch sees a
 CUDA GPU and culina was built with CUDA."""
-import math
-
 import pytest
 
 import culina
@@ -159,29 +157,8 @@ def test_a_zero_gate_forgets_the_state(dtype, route, case):
     own k^T v: head 0 forgets, head 1 decays by 0.9. The kernels' powers of a constant gate took
     log2(0) times a count of 0 as NaN; g^0 is 1. Forward, final state and dq, dk, dv."""
     _, batch, heads, seq_len, dk, dv, cu_seqlens = case
-    gen = torch.Generator().manual_seed(seq_len + dk)
-    exact = lambda x: x.to(TORCH_DTYPES[dtype]).double()  # noqa: E731
-    q, k = (exact(0.5 * torch.randn(batch, heads, seq_len, dk, generator=gen, dtype=torch.float64)) for _ in range(2))
-    v, d_out = (exact(0.5 * torch.randn(batch, heads, seq_len, dv, generator=gen, dtype=torch.float64))
-                for _ in range(2))
-    s0 = torch.randn(len(cu_seqlens) - 1 if cu_seqlens else batch, heads, dk, dv, generator=gen, dtype=torch.float64)
-    gamma = torch.tensor([float("-inf"), math.log(0.9)], dtype=torch.float64)
-    leaves = [x.clone().requires_grad_() for x in (q, k, v)]
-    out, final = reference(*leaves, None, dk ** -0.5, s0, cu_seqlens, None, gamma)
-    (out * d_out).sum().backward()
-
-    on_gpu = [to_layout(x, "BTHD").to(TORCH_DTYPES[dtype]).contiguous().cuda().requires_grad_() for x in (q, k, v)]
-    offsets = torch.tensor(cu_seqlens, device="cuda") if cu_seqlens else None
-    if route == "g_gamma":
-        got, got_final = culina.chunk_simple_gla(*on_gpu, g_gamma=gamma.float().cuda(), initial_state=s0.float().cuda(),
-                                                 output_final_state=True, cu_seqlens=offsets)
-    else:
-        got, got_final = culina.linear_attention(*on_gpu, gamma.exp().float().cuda(), initial_state=s0.float().cuda(),
-                                                 output_final_state=True, cu_seqlens=offsets, layout="BTHD")
-    got.backward(to_layout(d_out, "BTHD").to(TORCH_DTYPES[dtype]).cuda())
-    pairs = {"o": (to_layout(got, "BTHD"), out), "final state": (got_final, final)}
-    pairs.update({f"d{name}": (to_layout(x.grad, "BTHD"), leaf.grad) for name, x, leaf in zip("qkv", on_gpu, leaves)})
-    check(pairs, dtype)
+    check(gated_case.run_zero_gate((batch, heads, seq_len, dk, dv), dtype, route, cu_seqlens=cu_seqlens,
+                                   device="cuda"), dtype)
 
 
 def test_packed_call_replays_in_a_cuda_graph():
