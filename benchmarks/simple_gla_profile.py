@@ -5,7 +5,8 @@ D128, g_gamma, bf16), for Nsight Compute to look at the walks, e.g.
         --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \\
         --section WarpStateStats -o walk python benchmarks/simple_gla_profile.py
 
-(launch 3 is the second call's forward walk: the first call's walks come before it.)
+(each call launches the column split twice, the forward's walk and then the dq pass's: launch 2
+is the second call's forward walk, launch 3 its dq walk.)
 """
 import sys
 from pathlib import Path
