@@ -227,7 +227,8 @@ __global__ void __launch_bounds__(kThreads) chunk_states_kernel(KernelParams p) 
       const float* gates = step_gates + (i / kChunk) * kGateSlot;
       uint4* word = reinterpret_cast<uint4*>(buf_v + i * kLd + c8);
       if (j < n) {
-        const float power = GATED ? gates[kChunk] - gates[j] : constant_gate_exponent(float(p.adjoint ? n - j : n - 1 - j), log2g);
+        const float power =
+            GATED ? gates[kChunk] - gates[j] : constant_gate_exponent(float(p.adjoint ? n - j : n - 1 - j), log2g);
         *word = scale8<T>(*word, w_update * fast_exp2(power));
       }
     }
@@ -312,7 +313,8 @@ __global__ void segment_scan_kernel(KernelParams p) {
   if (int(threadIdx.x) < p.segments) {
     const int s = threadIdx.x, first = s * p.segment_chunks * kChunk;
     const int length = min(rows.length, first + p.segment_chunks * kChunk) - first;
-    s_decay[s] = exp2f(p.chunk_gates ? p.segment_gates[item * p.segments + s] : constant_gate_exponent(float(length), constant_log2_gate(p, head)));
+    s_decay[s] = exp2f(p.chunk_gates ? p.segment_gates[item * p.segments + s]
+                                     : constant_gate_exponent(float(length), constant_log2_gate(p, head)));
   }
   __syncthreads();
   if (e >= size) return;

@@ -191,7 +191,8 @@ __global__ void __launch_bounds__(Shape<EDGE>::kThreads, EDGE == 1 ? 1 : Shape<E
     for (int x = 0; x < kWords; ++x) {
       const int j = i0 + x * kRowsPerCopy;
       if (j < n) {
-        const float power = GATED ? gates[kChunk] - gates[j] : constant_gate_exponent(float(p.adjoint ? n - j : n - 1 - j), log2g);
+        const float power =
+            GATED ? gates[kChunk] - gates[j] : constant_gate_exponent(float(p.adjoint ? n - j : n - 1 - j), log2g);
         uint4* word = reinterpret_cast<uint4*>(v_tiles + word_at + wgmma::swizzled_offset(j, w % 8));
         *word = scale8<T>(*word, w_update * fast_exp2(power));
       }

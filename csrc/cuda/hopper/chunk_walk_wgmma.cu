@@ -50,10 +50,10 @@ __host__ __device__ constexpr int column_split_resident(int dk, int slice) { ret
 
 // A ring slot: q and k (DK / 64 blocks each), v (SLICE / 64 blocks), the chunk's gates; then
 // per warpgroup its state H_c and its scaled v columns V', the P tile two warpgroups share, the
-// warps' output staging rows and a constant gate's powers. Where three blocks share a multiprocessor (column_split_shares) the
-// slots' gates lie apart, after the staging rows, so that no slot is padded to the 1024 bytes
-// the swizzle needs (the three would not fit); elsewhere they stay in the slot, which was 2%
-// faster at dk 128 (H200).
+// warps' output staging rows and a constant gate's powers. Where three blocks share a
+// multiprocessor (column_split_shares) the slots' gates lie apart, after the staging rows, so
+// that no slot is padded to the 1024 bytes the swizzle needs (the three would not fit);
+// elsewhere they stay in the slot, which was 2% faster at dk 128 (H200).
 template <int DK, int SLICE, int SLOTS>
 struct ColumnSplitLayout {
   static constexpr int kGroups = SLICE / kGroupCols;

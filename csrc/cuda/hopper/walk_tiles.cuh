@@ -261,7 +261,8 @@ template <typename T>
 __device__ __forceinline__ void issue_times_tile(float (&o)[8][4], uint64_t p_tile, uint64_t b_tile) {
 #pragma unroll
   for (int kk = 0; kk < kChunk / 16; ++kk)
-    wgmma::mma_64x64x16<T, 0, 1>(o, wgmma::advanced(p_tile, kk * 32), wgmma::advanced(b_tile, kk * 16 * wgmma::kLineBytes));
+    wgmma::mma_64x64x16<T, 0, 1>(o, wgmma::advanced(p_tile, kk * 32),
+                                 wgmma::advanced(b_tile, kk * 16 * wgmma::kLineBytes));
   wgmma::commit();
 }
 
