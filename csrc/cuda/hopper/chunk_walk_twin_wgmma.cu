@@ -127,7 +127,8 @@ __global__ void __launch_bounds__(walk_threads<D>(), twin_resident(D)) chunk_wal
   const uint64_t scaled_v_tile = wgmma::tile_descriptor(s_scaled_v);
   unsigned char* s_scores = smem + L::scores;
   const uint64_t scores_tile = wgmma::tile_descriptor(s_scores);
-  const int key0 = group * 32;  // the first of the keys whose scores this warpgroup computes, where they share them
+  // The first of the keys whose scores this warpgroup computes (where two share them).
+  const int key0 = L::kSharedScores ? group * 32 : 0;
   constexpr int kScoreTiles = L::kSharedScores ? 4 : 8;
 
   for (int c = 0; c < chunks; ++c) {
@@ -158,16 +159,16 @@ __global__ void __launch_bounds__(walk_threads<D>(), twin_resident(D)) chunk_wal
 #pragma unroll
     for (int x = 0; x < 8; ++x)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        o[x][e] = s_twin[x][e] = 0.0f;
-        if (x < kScoreTiles) s[x][e] = 0.0f;
-      }
+      for (int e = 0; e < 4; ++e) o[x][e] = s_twin[x][e] = 0.0f;
+#pragma unroll
+    for (int x = 0; x < kScoreTiles; ++x)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[x][e] = 0.0f;
     wgmma::pin(s);
     wgmma::pin(o);
     wgmma::pin(s_twin);
     wgmma::fence();
-    if constexpr (L::kSharedScores) issue_half_scores<T, D>(s, q_tile, k_tile, key0);
-    else issue_scores<T, D>(s, q_tile, k_tile);
+    issue_scores<T, D>(s, q_tile, wgmma::advanced(k_tile, key0 * wgmma::kLineBytes));
     issue_state_output<T, D>(o, q_tile, h_tile);
     issue_scores<T, D>(s_twin, twin_q_tile, v_tile);
     if constexpr (kCopiesWhileMultiplying) {

@@ -156,7 +156,8 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), RESIDENT) chunk_walk_co
   const uint64_t h_tile = wgmma::tile_descriptor(s_h), scaled_v_tile = wgmma::tile_descriptor(s_scaled_v);
   unsigned char* s_scores = smem + L::scores;
   const uint64_t scores_tile = wgmma::tile_descriptor(s_scores);
-  const int key0 = group * 32;  // the first of the keys whose scores this warpgroup computes, where they share them
+  // The first of the keys whose scores this warpgroup computes (where two share them).
+  const int key0 = L::kSharedScores ? group * 32 : 0;
   // The scores' accumulators: all 64 keys', or the warpgroup's 32 where the two share them.
   constexpr int kScoreTiles = L::kSharedScores ? 4 : 8;
 
@@ -193,10 +194,11 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), RESIDENT) chunk_walk_co
 #pragma unroll
     for (int x = 0; x < 8; ++x)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        o[x][e] = 0.0f;
-        if (x < kScoreTiles) s[x][e] = 0.0f;
-      }
+      for (int e = 0; e < 4; ++e) o[x][e] = 0.0f;
+#pragma unroll
+    for (int x = 0; x < kScoreTiles; ++x)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[x][e] = 0.0f;
     // Two groups: the scores are turned into P while Q H_c runs. Descriptors are stepped from
     // the tiles' first (a register each) rather than formed from addresses.
     const uint64_t q_tile = wgmma::tile_descriptor(here + L::q), k_tile = wgmma::tile_descriptor(here + L::k);
@@ -205,8 +207,7 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), RESIDENT) chunk_walk_co
     wgmma::pin(s);
     wgmma::pin(o);
     wgmma::fence();
-    if constexpr (L::kSharedScores) issue_half_scores<T, DK>(s, q_tile, k_tile, key0);
-    else issue_scores<T, DK>(s, q_tile, k_tile);
+    issue_scores<T, DK>(s, q_tile, wgmma::advanced(k_tile, key0 * wgmma::kLineBytes));
     issue_state_output<T, DK>(o, q_tile, h_tile);
     if constexpr (kCopiesWhileMultiplying) {
       issue_rows(c + kSlots - 1);

@@ -173,25 +173,18 @@ __device__ __forceinline__ void store_scaled_v(unsigned char* s_scaled_v, const 
 // of 16 (32 bytes within a 64-feature block), A's rows from a K-major tile of the chunk's rows:
 // scores S = A B^T with B's rows K-major too (Q K^T), and the state's output O = A H_c with H_c
 // a [DK][64] tile (MN-major). The caller zeroes and pins the accumulators before its fence.
-template <typename T, int DK>
-__device__ __forceinline__ void issue_scores(float (&s)[8][4], uint64_t a_tile, uint64_t b_tile) {
+// The scores take 8 TILES keys from B's first row: all 64, or the 32 from key0 whose share of
+// the scores a warpgroup computes where two share them (b_tile advanced by key0 rows).
+template <typename T, int DK, int TILES>
+__device__ __forceinline__ void issue_scores(float (&s)[TILES][4], uint64_t a_tile, uint64_t b_tile) {
+  static_assert(TILES == 8 || TILES == 4, "64 or 32 keys");
 #pragma unroll
   for (int kk = 0; kk < DK / 16; ++kk) {
     const int within = (kk / 4) * kBlockBytes + (kk % 4) * 32;
-    wgmma::mma_64x64x16<T, 0, 0>(s, wgmma::advanced(a_tile, within), wgmma::advanced(b_tile, within));
-  }
-  wgmma::commit();
-}
-
-// The scores of the 32 keys from key0 (0 or 32) alone, issue_scores' other half left to the
-// block's other warpgroup: d[c] holds keys key0 + 8 c ...
-template <typename T, int DK>
-__device__ __forceinline__ void issue_half_scores(float (&s)[4][4], uint64_t a_tile, uint64_t b_tile, int key0) {
-  const uint64_t keys = wgmma::advanced(b_tile, key0 * wgmma::kLineBytes);
-#pragma unroll
-  for (int kk = 0; kk < DK / 16; ++kk) {
-    const int within = (kk / 4) * kBlockBytes + (kk % 4) * 32;
-    wgmma::mma_64x32x16<T>(s, wgmma::advanced(a_tile, within), wgmma::advanced(keys, within));
+    if constexpr (TILES == 8)
+      wgmma::mma_64x64x16<T, 0, 0>(s, wgmma::advanced(a_tile, within), wgmma::advanced(b_tile, within));
+    else
+      wgmma::mma_64x32x16<T>(s, wgmma::advanced(a_tile, within), wgmma::advanced(b_tile, within));
   }
   wgmma::commit();
 }
@@ -217,7 +210,7 @@ __device__ __forceinline__ void causal_fragments(uint32_t (&pa)[4][4], const flo
                    lane);
 }
 
-// P for the 32 keys from key0 (causal_tile) from a warp's issue_half_scores accumulators into
+// P for the 32 keys from key0 (causal_tile) from a warp's accumulators of their scores into
 // the chunk's P tile (64 x 64 16-bit, K-major: the A operand of issue_times_tile), where the
 // other warpgroup stores the other keys. store_matrices' matrices: rows p_row, words x + x_step.
 template <typename T, bool GATED>
