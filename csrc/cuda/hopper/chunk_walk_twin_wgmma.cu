@@ -12,7 +12,8 @@
 // wgmma: S = K Q^T, O = K H_c and S' = V dO^T (over all of dv) together; O += P dO while S'
 // turns into P'; O' = V H_c^T while dv goes out; then O' += P' Q and the state's update. At D128
 // the two warpgroups share S as the column split shares its scores (half the keys each, P
-// through one tile).
+// through one tile), and S' too where no gate dots run (their partner rows leave no room for
+// a second tile).
 // With gate dots (gates or a gamma that train) dk's rows are dotted with k's (add_gate_dots), from partner
 // rows of their own, as the output staging rows serve dv first.
 #include "cuda/hopper/hopper_kernels.h"
@@ -28,8 +29,9 @@ using namespace hopper_walk;
 constexpr int kTwinSlots = 2;
 
 // A ring slot: the dv pass's q' (k), k' (q) and v' (do), the dk pass's q' (v), D / 64 blocks each,
-// and the chunk's gates; then per warpgroup its H_c and V', at D 128 the shared P tile, the warps'
-// output staging rows, with gate dots their partner rows, and a constant gate's powers.
+// and the chunk's gates; then per warpgroup its H_c and V', at D 128 the shared P tile (and P''s
+// without gate dots), the warps' output staging rows, with gate dots their partner rows, and a
+// constant gate's powers.
 template <int D, bool DOTS>
 struct TwinLayout {
   static constexpr int kGroups = D / kGroupCols;
@@ -43,11 +45,13 @@ struct TwinLayout {
   static constexpr size_t h = kTwinSlots * slot_bytes;                       // kGroups x [D][64] 16-bit
   static constexpr size_t scaled_v = h + size_t(kGroups) * D * wgmma::kLineBytes;  // kGroups blocks
   // Two warpgroups share the dv pass's scores, each P for half the keys into one tile (as the
-  // column split does; the dk pass's scores stay each warpgroup's own: a second tile passes the
-  // 227 KB with gate dots).
+  // column split does), and the dk pass's where no gate dots run: with their partner rows a
+  // second tile passes the 227 KB.
   static constexpr bool kSharedScores = kGroups == 2;
+  static constexpr bool kSharedTwinScores = kSharedScores && !DOTS;
   static constexpr size_t scores = scaled_v + size_t(kGroups) * kBlockBytes;
-  static constexpr size_t stage = scores + (kSharedScores ? kBlockBytes : 0);
+  static constexpr size_t twin_scores = scores + (kSharedScores ? kBlockBytes : 0);
+  static constexpr size_t stage = twin_scores + (kSharedTwinScores ? kBlockBytes : 0);
   static constexpr size_t partner = stage + size_t(walk_threads<D>() / 32) * staging_bytes<kGroupCols>();
   static constexpr size_t powers = partner + (DOTS ? partner - stage : 0);
   static constexpr size_t used = powers + (kChunk + 1) * 4;
@@ -55,7 +59,7 @@ struct TwinLayout {
   // wgmma's swizzled tiles start on 1024 bytes, asynchronous copies land on 16.
   static_assert(slot_bytes % wgmma::kSwizzleAtomBytes == 0 && h % wgmma::kSwizzleAtomBytes == 0 &&
                     scaled_v % wgmma::kSwizzleAtomBytes == 0 && scores % wgmma::kSwizzleAtomBytes == 0 &&
-                    gates % 16 == 0,
+                    twin_scores % wgmma::kSwizzleAtomBytes == 0 && gates % 16 == 0,
                 "aligned tiles and gates");
 };
 
@@ -126,10 +130,12 @@ __global__ void __launch_bounds__(walk_threads<D>(), twin_resident(D)) chunk_wal
   const uint64_t h_all_tile = wgmma::tile_descriptor(s_h_all), h_tile = wgmma::tile_descriptor(s_h);
   const uint64_t scaled_v_tile = wgmma::tile_descriptor(s_scaled_v);
   unsigned char* s_scores = smem + L::scores;
+  unsigned char* s_twin_scores = smem + L::twin_scores;
   const uint64_t scores_tile = wgmma::tile_descriptor(s_scores);
-  // The first of the keys whose scores this warpgroup computes (where two share them).
-  const int key0 = L::kSharedScores ? group * 32 : 0;
-  constexpr int kScoreTiles = L::kSharedScores ? 4 : 8;
+  const uint64_t twin_scores_tile = wgmma::tile_descriptor(s_twin_scores);
+  // The first of the keys whose scores (S, S') this warpgroup computes (where two share them).
+  const int key0 = L::kSharedScores ? group * 32 : 0, twin_key0 = L::kSharedTwinScores ? key0 : 0;
+  constexpr int kScoreTiles = L::kSharedScores ? 4 : 8, kTwinScoreTiles = L::kSharedTwinScores ? 4 : 8;
 
   for (int c = 0; c < chunks; ++c) {
     wait_async_copies<kTwinSlots - 2>();
@@ -155,22 +161,26 @@ __global__ void __launch_bounds__(walk_threads<D>(), twin_resident(D)) chunk_wal
     // Group 1: S = K Q^T; 2: O = K H_c; 3: S' = V dO^T, over D features in steps of 16.
     const uint64_t q_tile = wgmma::tile_descriptor(here + L::q), k_tile = wgmma::tile_descriptor(here + L::k);
     const uint64_t v_tile = wgmma::tile_descriptor(here + L::v), twin_q_tile = wgmma::tile_descriptor(here + L::twin_q);
-    float s[kScoreTiles][4], o[8][4], s_twin[8][4];
+    float s[kScoreTiles][4], o[8][4], s_twin[kTwinScoreTiles][4];
 #pragma unroll
     for (int x = 0; x < 8; ++x)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) o[x][e] = s_twin[x][e] = 0.0f;
+      for (int e = 0; e < 4; ++e) o[x][e] = 0.0f;
 #pragma unroll
     for (int x = 0; x < kScoreTiles; ++x)
 #pragma unroll
       for (int e = 0; e < 4; ++e) s[x][e] = 0.0f;
+#pragma unroll
+    for (int x = 0; x < kTwinScoreTiles; ++x)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s_twin[x][e] = 0.0f;
     wgmma::pin(s);
     wgmma::pin(o);
     wgmma::pin(s_twin);
     wgmma::fence();
     issue_scores<T, D>(s, q_tile, wgmma::advanced(k_tile, key0 * wgmma::kLineBytes));
     issue_state_output<T, D>(o, q_tile, h_tile);
-    issue_scores<T, D>(s_twin, twin_q_tile, v_tile);
+    issue_scores<T, D>(s_twin, twin_q_tile, wgmma::advanced(v_tile, twin_key0 * wgmma::kLineBytes));
     if constexpr (kCopiesWhileMultiplying) {
       issue_rows(c + 1);
       issue_gates(c + 1);
@@ -204,7 +214,12 @@ __global__ void __launch_bounds__(walk_threads<D>(), twin_resident(D)) chunk_wal
     wgmma::wait<1>();
     wgmma::pin(s_twin);
     uint32_t pa_twin[4][4];
-    causal_fragments<T>(pa_twin, s_twin, group_warp, p.scale, exponents, gates, lane);
+    if constexpr (L::kSharedTwinScores) {
+      store_causal_half<T>(s_twin_scores, s_twin, key0, group_warp, p.scale, exponents, gates, lane, h_row, x_step);
+      wgmma::fence_for_async_reads();
+    } else {
+      causal_fragments<T>(pa_twin, s_twin, group_warp, p.scale, exponents, gates, lane);
+    }
     float o_twin[8][4];
 #pragma unroll
     for (int x = 0; x < 8; ++x)
@@ -227,13 +242,18 @@ __global__ void __launch_bounds__(walk_threads<D>(), twin_resident(D)) chunk_wal
     scale_rows(o_twin, decay_top, decay_bottom);
     scale_state(acc, gates.total());
 
+    if constexpr (L::kSharedTwinScores) __syncthreads();  // both halves of P' are in its tile
+
     // Group 6: O' += P' Q (this warpgroup's dk columns of q); 7: H = 2^L H + Q^T V'.
-    pin_fragments(pa_twin);
+    if constexpr (!L::kSharedTwinScores) pin_fragments(pa_twin);
     wgmma::pin(o_twin);
 #pragma unroll
     for (int t = 0; t < kBlocks; ++t) wgmma::pin(acc[t]);
     wgmma::fence();
-    issue_times_fragments<T>(o_twin, pa_twin, k_tile, group * kBlockBytes);
+    if constexpr (L::kSharedTwinScores)
+      issue_times_tile<T>(o_twin, twin_scores_tile, wgmma::advanced(k_tile, group * kBlockBytes));
+    else
+      issue_times_fragments<T>(o_twin, pa_twin, k_tile, group * kBlockBytes);
     issue_state_update<T>(acc, k_tile, scaled_v_tile);
     wgmma::wait<1>();
     wgmma::pin(o_twin);
