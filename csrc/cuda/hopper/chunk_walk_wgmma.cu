@@ -329,27 +329,33 @@ __global__ void __launch_bounds__(2 * kGroupThreads, kRowSplitResident) chunk_wa
 
   const WalkInputs<S> in(p, rows, v0);
   auto slot = [&](int c) { return smem + (c % kRowSplitSlots) * L::slot_bytes; };
-  // The ring's copies, by the output warpgroup alone (tid < 128): it issues the next chunk's
-  // while it waits for P, where issuing them at the chunk's start by both warpgroups held up
-  // everything after (18% of the warps' stall samples, Nsight, H200). Float32 rows go through
-  // registers, which the output warpgroup has no room for then (it spilled): both warpgroups
+  // The ring's copies of 16-bit rows: each warpgroup issues its share (the output warpgroup q's
+  // rows and the gates, the score warpgroup k's and v's) once its products are on their way.
+  // Issued at the chunk's start they held up everything after (18% of the warps' stall samples,
+  // Nsight, H200); by the output warpgroup alone while it waited for P, the D256 forward's walk
+  // was 5-8% slower; with the score warpgroup's share issued after P, 7-17% (BENCHMARKS.md). Float32 rows go
+  // through registers, which the warpgroups have no room for then (they spilled): all threads
   // issue those at the chunk's start. 128 threads copy a 64-feature block at a time (a thread's
   // words then share their swizzle phase).
-  constexpr bool kCopiesWhileWaiting = !kRoundsOnLoad<T, S>;
-  const bool copying = !kCopiesWhileWaiting || !scoring;
+  constexpr bool kCopiesWhileMultiplying = !kRoundsOnLoad<T, S>;
   auto issue_rows = [&](int c) {
     if (c >= chunks) return;
     const int t0 = (first_chunk + c) * kChunk, n = min(kChunk, rows.length - t0);
     unsigned char* to = slot(c);
-    if constexpr (kCopiesWhileWaiting) {
+    if constexpr (kCopiesWhileMultiplying) {
+      const int lt = tid % kGroupThreads;
+      if (!scoring) {
 #pragma unroll
-      for (int b = 0; b < DK / 64; ++b) {
-        stage_tile<T, S, kGroupThreads, 8>(to + L::q + b * kBlockBytes, in.q + t0 * in.q_step + 64 * b, in.q_step, n,
-                                           dk - 64 * b, tid);
-        stage_tile<T, S, kGroupThreads, 8>(to + L::k + b * kBlockBytes, in.k + t0 * in.k_step + 64 * b, in.k_step, n,
-                                           dk - 64 * b, tid);
+        for (int b = 0; b < DK / 64; ++b)
+          stage_tile<T, S, kGroupThreads, 8>(to + L::q + b * kBlockBytes, in.q + t0 * in.q_step + 64 * b, in.q_step,
+                                             n, dk - 64 * b, lt);
+      } else {
+#pragma unroll
+        for (int b = 0; b < DK / 64; ++b)
+          stage_tile<T, S, kGroupThreads, 8>(to + L::k + b * kBlockBytes, in.k + t0 * in.k_step + 64 * b, in.k_step,
+                                             n, dk - 64 * b, lt);
+        stage_tile<T, S, kGroupThreads, kGroupCols / 8>(to + L::v, in.v + t0 * in.v_step, in.v_step, n, dv - v0, lt);
       }
-      stage_tile<T, S, kGroupThreads, kGroupCols / 8>(to + L::v, in.v + t0 * in.v_step, in.v_step, n, dv - v0, tid);
     } else {
       stage_tile<T, S, kThreads, DK / 8>(to + L::q, in.q + t0 * in.q_step, in.q_step, n, dk, tid);
       stage_tile<T, S, kThreads, DK / 8>(to + L::k, in.k + t0 * in.k_step, in.k_step, n, dk, tid);
@@ -360,15 +366,11 @@ __global__ void __launch_bounds__(2 * kGroupThreads, kRowSplitResident) chunk_wa
     if (GATED && c < chunks) copy_chunk_gates(slot(c) + L::gates, p, span, c, tid);
     commit_async_copies();
   };
-  if (copying) {
 #pragma unroll
-    for (int c = 0; c < kRowSplitSlots - 1; ++c) issue_rows(c);
-  }
+  for (int c = 0; c < kRowSplitSlots - 1; ++c) issue_rows(c);
   wait_for_previous_grid();
-  if (copying) {
 #pragma unroll
-    for (int c = 0; c < kRowSplitSlots - 1; ++c) issue_gates(c);
-  }
+  for (int c = 0; c < kRowSplitSlots - 1; ++c) issue_gates(c);
   if (!GATED && tid <= kChunk) s_powers[tid] = exp2f(constant_gate_exponent(float(tid), log2g));
 
   // This lane's state elements: rows first_state_row + 64 t (+ 8), columns state_col + 8 c (+ 1).
@@ -395,7 +397,7 @@ __global__ void __launch_bounds__(2 * kGroupThreads, kRowSplitResident) chunk_wa
     const int first_row = t0 + 16 * group_warp, valid = n - 16 * group_warp;
     if constexpr (DOTS)
       if (!scoring) stage_partner_rows<T, kGroupCols>(p, rows, stage, first_row, valid, v0, dv, tid % 32);
-    if constexpr (!kCopiesWhileWaiting) {
+    if constexpr (!kCopiesWhileMultiplying) {
       issue_rows(c + kRowSplitSlots - 1);
       issue_gates(c + kRowSplitSlots - 1);
     }
@@ -451,6 +453,10 @@ __global__ void __launch_bounds__(2 * kGroupThreads, kRowSplitResident) chunk_wa
             acc[t], wgmma::advanced(k_tile, (kGroupTiles * group + t) * kBlockBytes + kk * 16 * wgmma::kLineBytes),
             wgmma::advanced(scaled_v_tile, kk * 16 * wgmma::kLineBytes));
     wgmma::commit();
+    if constexpr (kCopiesWhileMultiplying) {
+      issue_rows(c + kRowSplitSlots - 1);
+      issue_gates(c + kRowSplitSlots - 1);
+    }
     wgmma::wait<1>();
     wgmma::pin(d);
 
@@ -469,12 +475,8 @@ __global__ void __launch_bounds__(2 * kGroupThreads, kRowSplitResident) chunk_wa
       wgmma::fence_for_async_reads();
       wgmma::hand_over();
     } else {
-      // O's rows times w 2^(c_i), the next chunk's copies, then O += P V once P is in.
+      // O's rows times w 2^(c_i), then O += P V once P is in.
       scale_rows(d, w_state * gates.at(i_top), w_state * gates.at(i_top + 8));
-      if constexpr (kCopiesWhileWaiting) {
-        issue_rows(c + kRowSplitSlots - 1);
-        issue_gates(c + kRowSplitSlots - 1);
-      }
       const uint64_t v_tile = wgmma::tile_descriptor(v_block);
       wgmma::take_over();
       wgmma::pin(d);
