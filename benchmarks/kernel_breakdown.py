@@ -121,9 +121,10 @@ def legend_above(fig, ax, columns: int):
     fig.tight_layout(rect=(0, 0, 1, 0.9))
 
 
-def plot(results, labels, out: Path):
-    """Bars of the forward's and the forward+backward's busy GPU time per shape, one per label: the
-    median over the runs (--json files) that carry it, for builds run in interleaved rounds."""
+def plot(results, labels, out: Path, only=None):
+    """Bars of the forward's and the forward+backward's busy GPU time per shape (those in `only`
+    where given), one per label: the median over the runs (--json files) that carry it, for builds
+    run in interleaved rounds."""
     import statistics
 
     import matplotlib
@@ -134,7 +135,8 @@ def plot(results, labels, out: Path):
     runs = {}
     for result, label in zip(results, labels):
         runs.setdefault(label, []).append(result)
-    names = [name for name in results[0] if all(name in result for result in results)]
+    names = [name for name in results[0]
+             if all(name in result for result in results) and (not only or name in only)]
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
     for ax, key, title in ((axes[0], "fwd_busy_ms", "forward"), (axes[1], "fwdbwd_busy_ms", "forward+backward")):
         series = {label: [statistics.median(run[name][key] for run in group) for name in names]
@@ -149,7 +151,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--fla", action="store_true", help="fla's forward beside culina's, twice each, and its kernels' times")
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--only", nargs="+", help="these shapes alone (their names, as in SHAPES)")
+    parser.add_argument("--only", nargs="+", help="these shapes alone (their names, as in SHAPES; with --plot-only, those plotted)")
     parser.add_argument("--train-gamma", action="store_true",
                         help="forward+backward with g_gamma's gradient too (a trainable per-head decay)")
     parser.add_argument("--plot-only", nargs="+", type=Path, help="--json files of earlier runs, to plot")
@@ -158,7 +160,7 @@ def main():
     args = parser.parse_args()
     if args.plot_only:
         plot([json.loads(path.read_text()) for path in args.plot_only],
-             args.labels or [path.stem for path in args.plot_only], args.plot)
+             args.labels or [path.stem for path in args.plot_only], args.plot, args.only)
         return
     import torch
 
