@@ -191,12 +191,8 @@ __global__ void __launch_bounds__(walk_threads<D>(), twin_resident(D)) chunk_wal
     const int i_top = 16 * group_warp + lane.group;
     const float2 exponents = causal_rows(gates, i_top);
     uint32_t pa[4][4];
-    if constexpr (L::kSharedScores) {
-      store_causal_half<T>(s_scores, s, key0, group_warp, p.scale, exponents, gates, lane, h_row, x_step);
-      wgmma::fence_for_async_reads();
-    } else {
-      causal_fragments<T>(pa, s, group_warp, p.scale, exponents, gates, lane);
-    }
+    causal_scores<T, L::kSharedScores>(pa, s_scores, s, key0, group_warp, p.scale, exponents, gates, lane, h_row,
+                                       x_step);
     const float decay_top = w_state * gates.at(i_top), decay_bottom = w_state * gates.at(i_top + 8);
     wgmma::wait<1>();
     wgmma::pin(o);
@@ -209,17 +205,12 @@ __global__ void __launch_bounds__(walk_threads<D>(), twin_resident(D)) chunk_wal
     if constexpr (!L::kSharedScores) pin_fragments(pa);
     wgmma::pin(o);
     wgmma::fence();
-    if constexpr (L::kSharedScores) issue_times_tile<T>(o, scores_tile, wgmma::tile_descriptor(v_block));
-    else issue_times_fragments<T>(o, pa, wgmma::tile_descriptor(v_block));
+    issue_times_causal<T, L::kSharedScores>(o, pa, scores_tile, wgmma::tile_descriptor(v_block));
     wgmma::wait<1>();
     wgmma::pin(s_twin);
     uint32_t pa_twin[4][4];
-    if constexpr (L::kSharedTwinScores) {
-      store_causal_half<T>(s_twin_scores, s_twin, key0, group_warp, p.scale, exponents, gates, lane, h_row, x_step);
-      wgmma::fence_for_async_reads();
-    } else {
-      causal_fragments<T>(pa_twin, s_twin, group_warp, p.scale, exponents, gates, lane);
-    }
+    causal_scores<T, L::kSharedTwinScores>(pa_twin, s_twin_scores, s_twin, key0, group_warp, p.scale, exponents, gates,
+                                           lane, h_row, x_step);
     float o_twin[8][4];
 #pragma unroll
     for (int x = 0; x < 8; ++x)
@@ -250,10 +241,7 @@ __global__ void __launch_bounds__(walk_threads<D>(), twin_resident(D)) chunk_wal
 #pragma unroll
     for (int t = 0; t < kBlocks; ++t) wgmma::pin(acc[t]);
     wgmma::fence();
-    if constexpr (L::kSharedTwinScores)
-      issue_times_tile<T>(o_twin, twin_scores_tile, wgmma::advanced(k_tile, group * kBlockBytes));
-    else
-      issue_times_fragments<T>(o_twin, pa_twin, k_tile, group * kBlockBytes);
+    issue_times_causal<T, L::kSharedTwinScores>(o_twin, pa_twin, twin_scores_tile, k_tile, group * kBlockBytes);
     issue_state_update<T>(acc, k_tile, scaled_v_tile);
     wgmma::wait<1>();
     wgmma::pin(o_twin);

@@ -221,12 +221,8 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), RESIDENT) chunk_walk_co
     const int i_top = 16 * group_warp + lane.group;
     const float2 exponents = causal_rows(gates, i_top);
     uint32_t pa[4][4];
-    if constexpr (L::kSharedScores) {
-      store_causal_half<T>(s_scores, s, key0, group_warp, p.scale, exponents, gates, lane, h_row, x_step);
-      wgmma::fence_for_async_reads();
-    } else {
-      causal_fragments<T>(pa, s, group_warp, p.scale, exponents, gates, lane);
-    }
+    causal_scores<T, L::kSharedScores>(pa, s_scores, s, key0, group_warp, p.scale, exponents, gates, lane, h_row,
+                                       x_step);
     const float decay_top = w_state * gates.at(i_top), decay_bottom = w_state * gates.at(i_top + 8);
     wgmma::wait<0>();
     wgmma::pin(o);
@@ -242,8 +238,7 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), RESIDENT) chunk_walk_co
 #pragma unroll
     for (int t = 0; t < kDkBlocks; ++t) wgmma::pin(acc[t]);
     wgmma::fence();
-    if constexpr (L::kSharedScores) issue_times_tile<T>(o, scores_tile, wgmma::tile_descriptor(v_block));
-    else issue_times_fragments<T>(o, pa, wgmma::tile_descriptor(v_block));
+    issue_times_causal<T, L::kSharedScores>(o, pa, scores_tile, wgmma::tile_descriptor(v_block));
     issue_state_update<T>(acc, k_tile, scaled_v_tile);
     wgmma::wait<1>();
     wgmma::pin(o);

@@ -227,6 +227,22 @@ __device__ __forceinline__ void store_causal_half(unsigned char* s_p, const floa
                           pa[x + 1][0], pa[x + 1][1]);
 }
 
+// P from a warp's score accumulators (all 64 keys', or where two warpgroups share the scores,
+// SHARED, the 32 from key0): into A fragments, or into the warpgroup's half of the chunk's P tile,
+// fenced for wgmma's reads (the caller's block barrier then makes both halves whole).
+template <typename T, bool SHARED, bool GATED, int TILES>
+__device__ __forceinline__ void causal_scores(uint32_t (&pa)[4][4], unsigned char* s_p, const float (&s)[TILES][4],
+                                              int key0, int group_warp, float scale, float2 exponents,
+                                              const GatePowers<GATED>& gates, const LaneRoles& lane, int p_row,
+                                              int x_step) {
+  if constexpr (SHARED) {
+    store_causal_half<T>(s_p, s, key0, group_warp, scale, exponents, gates, lane, p_row, x_step);
+    wgmma::fence_for_async_reads();
+  } else {
+    causal_fragments<T>(pa, s, group_warp, scale, exponents, gates, lane);
+  }
+}
+
 // Keeps the compiler from moving the fragments' computation past the fence ahead of the wgmma
 // that reads them: computed after it, ptxas inserts a warpgroup sync of its own before each
 // such wgmma (C7519).
@@ -257,6 +273,14 @@ __device__ __forceinline__ void issue_times_tile(float (&o)[8][4], uint64_t p_ti
     wgmma::mma_64x64x16<T, 0, 1>(o, wgmma::advanced(p_tile, kk * 32),
                                  wgmma::advanced(b_tile, kk * 16 * wgmma::kLineBytes));
   wgmma::commit();
+}
+
+// O += P B with P where causal_scores left it: the P tile where SHARED, else the fragments.
+template <typename T, bool SHARED>
+__device__ __forceinline__ void issue_times_causal(float (&o)[8][4], const uint32_t (&pa)[4][4], uint64_t p_tile,
+                                                   uint64_t b_tile, int at = 0) {
+  if constexpr (SHARED) issue_times_tile<T>(o, p_tile, wgmma::advanced(b_tile, at));
+  else issue_times_fragments<T>(o, pa, b_tile, at);
 }
 
 // The state's update H += K^T V' for TILES 64-row tiles of H (the chunk's rows of k' MN-major,
