@@ -73,10 +73,8 @@ __global__ void __launch_bounds__(walk_threads<SLICE>()) chunk_output_wgmma_kern
   unsigned char* s_h = smem + L::h + size_t(group) * DK * wgmma::kLineBytes;
   const GatePowers<GATED> gates = chunk_powers<GATED>(p, s_gates, s_gates, n);
   float s[8][4], o[8][4];
-#pragma unroll
-  for (int x = 0; x < 8; ++x)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) s[x][e] = o[x][e] = 0.0f;
+  wgmma::zero(s);
+  wgmma::zero(o);
   const uint64_t q_tile = wgmma::tile_descriptor(smem + L::q), k_tile = wgmma::tile_descriptor(smem + L::k);
   wgmma::pin(s);
   wgmma::pin(o);

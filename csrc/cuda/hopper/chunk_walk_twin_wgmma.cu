@@ -109,12 +109,7 @@ __global__ void __launch_bounds__(walk_threads<D>(), twin_resident(D)) chunk_wal
     if (GATED && c < chunks) copy_chunk_gates(slot(c) + L::gates, p, span, c, tid);
     commit_async_copies();
   };
-  // As in the column-split walk: the first chunk's rows are the caller's, complete before the
-  // kernel of ours ahead began; the gates and entering states are that kernel's.
-  issue_rows(0);
-  wait_for_previous_grid();
-  issue_gates(0);
-  if (!GATED && tid <= kChunk) s_powers[tid] = exp2f(constant_gate_exponent(float(tid), log2g));
+  start_ring<kTwinSlots, GATED>(issue_rows, issue_gates, s_powers, log2g, tid);
 
   const int state_row = 16 * group_warp + lane.group, state_col = col0 + lane.pair;
   float acc[kBlocks][8][4];
@@ -162,18 +157,9 @@ __global__ void __launch_bounds__(walk_threads<D>(), twin_resident(D)) chunk_wal
     const uint64_t q_tile = wgmma::tile_descriptor(here + L::q), k_tile = wgmma::tile_descriptor(here + L::k);
     const uint64_t v_tile = wgmma::tile_descriptor(here + L::v), twin_q_tile = wgmma::tile_descriptor(here + L::twin_q);
     float s[kScoreTiles][4], o[8][4], s_twin[kTwinScoreTiles][4];
-#pragma unroll
-    for (int x = 0; x < 8; ++x)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) o[x][e] = 0.0f;
-#pragma unroll
-    for (int x = 0; x < kScoreTiles; ++x)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) s[x][e] = 0.0f;
-#pragma unroll
-    for (int x = 0; x < kTwinScoreTiles; ++x)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) s_twin[x][e] = 0.0f;
+    wgmma::zero(o);
+    wgmma::zero(s);
+    wgmma::zero(s_twin);
     wgmma::pin(s);
     wgmma::pin(o);
     wgmma::pin(s_twin);
@@ -212,10 +198,7 @@ __global__ void __launch_bounds__(walk_threads<D>(), twin_resident(D)) chunk_wal
     causal_scores<T, L::kSharedTwinScores>(pa_twin, s_twin_scores, s_twin, key0, group_warp, p.scale, exponents, gates,
                                            lane, h_row, x_step);
     float o_twin[8][4];
-#pragma unroll
-    for (int x = 0; x < 8; ++x)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) o_twin[x][e] = 0.0f;
+    wgmma::zero(o_twin);
     wgmma::pin(o_twin);
     wgmma::fence();
 #pragma unroll

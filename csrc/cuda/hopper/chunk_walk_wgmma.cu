@@ -132,15 +132,7 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), RESIDENT) chunk_walk_co
     if (GATED && c < chunks) copy_chunk_gates(gates_of(c), p, span, c, tid);
     commit_async_copies();
   };
-  // The first chunks' rows come from the caller's tensors, complete before the kernel of ours
-  // ahead began (the pass's chunk gates or state pass, or the dv pass's walk ahead of the dk
-  // pass's); the gates and entering states come from earlier kernels, complete after the wait.
-#pragma unroll
-  for (int c = 0; c < kSlots - 1; ++c) issue_rows(c);
-  wait_for_previous_grid();
-#pragma unroll
-  for (int c = 0; c < kSlots - 1; ++c) issue_gates(c);
-  if (!GATED && tid <= kChunk) s_powers[tid] = exp2f(constant_gate_exponent(float(tid), log2g));
+  start_ring<kSlots, GATED>(issue_rows, issue_gates, s_powers, log2g, tid);
 
   // This lane's state elements: rows 64 t + state_row (+ 8), columns state_col + 8 c (+ 1).
   const int state_row = 16 * group_warp + lane.group, state_col = col0 + lane.pair;
@@ -191,14 +183,8 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), RESIDENT) chunk_walk_co
 
     // S = Q K^T and O = Q H_c (issue_scores, issue_state_output).
     float s[kScoreTiles][4], o[8][4];
-#pragma unroll
-    for (int x = 0; x < 8; ++x)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) o[x][e] = 0.0f;
-#pragma unroll
-    for (int x = 0; x < kScoreTiles; ++x)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) s[x][e] = 0.0f;
+    wgmma::zero(o);
+    wgmma::zero(s);
     // Two groups: the scores are turned into P while Q H_c runs. Descriptors are stepped from
     // the tiles' first (a register each) rather than formed from addresses.
     const uint64_t q_tile = wgmma::tile_descriptor(here + L::q), k_tile = wgmma::tile_descriptor(here + L::k);
@@ -361,12 +347,7 @@ __global__ void __launch_bounds__(2 * kGroupThreads, kRowSplitResident) chunk_wa
     if (GATED && c < chunks) copy_chunk_gates(slot(c) + L::gates, p, span, c, tid);
     commit_async_copies();
   };
-#pragma unroll
-  for (int c = 0; c < kRowSplitSlots - 1; ++c) issue_rows(c);
-  wait_for_previous_grid();
-#pragma unroll
-  for (int c = 0; c < kRowSplitSlots - 1; ++c) issue_gates(c);
-  if (!GATED && tid <= kChunk) s_powers[tid] = exp2f(constant_gate_exponent(float(tid), log2g));
+  start_ring<kRowSplitSlots, GATED>(issue_rows, issue_gates, s_powers, log2g, tid);
 
   // This lane's state elements: rows first_state_row + 64 t (+ 8), columns state_col + 8 c (+ 1).
   const int first_state_row = 64 * kGroupTiles * group + 16 * group_warp + lane.group, state_col = v0 + lane.pair;
@@ -424,10 +405,7 @@ __global__ void __launch_bounds__(2 * kGroupThreads, kRowSplitResident) chunk_wa
     // S = Q K^T (scoring) or O = Q H_c over DK in steps of 16 features, then this warpgroup's
     // rows of H = 2^L H + K^T V', while the first group turns into P or waits for it.
     float d[8][4];
-#pragma unroll
-    for (int x = 0; x < 8; ++x)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) d[x][e] = 0.0f;
+    wgmma::zero(d);
     const uint64_t q_tile = wgmma::tile_descriptor(here + L::q), k_tile = wgmma::tile_descriptor(here + L::k);
     wgmma::pin(d);
 #pragma unroll

@@ -85,6 +85,22 @@ __device__ __forceinline__ void copy_chunk_gates(unsigned char* to, const Kernel
                  true);
 }
 
+// A walk's start: the ring's first SLOTS - 1 chunks (issue_rows(c), then issue_gates(c), which
+// closes chunk c's group of copies) and a constant gate's powers. The rows come from the caller's
+// tensors, complete before the kernel of ours ahead began (the pass's chunk gates or state pass,
+// or the dv pass's walk ahead of the dk pass's); the gates and entering states come from earlier
+// kernels, complete after the wait.
+template <int SLOTS, bool GATED, typename IssueRows, typename IssueGates>
+__device__ __forceinline__ void start_ring(const IssueRows& issue_rows, const IssueGates& issue_gates, float* s_powers,
+                                           float log2g, int tid) {
+#pragma unroll
+  for (int c = 0; c < SLOTS - 1; ++c) issue_rows(c);
+  wait_for_previous_grid();
+#pragma unroll
+  for (int c = 0; c < SLOTS - 1; ++c) issue_gates(c);
+  if (!GATED && tid <= kChunk) s_powers[tid] = exp2f(constant_gate_exponent(float(tid), log2g));
+}
+
 // The state a walk's block enters its segment with, this lane's elements of TILES 64-row tiles
 // (rows first_row + 64 t and + 8, columns col + 8 c and + 1): the initial state for segment 0;
 // else the one a forward's walk handed (KernelParams::ends_entering), or joined from the end

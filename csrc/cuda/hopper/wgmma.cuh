@@ -92,6 +92,15 @@ __device__ __forceinline__ void wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(PENDING) : "memory");
 }
 
+// Accumulators at zero, before the first product that adds to them.
+template <int N>
+__device__ __forceinline__ void zero(float (&d)[N][4]) {
+#pragma unroll
+  for (int c = 0; c < N; ++c)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) d[c][e] = 0.0f;
+}
+
 // Keeps the compiler from moving accesses of an accumulator across an asynchronous region.
 template <int N>
 __device__ __forceinline__ void pin(float (&d)[N][4]) {
