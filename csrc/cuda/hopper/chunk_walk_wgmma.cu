@@ -314,10 +314,10 @@ __global__ void __launch_bounds__(2 * kGroupThreads, kRowSplitResident) chunk_wa
   // rows and the gates, the score warpgroup k's and v's) once its products are on their way.
   // Issued at the chunk's start they held up everything after (18% of the warps' stall samples,
   // Nsight, H200); by the output warpgroup alone while it waited for P, the D256 forward's walk
-  // was 5-8% slower; with the score warpgroup's share issued after P, 7-17% (BENCHMARKS.md). Float32 rows go
-  // through registers, which the warpgroups have no room for then (they spilled): all threads
-  // issue those at the chunk's start. 128 threads copy a 64-feature block at a time (a thread's
-  // words then share their swizzle phase).
+  // was 5-8% slower; with the score warpgroup's share issued after P, 7-17% (BENCHMARKS.md).
+  // Float32 rows go through registers, which the warpgroups have no room for then (they
+  // spilled): all threads issue those at the chunk's start. 128 threads copy a 64-feature block
+  // at a time (a thread's words then share their swizzle phase).
   constexpr bool kCopiesWhileMultiplying = !kRoundsOnLoad<T, S>;
   auto issue_rows = [&](int c) {
     if (c >= chunks) return;
