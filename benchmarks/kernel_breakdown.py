@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from simple_gla_bench import bench, make_inputs  # noqa: E402
+from simple_gla_bench import bench, make_inputs, refuse_unknown_shapes  # noqa: E402
 
 # (name, B, T, H, D, gates, packed sequences): fla's registry shapes with per-token gates, a
 # short and a wide one, the head size where culina's forward trails fla's (BENCHMARKS.md), and a
@@ -158,6 +158,7 @@ def main():
     parser.add_argument("--labels", nargs="+", help="one per --plot-only file (files sharing a label: their median)")
     parser.add_argument("--plot", type=Path)
     args = parser.parse_args()
+    refuse_unknown_shapes(parser, args.only, SHAPES)
     if args.plot_only:
         plot([json.loads(path.read_text()) for path in args.plot_only],
              args.labels or [path.stem for path in args.plot_only], args.plot, args.only)

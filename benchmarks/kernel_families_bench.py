@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kernel_breakdown import busy_ms  # noqa: E402
-from simple_gla_bench import HBM_PEAK, bench, make_inputs  # noqa: E402
+from simple_gla_bench import HBM_PEAK, bench, make_inputs, refuse_unknown_shapes  # noqa: E402
 
 # (name, B, T, H, D, gates, packed sequences): fla's registry shapes, the head sizes each Hopper
 # kernel covers (the wgmma walk: D 64..128 and 256; the wgmma state pass: every size; D192 runs the
@@ -164,6 +164,7 @@ def main():
     parser.add_argument("--plot", type=Path, help="a PNG of the speed-ups")
     parser.add_argument("--plot-only", type=Path, help="a --json result to tabulate and plot, without running")
     args = parser.parse_args()
+    refuse_unknown_shapes(parser, args.only, SHAPES)
     if args.plot_only:
         result = json.loads(args.plot_only.read_text())
     else:

@@ -53,6 +53,15 @@ SMALL = ("small: B1 T256 H4 D64, g_gamma", 1, 256, 4, 64, "gamma", 0)
 HBM_PEAK = {"H100": 3.35e12, "H200": 4.8e12}  # bytes/s, SXM parts
 
 
+def refuse_unknown_shapes(parser, only, shapes):
+    """Stops the script where --only names a shape that `shapes` (a script's SHAPES, names first)
+    does not have, so that a misspelt name is not measured or plotted as nothing."""
+    names = [shape[0] for shape in shapes]
+    unknown = sorted(set(only or []) - set(names))
+    if unknown:
+        parser.error(f"--only: no such shape {unknown}; the shapes are {names}")
+
+
 def make_inputs(torch, b, t, h, d, gates, packed, seed, dtype="bfloat16"):
     gen = torch.Generator(device="cuda").manual_seed(seed)
     q, k, v = (torch.randn(b, t, h, d, device="cuda", generator=gen, dtype=getattr(torch, dtype)) for _ in range(3))
@@ -217,6 +226,7 @@ def main():
     parser.add_argument("--rep-ms", type=int, default=300)
     parser.add_argument("--only", nargs="+", help="these shapes alone (their names, as in SHAPES)")
     args = parser.parse_args()
+    refuse_unknown_shapes(parser, args.only, SHAPES)
     if args.plot_only:
         plot(json.loads(args.plot_only.read_text()), args.plots or Path("."))
         return 0
