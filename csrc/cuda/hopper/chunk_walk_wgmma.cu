@@ -310,11 +310,13 @@ __global__ void __launch_bounds__(2 * kGroupThreads, kRowSplitResident) chunk_wa
 
   const WalkInputs<S> in(p, rows, v0);
   auto slot = [&](int c) { return smem + (c % kRowSplitSlots) * L::slot_bytes; };
-  // The ring's copies of 16-bit rows: each warpgroup issues its share (the output warpgroup q's
-  // rows and the gates, the score warpgroup k's and v's) once its products are on their way.
-  // Issued at the chunk's start they held up everything after (18% of the warps' stall samples,
-  // Nsight, H200); by the output warpgroup alone while it waited for P, the D256 forward's walk
-  // was 5-8% slower; with the score warpgroup's share issued after P, 7-17% (BENCHMARKS.md).
+  // The ring's copies of 16-bit rows: each warpgroup issues its share, the score warpgroup k's
+  // and v's rows at the chunk's start, the output warpgroup q's rows and the gates once its
+  // products are on their way. On padded batches the D256 forward's walk was 5-7% slower with
+  // both shares after the products (1% faster on packed sequences), and as slow or slower with all
+  // copies at the chunk's start (they held up everything after: 18% of the warps' stall samples,
+  // Nsight, H200), by the output warpgroup alone while it waited for P, or with the score
+  // warpgroup's share after P (BENCHMARKS.md).
   // Float32 rows go through registers, which the warpgroups have no room for then (they
   // spilled): all threads issue those at the chunk's start. 128 threads copy a 64-feature block
   // at a time (a thread's words then share their swizzle phase).
@@ -373,7 +375,7 @@ __global__ void __launch_bounds__(2 * kGroupThreads, kRowSplitResident) chunk_wa
     const int first_row = t0 + 16 * group_warp, valid = n - 16 * group_warp;
     if constexpr (DOTS)
       if (!scoring) stage_partner_rows<T, kGroupCols>(p, rows, stage, first_row, valid, v0, dv, tid % 32);
-    if constexpr (!kCopiesWhileMultiplying) {
+    if (!kCopiesWhileMultiplying || scoring) {
       issue_rows(c + kRowSplitSlots - 1);
       issue_gates(c + kRowSplitSlots - 1);
     }
@@ -426,7 +428,7 @@ __global__ void __launch_bounds__(2 * kGroupThreads, kRowSplitResident) chunk_wa
             acc[t], wgmma::advanced(k_tile, (kGroupTiles * group + t) * kBlockBytes + kk * 16 * wgmma::kLineBytes),
             wgmma::advanced(scaled_v_tile, kk * 16 * wgmma::kLineBytes));
     wgmma::commit();
-    if constexpr (kCopiesWhileMultiplying) {
+    if (kCopiesWhileMultiplying && !scoring) {
       issue_rows(c + kRowSplitSlots - 1);
       issue_gates(c + kRowSplitSlots - 1);
     }
