@@ -245,6 +245,26 @@ __device__ __forceinline__ void output_rows(float (&o)[COLS / 8][4], const void*
   }
 }
 
+// store_rows' second half: the warp's staging rows, once every lane's values are in, to device
+// memory.
+template <typename T, int COLS, typename S>
+__device__ __forceinline__ void store_staged_rows(const T* stage, S* out, int64_t row_stride, int valid, int cols,
+                                                  int lane_index) {
+  constexpr int kLd = staging_ld<COLS>();
+  // A lane's words are one column word of every (32 / kVectors)th row: one pointer steps through
+  // them (from the row index, each address cost a 64-bit multiply: 16 instructions).
+  constexpr int kVectors = COLS / 8;  // 16-byte words per row
+  static_assert(32 % kVectors == 0, "a lane's words share one column word");
+  constexpr int kRowStep = 32 / kVectors;
+  const int row0 = lane_index / kVectors, c8 = (lane_index % kVectors) * 8;
+  S* to = out + row_stride * row0 + c8;
+#pragma unroll
+  for (int x = 0; x < kTile / kRowStep; ++x, to += kRowStep * row_stride) {
+    const int row = row0 + kRowStep * x;
+    if (row < valid && c8 < cols) store_word(to, stage + row * kLd + c8);
+  }
+}
+
 // The warp's 16 x COLS output to device memory through its own staging rows
 // (staging_bytes<COLS>()), so that device memory sees whole 16-byte words (32-byte ones for
 // float32 rows, which get the values rounded to T, as a cast of T's output would). `out` is the
@@ -260,18 +280,7 @@ __device__ __forceinline__ void store_rows(const float (&o)[COLS / 8][4], T* sta
     *reinterpret_cast<uint32_t*>(stage + (lane.group + 8) * kLd + c * 8 + lane.pair) = pack2<T>(o[c][2], o[c][3]);
   }
   __syncwarp();
-  // A lane's words are one column word of every (32 / kVectors)th row: one pointer steps through
-  // them (from the row index, each address cost a 64-bit multiply: 16 instructions).
-  constexpr int kVectors = COLS / 8;  // 16-byte words per row
-  static_assert(32 % kVectors == 0, "a lane's words share one column word");
-  constexpr int kRowStep = 32 / kVectors;
-  const int row0 = lane_index / kVectors, c8 = (lane_index % kVectors) * 8;
-  S* to = out + row_stride * row0 + c8;
-#pragma unroll
-  for (int x = 0; x < kTile / kRowStep; ++x, to += kRowStep * row_stride) {
-    const int row = row0 + kRowStep * x;
-    if (row < valid && c8 < cols) store_word(to, stage + row * kLd + c8);
-  }
+  store_staged_rows<T, COLS>(stage, out, row_stride, valid, cols, lane_index);
 }
 
 // The gates' gradient terms (KernelParams::gate_dots): adds dot_sign (o_i . partner_i) to

@@ -235,7 +235,12 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), RESIDENT) chunk_walk_co
       add_gate_dots<T, kGroupCols>(p, rows, o, stage, staging_ld<kGroupCols>(), first_row, valid, col0, dv, lane);
     }
     S* out = static_cast<S*>(p.out) + rows.at(p.out_at, first_row) + col0;
-    store_rows<T, kGroupCols>(o, stage, out, rows.stride(p.out_at), valid, dv - col0, lane, tid % 32);
+    // stmatrix into the staging rows where no gate dots run and the rows are 16-bit; elsewhere
+    // it added 4-24 bytes of spills (ptxas), and it was timed only here.
+    if constexpr (std::is_same_v<T, S> && !DOTS)
+      store_rows_matrices<T, kGroupCols>(o, stage, out, rows.stride(p.out_at), valid, dv - col0, lane, tid % 32);
+    else
+      store_rows<T, kGroupCols>(o, stage, out, rows.stride(p.out_at), valid, dv - col0, lane, tid % 32);
     wgmma::wait<0>();
 #pragma unroll
     for (int t = 0; t < kDkBlocks; ++t) wgmma::pin(acc[t]);

@@ -156,6 +156,24 @@ __device__ __forceinline__ void leave_state(const float (&acc)[TILES][8][4], con
     store_final_tile(acc[t], p.final_state + rows.state_index * p.dk * p.dv, p.dk, p.dv, first_row + 64 * t, col);
 }
 
+// store_rows (chunk_rows_mma.cuh) with the staging rows written by stmatrix, four instructions
+// where the lanes' own stores took sixteen: the D128 forward's walk 0-5% faster (H200,
+// BENCHMARKS.md). Matrix m of a pair of column tiles c, c + 1 is rows 8 (m % 2) .. + 7 of
+// column tile c + m / 2 (o[c][0..1] the top rows' pair, o[c][2..3] the bottom's).
+template <typename T, int COLS, typename S>
+__device__ __forceinline__ void store_rows_matrices(const float (&o)[COLS / 8][4], T* stage, S* out,
+                                                    int64_t row_stride, int valid, int cols, const LaneRoles& lane,
+                                                    int lane_index) {
+  constexpr int kLd = staging_ld<COLS>();
+#pragma unroll
+  for (int c = 0; c < COLS / 8; c += 2)
+    wgmma::store_matrices(stage + (lane.r + 8 * (lane.m % 2)) * kLd + (c + lane.m / 2) * 8, pack2<T>(o[c][0], o[c][1]),
+                          pack2<T>(o[c][2], o[c][3]), pack2<T>(o[c + 1][0], o[c + 1][1]),
+                          pack2<T>(o[c + 1][2], o[c + 1][3]));
+  __syncwarp();
+  store_staged_rows<T, COLS>(stage, out, row_stride, valid, cols, lane_index);
+}
+
 // The state's TILES 64-row tiles, this lane's elements as enter_state leaves them, as 16-bit
 // into a warpgroup's [64 TILES][64] tile (the B operand of Q H_c): a store of four 8 x 8
 // matrices per two column tiles, rows +0..7 and +8..15 of the warp's 16 and words x and x + 1
