@@ -317,11 +317,11 @@ __global__ void __launch_bounds__(2 * kGroupThreads, kRowSplitResident) chunk_wa
   auto slot = [&](int c) { return smem + (c % kRowSplitSlots) * L::slot_bytes; };
   // The ring's copies of 16-bit rows: each warpgroup issues its share, the score warpgroup k's
   // and v's rows at the chunk's start, the output warpgroup q's rows and the gates once its
-  // products are on their way. On padded batches the D256 forward's walk was 5-7% slower with
-  // both shares after the products (1% faster on packed sequences), and as slow or slower with all
-  // copies at the chunk's start (they held up everything after: 18% of the warps' stall samples,
-  // Nsight, H200), by the output warpgroup alone while it waited for P, or with the score
-  // warpgroup's share after P (BENCHMARKS.md).
+  // products are on their way. Against this the D256 forward's walk was (H200, BENCHMARKS.md):
+  // 5-7% slower on padded batches with both shares after the products (1% faster packed); as
+  // slow or slower with all copies at the chunk's start, where they held up everything after
+  // (18% of the warps' stall samples, Nsight); slower still with copies issued later: all by the
+  // output warpgroup while it waited for P, or the score warpgroup's after P.
   // Float32 rows go through registers, which the warpgroups have no room for then (they
   // spilled): all threads issue those at the chunk's start. 128 threads copy a 64-feature block
   // at a time (a thread's words then share their swizzle phase).

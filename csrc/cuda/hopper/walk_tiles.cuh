@@ -158,8 +158,9 @@ __device__ __forceinline__ void leave_state(const float (&acc)[TILES][8][4], con
 
 // store_rows (chunk_rows_mma.cuh) with the staging rows written by stmatrix, four instructions
 // where the lanes' own stores took sixteen: the D128 forward's walk 0.4-1.8% faster (medians of
-// four rounds, H200; BENCHMARKS.md, with the bulk copies tried for the output). Matrix m of a pair of column tiles c, c + 1 is rows 8 (m % 2) .. + 7 of
-// column tile c + m / 2 (o[c][0..1] the top rows' pair, o[c][2..3] the bottom's).
+// four rounds, H200; BENCHMARKS.md, with the bulk copies tried for the output). Matrix m of a
+// pair of column tiles c, c + 1 is rows 8 (m % 2) .. + 7 of column tile c + m / 2 (o[c][0..1]
+// the top rows' pair, o[c][2..3] the bottom's).
 template <typename T, int COLS, typename S>
 __device__ __forceinline__ void store_rows_matrices(const float (&o)[COLS / 8][4], T* stage, S* out,
                                                     int64_t row_stride, int valid, int cols, const LaneRoles& lane,
