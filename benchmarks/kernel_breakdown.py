@@ -121,29 +121,35 @@ def legend_above(fig, ax, columns: int):
     fig.tight_layout(rect=(0, 0, 1, 0.9))
 
 
+def label_medians(results, labels, names, key):
+    """Per label, the median of row[key] over the results (--json files of interleaved rounds)
+    that carry that label, for each shape in `names`: label -> heights in names' order."""
+    import statistics
+
+    runs = {}
+    for result, label in zip(results, labels):
+        runs.setdefault(label, []).append(result)
+    return {label: [statistics.median(run[name][key] for run in group) for name in names]
+            for label, group in runs.items()}
+
+
 def plot(results, labels, out: Path, only=None):
     """Bars of the forward's and the forward+backward's busy GPU time per shape (those in `only`
     where given), one per label: the median over the runs (--json files) that carry it, for builds
     run in interleaved rounds."""
-    import statistics
-
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    runs = {}
-    for result, label in zip(results, labels):
-        runs.setdefault(label, []).append(result)
     names = [name for name in results[0]
              if all(name in result for result in results) and (not only or name in only)]
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
     for ax, key, title in ((axes[0], "fwd_busy_ms", "forward"), (axes[1], "fwdbwd_busy_ms", "forward+backward")):
-        series = {label: [statistics.median(run[name][key] for run in group) for name in names]
-                  for label, group in runs.items()}
-        draw_bars(ax, names, series, "GPU busy time, ms (lower is better)", title)
+        draw_bars(ax, names, label_medians(results, labels, names, key), "GPU busy time, ms (lower is better)",
+                  title)
     fig.suptitle("culina.chunk_simple_gla, bf16: the GPU's busy time per call")
-    legend_above(fig, axes[0], len(runs))
+    legend_above(fig, axes[0], len(set(labels)))
     fig.savefig(out, dpi=120)
 
 

@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kernel_breakdown import draw_bars, legend_above, times_and_busy  # noqa: E402
+from kernel_breakdown import draw_bars, label_medians, legend_above, times_and_busy  # noqa: E402
 from simple_gla_bench import HBM_PEAK, bench, make_inputs  # noqa: E402
 
 # (B, T, H, D): the head sweep, fla's shape's layout with one sequence per head (B96 H1), D64.
@@ -51,9 +50,10 @@ def measure(torch, culina, shapes):
         with torch.no_grad():
             bench(run, 50)
             kernels, busy = times_and_busy(torch, run)
-        rows[name(b, t, h, d)] = {"heads": h, "d": d, "busy_ms": busy, "kernels_ms": kernels,
-                                  "bytes_per_s": 8 * b * t * h * d / (busy * 1e-3)}
-        print(name(b, t, h, d), json.dumps(rows[name(b, t, h, d)]), flush=True)
+        key = name(b, t, h, d)
+        rows[key] = {"heads": h, "d": d, "busy_ms": busy, "kernels_ms": kernels,
+                     "bytes_per_s": 8 * b * t * h * d / (busy * 1e-3)}
+        print(key, json.dumps(rows[key]), flush=True)
     return rows
 
 
@@ -93,16 +93,12 @@ def plot_builds(results, labels, out: Path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    runs = {}
-    for result, label in zip(results, labels):
-        runs.setdefault(label, []).append(result)
     names = list(results[0])
-    series = {label: [statistics.median(run[n]["busy_ms"] for run in group) for n in names]
-              for label, group in runs.items()}
     fig, ax = plt.subplots(figsize=(10, 4.8))
-    draw_bars(ax, names, series, "forward GPU busy time, ms (lower is better)", "")
+    draw_bars(ax, names, label_medians(results, labels, names, "busy_ms"),
+              "forward GPU busy time, ms (lower is better)", "")
     fig.suptitle("culina.chunk_simple_gla forward, bf16 g_gamma, H200: builds side by side")
-    legend_above(fig, ax, min(len(runs), 3))
+    legend_above(fig, ax, min(len(set(labels)), 3))
     fig.savefig(out, dpi=120)
 
 
