@@ -13,7 +13,8 @@ CULINA_KERNELS sets once per process. HBM fraction: the forward's 8 N D bytes (N
 over its GPU time, the forward+backward's 22 N D over its GPU time, each over the device's peak.
 
 Usage: python benchmarks/kernel_families_bench.py [--fla] [--rounds 3] [--json out.json] [--plot out.png]
-       python benchmarks/kernel_families_bench.py --plot-only out.json --plot out.png
+                                                   [--plot-hbm hbm.png]
+       python benchmarks/kernel_families_bench.py --plot-only out.json --plot out.png --plot-hbm hbm.png
 """
 from __future__ import annotations
 
@@ -30,7 +31,10 @@ from simple_gla_bench import HBM_PEAK, bench, make_inputs, refuse_unknown_shapes
 
 # (name, B, T, H, D, gates, packed sequences): fla's registry shapes, the head sizes each Hopper
 # kernel covers (the wgmma walk: D 64..128 and 256; the wgmma state pass: every size; D192 runs the
-# portable walk) and packed sequences (Hopper's walk in segment slots; the portable kernels' two passes).
+# portable walk), packed sequences (Hopper's walk in segment slots; the portable kernels' two
+# passes), and shapes whose walk fills every multiprocessor of a 132-multiprocessor H100 or H200
+# in whole waves with no state pass (H132: one walk block per (sequence, head) at D64 and D128, four
+# at D256), where fla's shape (96 heads) leaves 36 idle.
 SHAPES = [
     ("B1 T8192 H96 D128, g", 1, 8192, 96, 128, "g", 0),
     ("B1 T8192 H96 D128, g_gamma", 1, 8192, 96, 128, "gamma", 0),
@@ -44,6 +48,10 @@ SHAPES = [
     ("B2 T8192 H8 D256, g", 2, 8192, 8, 256, "g", 0),
     ("B2 T8192 H8 D256, g_gamma", 2, 8192, 8, 256, "gamma", 0),
     ("packed 8 seqs T16384 H16 D128, g", 1, 16384, 16, 128, "g", 8),
+    ("B1 T8192 H132 D128, g_gamma", 1, 8192, 132, 128, "gamma", 0),
+    ("B2 T8192 H132 D128, g_gamma", 2, 8192, 132, 128, "gamma", 0),
+    ("B2 T8192 H132 D64, g", 2, 8192, 132, 64, "g", 0),
+    ("B1 T8192 H132 D256, g_gamma", 1, 8192, 132, 256, "gamma", 0),
 ]
 IMPLS = ("hopper", "portable", "fla")
 
@@ -100,7 +108,6 @@ def measure(torch, shape, impls, rounds, rep_ms):
 
 
 def table(result) -> str:
-    peak = result["peak_bytes_per_s"]
     lines = [f"{result['gpu']}, bf16, medians of {result['rounds']} interleaved rounds (ms; speed-ups as ratios of the same column)", "",
              "| shape | hopper fwd | portable fwd | fla fwd | hopper fwd GPU | portable fwd GPU | fla fwd GPU | "
              "hopper / portable fwd (GPU) | hopper / fla fwd (GPU) | hopper fwd+bwd | portable fwd+bwd | fla fwd+bwd | "
@@ -108,8 +115,7 @@ def table(result) -> str:
              "| --- |" + " ---: |" * 14]
     for r in result["rows"]:
         get = lambda key: r.get(key, math.nan)  # noqa: E731
-        hbm = 8 * r["n_d"] / (get("hopper_fwd_gpu_ms") / 1e3) / peak  # the forward's 8 N D bytes
-        hbm_fwdbwd = 22 * r["n_d"] / (get("hopper_fwdbwd_gpu_ms") / 1e3) / peak
+        hbm, hbm_fwdbwd = hbm_fractions(result, r)
         lines.append(
             f"| {r['shape']} | {get('hopper_fwd_ms'):.3f} | {get('portable_fwd_ms'):.3f} | {get('fla_fwd_ms'):.3f} | "
             f"{get('hopper_fwd_gpu_ms'):.3f} | {get('portable_fwd_gpu_ms'):.3f} | {get('fla_fwd_gpu_ms'):.3f} | "
@@ -154,6 +160,50 @@ def plot(result, out: Path):
     fig.savefig(out, dpi=110)
 
 
+def hbm_fractions(result, row) -> tuple[float, float]:
+    """The Hopper kernels' forward and forward+backward HBM fractions of `row` (GPU busy time)."""
+    peak = result["peak_bytes_per_s"]
+    return (8 * row["n_d"] / (row["hopper_fwd_gpu_ms"] / 1e3) / peak,
+            22 * row["n_d"] / (row["hopper_fwdbwd_gpu_ms"] / 1e3) / peak)
+
+
+# Issue 24's bars: the forward's fraction of the HBM peak by head size, forward+backward's at D128.
+FORWARD_BARS = {64: 0.60, 128: 0.70, 256: 0.60}
+FORWARD_BACKWARD_BAR = 0.50
+
+
+def plot_hbm(result, out: Path):
+    """The Hopper kernels' HBM fractions per shape, forward and forward+backward, each beside the
+    bar its head size has (a tick where a shape has one)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = result["rows"]
+    fractions = [hbm_fractions(result, r) for r in rows]
+    y = range(len(rows))
+    fig, ax = plt.subplots(figsize=(10, 0.45 * len(rows) + 1.8))
+    ax.barh([i - 0.2 for i in y], [100 * f for f, _ in fractions], height=0.4, label="forward (8 N D bytes)")
+    ax.barh([i + 0.2 for i in y], [100 * b for _, b in fractions], height=0.4, label="forward+backward (22 N D bytes)")
+    for i, r in enumerate(rows):
+        d = int(r["shape"].split(" D")[1].split(",")[0])
+        if d in FORWARD_BARS:
+            ax.plot([100 * FORWARD_BARS[d]] * 2, [i - 0.4, i], color="black", linewidth=2)
+        if d == 128:
+            ax.plot([100 * FORWARD_BACKWARD_BAR] * 2, [i, i + 0.4], color="black", linewidth=2)
+    ax.plot([], [], color="black", linewidth=2, label="issue 24's bar")
+    ax.set_yticks(list(y), [r["shape"] for r in rows])
+    ax.invert_yaxis()
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("% of the HBM peak, culina's Hopper kernels (GPU busy time)")
+    ax.set_title(f"How close to the memory limit, bf16, {result['gpu']}", fontsize=10)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--fla", action="store_true", help="flash-linear-attention's chunk_simple_gla beside culina's")
@@ -162,6 +212,7 @@ def main():
     parser.add_argument("--only", nargs="+", help="these shapes alone (their names, as in SHAPES)")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--plot", type=Path, help="a PNG of the speed-ups")
+    parser.add_argument("--plot-hbm", type=Path, help="a PNG of the Hopper kernels' HBM fractions beside issue 24's bars")
     parser.add_argument("--plot-only", type=Path, help="a --json result to tabulate and plot, without running")
     args = parser.parse_args()
     refuse_unknown_shapes(parser, args.only, SHAPES)
@@ -190,6 +241,8 @@ def main():
     print(table(result))
     if args.plot:
         plot(result, args.plot)
+    if args.plot_hbm:
+        plot_hbm(result, args.plot_hbm)
 
 
 if __name__ == "__main__":

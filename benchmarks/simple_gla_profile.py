@@ -1,13 +1,16 @@
-"""Three forward+backward calls of culina.chunk_simple_gla at fla's benchmark shape (B1 T8192 H96
-D128, g_gamma, bf16), for Nsight Compute to look at the walks, e.g.
+"""Three calls of culina.chunk_simple_gla (forward+backward, or the forward alone with --forward)
+at fla's benchmark shape (B1 T8192 H96 D128, g_gamma, bf16) or the one given, for Nsight Compute
+to look at the walks, e.g.
 
     PYTHONPATH=<build>/package ncu --kernel-name regex:chunk_walk_column --launch-skip 3 \\
         --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \\
         --section WarpStateStats -o walk python benchmarks/simple_gla_profile.py
 
-(each call launches the column split twice, the forward's walk and then the dq pass's: launch 2
-is the second call's forward walk, launch 3 its dq walk.)
+(each forward+backward call launches the column split twice, the forward's walk and then the dq
+pass's: launch 2 is the second call's forward walk, launch 3 its dq walk; with --forward, launch n
+is call n's walk.) Another shape: --shape B T H D gates, e.g. --shape 2 8192 8 256 gamma.
 """
+import argparse
 import sys
 from pathlib import Path
 
@@ -17,10 +20,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import culina  # noqa: E402
 from simple_gla_bench import make_inputs  # noqa: E402
 
-q, k, v, _, g_gamma, _ = make_inputs(torch, 1, 8192, 96, 128, "gamma", 0, seed=1)
-for x in (q, k, v):
-    x.requires_grad_(True)
+parser = argparse.ArgumentParser()
+parser.add_argument("--shape", nargs=5, default=["1", "8192", "96", "128", "gamma"], metavar=("B", "T", "H", "D", "GATES"),
+                    help="batch, tokens, heads, head size, gates (g or gamma)")
+parser.add_argument("--forward", action="store_true", help="the forward alone, without autograd")
+args = parser.parse_args()
+b, t, h, d = (int(x) for x in args.shape[:4])
+q, k, v, g, g_gamma, _ = make_inputs(torch, b, t, h, d, args.shape[4], 0, seed=1)
 for _ in range(3):
-    out, _ = culina.chunk_simple_gla(q, k, v, g_gamma=g_gamma)
-    out.backward(torch.randn_like(out))
+    if args.forward:
+        with torch.no_grad():
+            culina.chunk_simple_gla(q, k, v, g=g, g_gamma=g_gamma)
+    else:
+        leaves = [x.detach().requires_grad_() for x in (q, k, v)]
+        out, _ = culina.chunk_simple_gla(*leaves, g=g, g_gamma=g_gamma)
+        out.backward(torch.randn_like(out))
 torch.cuda.synchronize()
