@@ -146,10 +146,20 @@ __device__ __forceinline__ float constant_gate_exponent(float count, float log2g
   return count == 0.0f ? 0.0f : count * log2g;
 }
 
-// The log2 forget gate of pass row t: the head's constant part, plus the token's gate where given.
+// The least log2 gate the per-token sums take. A gate of 0 (g = -inf, or a constant gate of 0
+// beside per-token gates) has log2 -inf, and the kernels' differences of sums past it were
+// -inf - -inf, NaN. 2^-150 is below float's least denormal, so every power across such a token
+// is still 0; the sums past it stay finite, their differences losing about 2^-16 of an exponent
+// per such token. Written as a comparison so that a NaN gate stays NaN.
+constexpr float kLeastLog2Gate = -150.0f;
+
+// The log2 forget gate of pass row t: the head's constant part, plus the token's gate where given
+// (then at least kLeastLog2Gate).
 __device__ __forceinline__ float log2_gate(const KernelParams& p, const SequenceRows& rows, int64_t t) {
   const float constant = constant_log2_gate(p, rows.head);
-  return p.gates ? constant + kLog2e * p.gates[rows.at(p.gate_at, t)] : constant;
+  if (!p.gates) return constant;
+  const float gate = constant + kLog2e * p.gates[rows.at(p.gate_at, t)];
+  return gate < kLeastLog2Gate ? kLeastLog2Gate : gate;
 }
 
 // The sequence whose chunks hold packed chunk slot `slot` (slots between sequences belong to

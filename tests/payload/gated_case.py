@@ -82,10 +82,17 @@ def run(shape, dtype="float32", *, layout="BHTD", per_token=True, per_head=True,
     return pairs
 
 
+# run_zero_gate's routes to a gate of 0: a constant (g_gamma, a decay tensor) or per-token gates.
+ZERO_GATE_ROUTES = ("g_gamma", "decay tensor", "g", "g beside a g_gamma of -inf")
+
+
 def run_zero_gate(shape, dtype, route, *, cu_seqlens=None, device="cpu"):
-    """{name: (culina, reference)} for o, S_T, dq, dk and dv where head 0's gate is 0 and head
-    1's 0.9 (shape's H is 2), from an initial state, on inputs exact in dtype: the gate 0 as a
-    g_gamma of -inf (route "g_gamma") or as a zero in a decay tensor (route "decay tensor")."""
+    """{name: (culina, reference)} for o, S_T, dq, dk and dv (and dg where per-token gates run)
+    from an initial state, on inputs exact in dtype, where head 0's gate is 0 (shape's H is 2):
+    throughout, as a g_gamma of -inf (route "g_gamma"), a zero in a decay tensor ("decay tensor")
+    or a g_gamma of -inf beside per-token gates ("g beside a g_gamma of -inf"); or at every 29th
+    token from the first, as a g of -inf ("g", where every other gate is 0.9). Head 1's gate is
+    0.9, times the per-token gates where they run."""
     batch, heads, seq_len, dk, dv = shape
     gen = torch.Generator().manual_seed(seq_len + dk)
     exact = lambda x: x.to(TORCH_DTYPES[dtype]).double()  # noqa: E731
@@ -94,21 +101,33 @@ def run_zero_gate(shape, dtype, route, *, cu_seqlens=None, device="cpu"):
                 for _ in range(2))
     s0 = torch.randn(len(cu_seqlens) - 1 if cu_seqlens else batch, heads, dk, dv, generator=gen, dtype=torch.float64)
     gamma = torch.tensor([float("-inf"), math.log(0.9)], dtype=torch.float64)
+    g = None
+    if route == "g":
+        g = torch.full((batch, heads, seq_len), math.log(0.9), dtype=torch.float64)
+        g[:, 0, ::29] = float("-inf")
+        gamma = None
+    elif route == "g beside a g_gamma of -inf":
+        g = F.logsigmoid(torch.randn(batch, heads, seq_len, generator=gen, dtype=torch.float64) + 3)
     leaves = [x.clone().requires_grad_() for x in (q, k, v)]
-    out, final = reference(*leaves, None, dk ** -0.5, s0, cu_seqlens, None, gamma)
+    g_leaf = g.clone().requires_grad_() if g is not None else None
+    out, final = reference(*leaves, None, dk ** -0.5, s0, cu_seqlens, g_leaf, gamma)
     (out * d_out).sum().backward()
 
     ours = [to_layout(x, "BTHD").to(TORCH_DTYPES[dtype]).contiguous().to(device).requires_grad_() for x in (q, k, v)]
+    g_ours = to_layout(g, "BTHD").float().contiguous().to(device).requires_grad_() if g is not None else None
     offsets = torch.tensor(cu_seqlens, device=device) if cu_seqlens else None
-    if route == "g_gamma":
-        got, got_final = culina.chunk_simple_gla(*ours, g_gamma=gamma.float().to(device),
-                                                 initial_state=s0.float().to(device), output_final_state=True,
-                                                 cu_seqlens=offsets)
-    else:
+    if route == "decay tensor":
         got, got_final = culina.linear_attention(*ours, gamma.exp().float().to(device),
                                                  initial_state=s0.float().to(device), output_final_state=True,
                                                  cu_seqlens=offsets, layout="BTHD")
+    else:
+        got, got_final = culina.chunk_simple_gla(*ours, g=g_ours,
+                                                 g_gamma=gamma.float().to(device) if gamma is not None else None,
+                                                 initial_state=s0.float().to(device), output_final_state=True,
+                                                 cu_seqlens=offsets)
     got.backward(to_layout(d_out, "BTHD").to(TORCH_DTYPES[dtype]).to(device))
     pairs = {"o": (to_layout(got, "BTHD"), out), "S_T": (got_final, final)}
     pairs.update({f"d{name}": (to_layout(x.grad, "BTHD"), leaf.grad) for name, x, leaf in zip("qkv", ours, leaves)})
+    if g is not None:
+        pairs["dg"] = (to_layout(g_ours.grad, "BTHD"), g_leaf.grad)
     return pairs

@@ -150,12 +150,14 @@ ZERO_GATE_CASES = [("walk", 2, 2, 200, 64, 64, None), ("segments", 1, 2, 64 * 40
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-@pytest.mark.parametrize("route", ["g_gamma", "decay tensor"])
+@pytest.mark.parametrize("route", gated_case.ZERO_GATE_ROUTES)
 @pytest.mark.parametrize("case", ZERO_GATE_CASES, ids=lambda c: c[0])
 def test_a_zero_gate_forgets_the_state(dtype, route, case):
-    """A gate of 0 (g_gamma = -inf, or a zero in a decay tensor on the GPU) keeps only each row's
-    own k^T v: head 0 forgets, head 1 decays by 0.9. The kernels' powers of a constant gate took
-    log2(0) times a count of 0 as NaN; g^0 is 1. Forward, final state and dq, dk, dv."""
+    """A gate of 0 (g_gamma = -inf, a zero in a decay tensor, g = -inf at some tokens, or a g_gamma
+    of -inf beside per-token gates) forgets the state there: head 0 forgets, head 1 decays by 0.9.
+    The kernels' powers of a constant gate took log2(0) times a count of 0 as NaN (g^0 is 1), and
+    their per-token sums' differences past a gate of 0 were -inf - -inf (sequence_rows.cuh:
+    kLeastLog2Gate). Forward, final state and dq, dk, dv (and dg where per-token gates run)."""
     _, batch, heads, seq_len, dk, dv, cu_seqlens = case
     check(gated_case.run_zero_gate((batch, heads, seq_len, dk, dv), dtype, route, cu_seqlens=cu_seqlens,
                                    device="cuda"), dtype)

@@ -36,11 +36,12 @@ def test_gates_match_float64_reference(gates, layout):
     check(pairs, "float32")
 
 
-@pytest.mark.parametrize("route", ["g_gamma", "decay tensor"])
+@pytest.mark.parametrize("route", gated_case.ZERO_GATE_ROUTES)
 @pytest.mark.parametrize("cu_seqlens", [None, [0, 30, 30, 70]], ids=["padded", "packed"])
 def test_a_zero_gate_forgets_the_state(route, cu_seqlens):
-    """A gate of 0 (g_gamma = -inf, or a zero in a decay tensor) on the CPU: head 0 keeps only
-    each row's own k^T v, head 1 decays by 0.9 (test_gpu_gates.py checks the kernels)."""
+    """A gate of 0 (g_gamma = -inf, a zero in a decay tensor, g = -inf at some tokens, or a g_gamma
+    of -inf beside per-token gates) on the CPU: head 0 forgets, head 1 decays by 0.9
+    (test_gpu_gates.py checks the kernels)."""
     shape = (1, 2, 70, 16, 24) if cu_seqlens else (2, 2, 40, 16, 24)
     check(gated_case.run_zero_gate(shape, "float32", route, cu_seqlens=cu_seqlens), "float32")
 
