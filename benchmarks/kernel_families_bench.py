@@ -108,22 +108,29 @@ def measure(torch, shape, impls, rounds, rep_ms):
 
 
 def table(result) -> str:
+    """A Markdown table of `result`: times, speed-ups and the Hopper kernels' HBM fractions per
+    shape; fla's columns only where fla ran."""
+    ms = lambda key: lambda r: f"{r.get(key, math.nan):.3f}"  # noqa: E731
+    ratio = lambda over, under: lambda r: f"{r.get(over, math.nan) / r[under]:.2f}x"  # noqa: E731
+    both = lambda over, under: lambda r: (f"{ratio(over, under)(r)} "  # noqa: E731
+                                          f"({ratio(over.replace('_ms', '_gpu_ms'), under.replace('_ms', '_gpu_ms'))(r)})")
+    columns = [  # (header, cell, whether it is fla's)
+        ("hopper fwd", ms("hopper_fwd_ms"), False), ("portable fwd", ms("portable_fwd_ms"), False),
+        ("fla fwd", ms("fla_fwd_ms"), True), ("hopper fwd GPU", ms("hopper_fwd_gpu_ms"), False),
+        ("portable fwd GPU", ms("portable_fwd_gpu_ms"), False), ("fla fwd GPU", ms("fla_fwd_gpu_ms"), True),
+        ("hopper / portable fwd (GPU)", both("portable_fwd_ms", "hopper_fwd_ms"), False),
+        ("hopper / fla fwd (GPU)", both("fla_fwd_ms", "hopper_fwd_ms"), True),
+        ("hopper fwd+bwd", ms("hopper_fwdbwd_ms"), False), ("portable fwd+bwd", ms("portable_fwdbwd_ms"), False),
+        ("fla fwd+bwd", ms("fla_fwdbwd_ms"), True),
+        ("hopper / fla fwd+bwd (GPU)", both("fla_fwdbwd_ms", "hopper_fwdbwd_ms"), True),
+        ("hopper fwd HBM", lambda r: f"{hbm_fractions(result, r)[0]:.0%}", False),
+        ("hopper fwd+bwd HBM (GPU)", lambda r: f"{hbm_fractions(result, r)[1]:.0%}", False)]
+    with_fla = any(not math.isnan(r.get("fla_fwd_ms", math.nan)) for r in result["rows"])
+    columns = [column for column in columns if with_fla or not column[2]]
     lines = [f"{result['gpu']}, bf16, medians of {result['rounds']} interleaved rounds (ms; speed-ups as ratios of the same column)", "",
-             "| shape | hopper fwd | portable fwd | fla fwd | hopper fwd GPU | portable fwd GPU | fla fwd GPU | "
-             "hopper / portable fwd (GPU) | hopper / fla fwd (GPU) | hopper fwd+bwd | portable fwd+bwd | fla fwd+bwd | "
-             "hopper / fla fwd+bwd (GPU) | hopper fwd HBM | hopper fwd+bwd HBM (GPU) |",
-             "| --- |" + " ---: |" * 14]
-    for r in result["rows"]:
-        get = lambda key: r.get(key, math.nan)  # noqa: E731
-        hbm, hbm_fwdbwd = hbm_fractions(result, r)
-        lines.append(
-            f"| {r['shape']} | {get('hopper_fwd_ms'):.3f} | {get('portable_fwd_ms'):.3f} | {get('fla_fwd_ms'):.3f} | "
-            f"{get('hopper_fwd_gpu_ms'):.3f} | {get('portable_fwd_gpu_ms'):.3f} | {get('fla_fwd_gpu_ms'):.3f} | "
-            f"{get('portable_fwd_ms') / get('hopper_fwd_ms'):.2f}x ({get('portable_fwd_gpu_ms') / get('hopper_fwd_gpu_ms'):.2f}x) | "
-            f"{get('fla_fwd_ms') / get('hopper_fwd_ms'):.2f}x ({get('fla_fwd_gpu_ms') / get('hopper_fwd_gpu_ms'):.2f}x) | "
-            f"{get('hopper_fwdbwd_ms'):.3f} | {get('portable_fwdbwd_ms'):.3f} | {get('fla_fwdbwd_ms'):.3f} | "
-            f"{get('fla_fwdbwd_ms') / get('hopper_fwdbwd_ms'):.2f}x "
-            f"({get('fla_fwdbwd_gpu_ms') / get('hopper_fwdbwd_gpu_ms'):.2f}x) | {hbm:.0%} | {hbm_fwdbwd:.0%} |")
+             "| shape | " + " | ".join(header for header, _, _ in columns) + " |",
+             "| --- |" + " ---: |" * len(columns)]
+    lines += ["| " + " | ".join([r["shape"]] + [cell(r) for _, cell, _ in columns]) + " |" for r in result["rows"]]
     return "\n".join(lines)
 
 
