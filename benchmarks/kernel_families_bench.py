@@ -33,8 +33,8 @@ from simple_gla_bench import HBM_PEAK, bench, make_inputs, refuse_unknown_shapes
 # kernel covers (the wgmma walk: D 64..128 and 256; the wgmma state pass: every size; D192 runs the
 # portable walk), packed sequences (Hopper's walk in segment slots; the portable kernels' two
 # passes), and shapes whose walk fills every multiprocessor of a 132-multiprocessor H100 or H200
-# in whole waves with no state pass (H132: one walk block per (sequence, head) at D64 and D128, four
-# at D256), where fla's shape (96 heads) leaves 36 idle.
+# in whole waves (H132: one walk block per (sequence, head) at D128, four at D256, three sharing a
+# multiprocessor at D64), where fla's shape (96 heads) leaves 36 idle.
 SHAPES = [
     ("B1 T8192 H96 D128, g", 1, 8192, 96, 128, "g", 0),
     ("B1 T8192 H96 D128, g_gamma", 1, 8192, 96, 128, "gamma", 0),
@@ -123,7 +123,7 @@ def table(result) -> str:
         ("hopper fwd+bwd", ms("hopper_fwdbwd_ms"), False), ("portable fwd+bwd", ms("portable_fwdbwd_ms"), False),
         ("fla fwd+bwd", ms("fla_fwdbwd_ms"), True),
         ("hopper / fla fwd+bwd (GPU)", both("fla_fwdbwd_ms", "hopper_fwdbwd_ms"), True),
-        ("hopper fwd HBM", lambda r: f"{hbm_fractions(result, r)[0]:.0%}", False),
+        ("hopper fwd HBM (GPU)", lambda r: f"{hbm_fractions(result, r)[0]:.0%}", False),
         ("hopper fwd+bwd HBM (GPU)", lambda r: f"{hbm_fractions(result, r)[1]:.0%}", False)]
     with_fla = any(not math.isnan(r.get("fla_fwd_ms", math.nan)) for r in result["rows"])
     columns = [column for column in columns if with_fla or not column[2]]

@@ -22,9 +22,11 @@ from simple_gla_bench import make_inputs  # noqa: E402
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--shape", nargs=5, default=["1", "8192", "96", "128", "gamma"], metavar=("B", "T", "H", "D", "GATES"),
-                    help="batch, tokens, heads, head size, gates (g or gamma)")
+                    help="batch, tokens, heads, head size, gates (g, gamma or g+gamma)")
 parser.add_argument("--forward", action="store_true", help="the forward alone, without autograd")
 args = parser.parse_args()
+if args.shape[4] not in ("g", "gamma", "g+gamma"):
+    parser.error(f"--shape: gates {args.shape[4]!r}: give g, gamma or g+gamma")
 b, t, h, d = (int(x) for x in args.shape[:4])
 q, k, v, g, g_gamma, _ = make_inputs(torch, b, t, h, d, args.shape[4], 0, seed=1)
 for _ in range(3):
@@ -33,6 +35,7 @@ for _ in range(3):
             culina.chunk_simple_gla(q, k, v, g=g, g_gamma=g_gamma)
     else:
         leaves = [x.detach().requires_grad_() for x in (q, k, v)]
-        out, _ = culina.chunk_simple_gla(*leaves, g=g, g_gamma=g_gamma)
+        g_leaf = g.detach().requires_grad_() if g is not None else None  # its gradient: the gate dots' walks
+        out, _ = culina.chunk_simple_gla(*leaves, g=g_leaf, g_gamma=g_gamma)
         out.backward(torch.randn_like(out))
 torch.cuda.synchronize()

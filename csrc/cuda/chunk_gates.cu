@@ -7,7 +7,8 @@
 // it, so no sum crosses chunks. A running sum over a whole sequence would grow with its length:
 // 16k tokens of natural log gate -1 reach -23600 in log2, where fp32's spacing is 2^-9, and
 // c_i - c_j, a small difference of two such sums, keeps no more than that absolute precision;
-// within one chunk the sums stay below 128 (spacing 2^-17).
+// within one chunk the sums stay below 128 (spacing 2^-17) for gates above 1/4, and past a gate
+// of 0 (log2_gate's least, -150) near -150 (spacing 2^-16).
 //
 // One warp per chunk, two rows per lane: the lane adds its pair, a shuffle scan over the pairs
 // gives each pair's running total, and the rows past the sequence's end add 0, so their

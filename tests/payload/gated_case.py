@@ -91,8 +91,8 @@ def run_zero_gate(shape, dtype, route, *, cu_seqlens=None, device="cpu"):
     from an initial state, on inputs exact in dtype, where head 0's gate is 0 (shape's H is 2):
     throughout, as a g_gamma of -inf (route "g_gamma"), a zero in a decay tensor ("decay tensor")
     or a g_gamma of -inf beside per-token gates ("g beside a g_gamma of -inf"); or at every 29th
-    token from the first, as a g of -inf ("g", where every other gate is 0.9). Head 1's gate is
-    0.9, times the per-token gates where they run."""
+    token from the first, as a g of -inf ("g", where every other gate is 0.9, head 1's too).
+    Head 1's gate is otherwise 0.9, times the per-token gates where they run."""
     batch, heads, seq_len, dk, dv = shape
     gen = torch.Generator().manual_seed(seq_len + dk)
     exact = lambda x: x.to(TORCH_DTYPES[dtype]).double()  # noqa: E731
