@@ -27,7 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kernel_breakdown import busy_ms  # noqa: E402
-from simple_gla_bench import HBM_PEAK, bench, make_inputs, refuse_unknown_shapes  # noqa: E402
+from simple_gla_bench import (FORWARD_BACKWARD_BYTES, FORWARD_BYTES, HBM_PEAK, bench, hbm_fraction,  # noqa: E402
+                              make_inputs, refuse_unknown_shapes)
 
 # (name, B, T, H, D, gates, packed sequences): fla's registry shapes, the head sizes each Hopper
 # kernel covers (the wgmma walk: D 64..128 and 256; the wgmma state pass: every size; D192 runs the
@@ -170,8 +171,8 @@ def plot(result, out: Path):
 def hbm_fractions(result, row) -> tuple[float, float]:
     """The Hopper kernels' forward and forward+backward HBM fractions of `row` (GPU busy time)."""
     peak = result["peak_bytes_per_s"]
-    return (8 * row["n_d"] / (row["hopper_fwd_gpu_ms"] / 1e3) / peak,
-            22 * row["n_d"] / (row["hopper_fwdbwd_gpu_ms"] / 1e3) / peak)
+    return (hbm_fraction(FORWARD_BYTES, row["n_d"], row["hopper_fwd_gpu_ms"], peak),
+            hbm_fraction(FORWARD_BACKWARD_BYTES, row["n_d"], row["hopper_fwdbwd_gpu_ms"], peak))
 
 
 # Issue 24's bars: the forward's fraction of the HBM peak by head size, forward+backward's at D128.
@@ -193,8 +194,9 @@ def plot_hbm(result, out: Path):
     fig, ax = plt.subplots(figsize=(10, 0.45 * len(rows) + 1.8))
     ax.barh([i - 0.2 for i in y], [100 * f for f, _ in fractions], height=0.4, label="forward (8 N D bytes)")
     ax.barh([i + 0.2 for i in y], [100 * b for _, b in fractions], height=0.4, label="forward+backward (22 N D bytes)")
+    head_size = {name: d for name, _, _, _, d, _, _ in SHAPES}
     for i, r in enumerate(rows):
-        d = int(r["shape"].split(" D")[1].split(",")[0])
+        d = head_size.get(r["shape"])
         if d in FORWARD_BARS:
             ax.plot([100 * FORWARD_BARS[d]] * 2, [i - 0.4, i], color="black", linewidth=2)
         if d == 128:

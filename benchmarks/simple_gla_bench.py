@@ -51,6 +51,14 @@ SHAPES = [
 ]
 SMALL = ("small: B1 T256 H4 D64, g_gamma", 1, 256, 4, 64, "gamma", 0)
 HBM_PEAK = {"H100": 3.35e12, "H200": 4.8e12}  # bytes/s, SXM parts
+# Bytes per element of N D (N = B H T) at 2 bytes an element: the forward reads q, k, v and writes
+# o; forward+backward adds the backward's reads of q, k, v and dO and its writes of dq, dk, dv.
+FORWARD_BYTES, FORWARD_BACKWARD_BYTES = 8, 22
+
+
+def hbm_fraction(bytes_per_n_d, n_d, ms, peak):
+    """The fraction of the HBM peak (bytes/s) that bytes_per_n_d x n_d bytes in `ms` make."""
+    return bytes_per_n_d * n_d / (ms * 1e-3) / peak
 
 
 def refuse_unknown_shapes(parser, only, shapes):
@@ -131,9 +139,9 @@ def measure_row(torch, impls, shape, rep_ms, peak, dtype):
             row[f"rel_diff_{key}"] = rel_err(a, b_)
     n_d = b * t * h * d * q.element_size() // 2  # the byte counts above are for 2-byte elements
     if peak:
-        row["culina_fwd_hbm"] = 8 * n_d / (row["culina_fwd_ms"] * 1e-3) / peak
+        row["culina_fwd_hbm"] = hbm_fraction(FORWARD_BYTES, n_d, row["culina_fwd_ms"], peak)
         if "culina_fwdbwd_ms" in row:
-            row["culina_fwdbwd_hbm"] = 22 * n_d / (row["culina_fwdbwd_ms"] * 1e-3) / peak
+            row["culina_fwdbwd_hbm"] = hbm_fraction(FORWARD_BACKWARD_BYTES, n_d, row["culina_fwdbwd_ms"], peak)
     return row
 
 

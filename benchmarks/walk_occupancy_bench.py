@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kernel_breakdown import draw_bars, label_medians, legend_above, times_and_busy  # noqa: E402
-from simple_gla_bench import HBM_PEAK, bench, make_inputs  # noqa: E402
+from simple_gla_bench import FORWARD_BYTES, HBM_PEAK, bench, make_inputs  # noqa: E402
 
 # (B, T, H, D): the head sweep, fla's shape's layout with one sequence per head (B96 H1), D64.
 HEADS = [(1, 8192, h, 128) for h in (33, 48, 66, 96, 120, 132, 160, 198, 264)] + [
@@ -52,7 +52,7 @@ def measure(torch, culina, shapes):
             kernels, busy = times_and_busy(torch, run)
         key = name(b, t, h, d)
         rows[key] = {"heads": h, "d": d, "busy_ms": busy, "kernels_ms": kernels,
-                     "bytes_per_s": 8 * b * t * h * d / (busy * 1e-3)}
+                     "bytes_per_s": FORWARD_BYTES * b * t * h * d / (busy * 1e-3)}
         print(key, json.dumps(rows[key]), flush=True)
     return rows
 
