@@ -8,7 +8,7 @@ g_gamma, forward under torch.no_grad(), the GPU's busy time per call from the to
   copy's rate (torch's copy_ of 256 MiB), the bandwidth a kernel can reach at all.
 - `--set builds`: five shapes timed per build, to run once per build with each build's package
   first on PYTHONPATH, in interleaved rounds (one --json file each), for builds that differ in
-  one step of the walk.
+  one step of the walk; `--set builds-d256` the same for four shapes of head size 256.
 
 Usage: PYTHONPATH=<build>/package python benchmarks/walk_occupancy_bench.py --set heads --json out.json
        python benchmarks/walk_occupancy_bench.py --plot-heads out.json --plot heads.png
@@ -29,6 +29,8 @@ from simple_gla_bench import FORWARD_BYTES, HBM_PEAK, bench, make_inputs  # noqa
 HEADS = [(1, 8192, h, 128) for h in (33, 48, 66, 96, 120, 132, 160, 198, 264)] + [
     (96, 8192, 1, 128), (1, 8192, 132, 64), (1, 8192, 264, 64)]
 BUILDS = [(1, 8192, 96, 128), (1, 8192, 132, 128), (2, 16384, 16, 128), (4, 4096, 24, 64), (1, 8192, 132, 64)]
+BUILDS_D256 = [(2, 8192, 8, 256), (1, 8192, 132, 256), (1, 8192, 66, 256), (4, 4096, 16, 256)]
+SETS = {"heads": HEADS, "builds": BUILDS, "builds-d256": BUILDS_D256}
 
 
 def name(b, t, h, d):
@@ -104,7 +106,7 @@ def plot_builds(results, labels, out: Path):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--set", choices=("heads", "builds"), default="heads")
+    parser.add_argument("--set", choices=tuple(SETS), default="heads")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--plot-heads", type=Path, help="a --set heads --json result, to plot")
     parser.add_argument("--plot-builds", nargs="+", type=Path, help="--set builds --json results, to plot")
@@ -131,7 +133,7 @@ def main():
     if args.set == "heads":
         result["copy_bytes_per_s"] = copy_rate(torch)
         print("copy", result["copy_bytes_per_s"] / 1e12, "TB/s", flush=True)
-    result["rows"] = measure(torch, culina, HEADS if args.set == "heads" else BUILDS)
+    result["rows"] = measure(torch, culina, SETS[args.set])
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))
 

@@ -104,19 +104,23 @@ int64_t chunk_slots(const Problem& problem) {
                           : (problem.seq_len + kStateChunk - 1) / kStateChunk;
 }
 
-std::optional<MmaPlan> plan_mma(const Problem& problem, const Pass& pass, const MmaKernels& kernels,
-                                int multiprocessors, size_t shared_per_block) {
+namespace {
+
+// plan_mma for a walk of `slice` value columns a block.
+std::optional<MmaPlan> plan_for_slice(const Problem& problem, const Pass& pass, const MmaKernels& kernels, int slice,
+                                      int multiprocessors, size_t shared_per_block) {
   const int dk = int(pass.dk), dv = int(pass.dv);
   const int dk_padded = padded_head_size(dk), dv_padded = padded_head_size(dv);
   const int64_t rows = problem.packed() ? problem.heads : problem.batch * problem.heads;
   const int64_t chunks = chunk_slots(problem);
-  const int64_t columns = dv_padded / walk_slice(dk, dv), walk_blocks = columns * rows;
+  const int64_t columns = dv_padded / slice, walk_blocks = columns * rows;
   const bool walk_fits = kernels.walks && std::max(kernels.walk_shared, kernels.states_shared_fused) <= shared_per_block;
   const std::optional<PackedSegments> packed =
       walk_fits && problem.packed() && kernels.packed_walks
           ? packed_segments(problem, columns, kernels.walk_resident, multiprocessors)
           : std::nullopt;
   MmaPlan plan;
+  plan.walk_slice = slice;
   plan.fused = walk_fits && (!problem.packed() || packed);
   if (!plan.fused && std::max(kernels.states_shared, kernels.output_shared) > shared_per_block) return std::nullopt;
   const int resident = plan.fused ? kernels.walk_resident : 1;
@@ -176,6 +180,21 @@ std::optional<MmaPlan> plan_mma(const Problem& problem, const Pass& pass, const 
   }
   plan.workspace = end;
   return plan;
+}
+
+}  // namespace
+
+std::optional<MmaPlan> plan_mma(const Problem& problem, const Pass& pass, const MmaKernels& kernels,
+                                int multiprocessors, size_t shared_per_block) {
+  const std::optional<MmaPlan> plan = plan_for_slice(problem, pass, kernels, walk_slice(int(pass.dk), int(pass.dv)),
+                                                     multiprocessors, shared_per_block);
+  if (kernels.wider_slice == 0 || !plan || !plan->fused) return plan;
+  // Wider blocks are fewer: where they leave the device idle the plan cuts more segments, and
+  // each costs its state pass (B2 T8192 H8 D256: 0.19 ms on the row split's two segments, 0.20
+  // on the transposed walk's four).
+  const std::optional<MmaPlan> wider =
+      plan_for_slice(problem, pass, kernels, kernels.wider_slice, multiprocessors, shared_per_block);
+  return wider && wider->fused && wider->segments <= plan->segments ? wider : plan;
 }
 
 }  // namespace culina::gpu

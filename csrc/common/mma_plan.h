@@ -61,6 +61,10 @@ struct MmaKernels {
   size_t states_shared_fused = 0;
   size_t states_shared = 0;
   size_t output_shared = 0;
+  // A walk of wider blocks (this many value columns, more than walk_slice's) that may take the
+  // pass instead, 0 for none: Hopper's transposed walk at dk 256 (cuda/hopper/hopper_kernels.h).
+  // The plan takes it where it walks in no more segments (MmaPlan::walk_slice).
+  int wider_slice = 0;
   int walk_resident = 1;
   // Pass 1 before a walk: the edge of its blocks' square of the state (64 or 128) and how many of
   // them share a multiprocessor, for the runs a padded batch's segments are cut into (state_pieces).
@@ -83,6 +87,7 @@ struct MmaPlan {
   // Fused: the walk's blocks per multiprocessor, its residency or fewer where fewer hold its grid
   // in one wave (a walk built for both then takes the one with more registers a thread).
   int walk_resident = 1;
+  int walk_slice = 0;      // fused: value columns per block of its walk (walk_slice, or MmaKernels::wider_slice)
   size_t workspace = 0;    // bytes: chunk states (two passes), segment states, then the gates'
   size_t segment_states_at = 0;
   size_t segment_states_bytes = 0;  // several segments: [rows][segments * pieces][dk_padded][dv_padded] fp32

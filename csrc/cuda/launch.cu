@@ -153,7 +153,7 @@ Choice choose(const Problem& problem, const Pass& pass, const DeviceFacts& facts
     if (family->family == KernelFamily::kGeneric) return {family, std::nullopt};
     const WalkKernel walk = family->family == KernelFamily::kHopper ? hopper_walk : WalkKernel::kPortable;
     const size_t shared = size_t(facts.shared_per_block_optin);
-    MmaKernels kernels = mma_kernels(pass, walk, shared);
+    MmaKernels kernels = mma_kernels(pass, problem.elements, walk, shared);
     kernels.entering_ready =
         entering_ready && walk == WalkKernel::kHopper && hopper_walk_takes(mma::padded_head_size(int(pass.dk)));
     std::optional<MmaPlan> plan = plan_mma(problem, pass, kernels, facts.multiprocessors, shared);
@@ -269,6 +269,7 @@ void run_pass(const Problem& problem, const Pass& pass, const Choice& choice, co
     params.segment_chunks = plan->segment_chunks;
     params.pieces = plan->pieces;
     params.walk_resident = plan->walk_resident;
+    params.walk_slice = plan->walk_slice;
     params.segment_states = ends.ready_ends ? ends.ready_ends
                                             : reinterpret_cast<float*>(workspace + plan->segment_states_at);
     params.ends_ready = ends.ready_ends != nullptr;

@@ -41,6 +41,21 @@ __device__ __forceinline__ void store_final_tile(const float (&acc)[C][4], float
   }
 }
 
+// A tile of the state's transpose (the transposed walk's, hopper/chunk_walk_transposed_wgmma.cu):
+// the lane's element (row, col) is H's (col, row), into the final state [dk][dv] at `to`, the real
+// rows and columns only.
+template <int C>
+__device__ __forceinline__ void store_final_transposed_tile(const float (&acc)[C][4], float* to, int dk, int dv,
+                                                            int row, int col) {
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    const int at_col = col + c * 8;
+    float* at = to + int64_t(at_col) * dv + row;
+    if (at_col < dk && row < dv) at[0] = acc[c][0], at[dv] = acc[c][1];
+    if (at_col < dk && row + 8 < dv) at[8] = acc[c][2], at[dv + 8] = acc[c][3];
+  }
+}
+
 // Into a padded state (rows of `ld` floats at `to`: a segment's end state).
 template <int C>
 __device__ __forceinline__ void store_padded_tile(const float (&acc)[C][4], float* to, int64_t ld, int row, int col) {
@@ -91,6 +106,20 @@ __device__ __forceinline__ void join_padded_tile(float (&acc)[C][4], const float
     const float* at = end + int64_t(row) * ld + col + c * 8;
     const float2 top = *reinterpret_cast<const float2*>(at), bottom = *reinterpret_cast<const float2*>(at + 8 * ld);
     const float e[4] = {top.x, top.y, bottom.x, bottom.y};
+#pragma unroll
+    for (int x = 0; x < 4; ++x) acc[c][x] = first ? e[x] : decay * acc[c][x] + e[x];
+  }
+}
+
+// join_padded_tile for a tile of the state's transpose: the lane's element (row, col) is the
+// end state's (col, row).
+template <int C>
+__device__ __forceinline__ void join_transposed_tile(float (&acc)[C][4], const float* end, int64_t ld, int row, int col,
+                                                     float decay, bool first) {
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    const float* at = end + int64_t(col + c * 8) * ld + row;
+    const float e[4] = {at[0], at[ld], at[8], at[ld + 8]};
 #pragma unroll
     for (int x = 0; x < 4; ++x) acc[c][x] = first ? e[x] : decay * acc[c][x] + e[x];
   }

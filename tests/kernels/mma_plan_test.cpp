@@ -126,6 +126,28 @@ TEST(MmaPlan, RunsFollowTheStatePassBlocks) {
   EXPECT_EQ(wide128->pieces, 2);
 }
 
+TEST(MmaPlan, AWiderWalkTakesThePassWhereItWalksInNoMoreSegments) {
+  // Dk 256 on Hopper: the row split's 64-column blocks, or the transposed walk's 128-column ones
+  // (MmaKernels::wider_slice). B1 T8192 H132: 528 or 264 blocks, one segment either way: the
+  // wider. B2 T8192 H8: 64 blocks walk in two segments, 32 would need four: the narrower.
+  MmaKernels kernels = kernels_with(1);
+  const auto narrow_only = plan_for(problem_of(1, 8192, 132, 256), kernels);
+  kernels.wider_slice = 128;
+  const auto full = plan_for(problem_of(1, 8192, 132, 256), kernels);
+  const auto small = plan_for(problem_of(2, 8192, 8, 256), kernels);
+  ASSERT_TRUE(narrow_only && full && small);
+  EXPECT_EQ(narrow_only->walk_slice, 64);
+  EXPECT_EQ(full->walk_slice, 128);
+  EXPECT_EQ(full->segments, 1);
+  EXPECT_EQ(small->walk_slice, 64);
+  EXPECT_EQ(small->segments, 2);
+  // Both in one segment of 64 chunks (B4 T4096 H16: 256 or 128 blocks): the wider.
+  const auto both_one = plan_for(problem_of(4, 4096, 16, 256), kernels);
+  ASSERT_TRUE(both_one);
+  EXPECT_EQ(both_one->walk_slice, 128);
+  EXPECT_EQ(both_one->segments, 1);
+}
+
 TEST(MmaPlan, HandedEnteringStatesCostNoStatePass) {
   // fla's shape, B1 T8192 H96 D128: 96 walk blocks, one to a multiprocessor, 128 chunks. With a
   // state pass, four segments (384 blocks: three waves of 32 chunks) cost what one does (128

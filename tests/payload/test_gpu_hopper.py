@@ -21,8 +21,10 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available() or _C.device_count
 
 # (B, T, H, Dk, Dv, gates, packed sequences, dtype): fused runs (one segment, several), Dk padded
 # (96, 200), both column-split walk blocks of Dk 64 and 128 (64 and 128 value columns), the
-# row-split walk of Dk 256 (with Dv 256, 128, 64; its backward's dq and dk passes run the
-# column-split walk where Dv is 128 or less), 192 (the portable walk after the wgmma state
+# walks of Dk 256: the transposed walk where Dv pads to a multiple of 128 (256, 200, 128) with
+# 16-bit rows and no gate dots, the row split for the rest (Dv 64, float32 rows, the dq and dk
+# passes' gate dots; the backward's dq and dk passes run the column-split walk where Dv is 128 or
+# less), the transposed walk on packed sequences, 192 (the portable walk after the wgmma state
 # pass), packed sequences (the walk in segment slots on Hopper, two passes on the portable
 # kernels), float32 rows rounded on load. Pass 1 before a padded walk takes 128 x 128 blocks
 # where Dk and Dv pad to multiples of 128 (96 and 128 zero-filled past the head size; 256 with
@@ -45,6 +47,8 @@ CASES = [
     (2, 2049, 3, 256, 256, "g", 0, "bfloat16"),
     (2, 1500, 3, 256, 128, "g+gamma", 0, "bfloat16"),
     (1, 3000, 2, 256, 64, "", 0, "float16"),
+    (2, 1500, 3, 256, 200, "gamma", 0, "float16"),
+    (1, 8192, 3, 256, 256, "g", 5, "bfloat16"),
     (2, 1000, 2, 200, 136, "g", 0, "bfloat16"),
     (2, 1024, 2, 256, 256, "g", 0, "float32"),
     (1, 2048, 2, 192, 192, "g", 0, "bfloat16"),
@@ -177,6 +181,33 @@ def test_the_dk_pass_rides_on_the_dv_walk_where_the_twin_walk_takes_it(dk, dv, t
     # elsewhere each pass walks alone.
     names = backward_kernels(2, 1024, 2, dk, dv, gates)
     assert any("chunk_walk_twin_kernel" in name for name in names) == twin, names
+
+
+@pytest.mark.skipif(_api.apply_kernel_choice() == "portable", reason="CULINA_KERNELS=portable turns the Hopper family off")
+@pytest.mark.parametrize("dv, dtype, transposed", [(256, "bfloat16", True), (200, "float16", True),
+                                                   (64, "bfloat16", False), (256, "float32", False)])
+def test_a_dk256_forward_walks_on_the_transposed_walk_where_it_takes_the_pass(dv, dtype, transposed):
+    """Dk 256: the transposed walk takes a pass of 16-bit rows whose Dv pads to a multiple of 128;
+    the row split takes Dv 64 and float32 rows."""
+    q, k, v, _, g_gamma, _, _ = inputs(2, 1024, 2, 256, dv, "gamma", 0, dtype, seed=4)
+    precision = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("medium" if dtype == "float32" else precision)
+    try:
+        with torch.no_grad():
+            names = launched_kernels(lambda: culina.chunk_simple_gla(q, k, v, g_gamma=g_gamma))
+    finally:
+        torch.set_float32_matmul_precision(precision)
+    assert any("chunk_walk_transposed_kernel" in name for name in names) == transposed, names
+    assert any("chunk_walk_row_split_kernel" in name for name in names) != transposed, names
+
+
+@pytest.mark.skipif(_api.apply_kernel_choice() == "portable", reason="CULINA_KERNELS=portable turns the Hopper family off")
+def test_the_dk256_passes_with_gate_dots_walk_on_the_row_split():
+    """With per-token gates the dq and dk passes add the gates' gradient terms, which the
+    transposed walk does not: they take the row split, the forward and the dv pass the transposed walk."""
+    names = backward_kernels(2, 1024, 2, 256, 256, "g")
+    assert any("chunk_walk_transposed_kernel" in name for name in names), names
+    assert any("chunk_walk_row_split_kernel" in name for name in names), names
 
 
 @pytest.mark.skipif(_api.apply_kernel_choice() == "portable", reason="CULINA_KERNELS=portable turns the Hopper family off")

@@ -53,9 +53,7 @@ __global__ void __launch_bounds__(walk_threads<SLICE>()) chunk_output_wgmma_kern
   // One group of copies: q, k, v, the gates, then (once pass 1 has written them, alongside it)
   // the state's tiles.
   const WalkInputs<S> in(p, rows, v0);
-  stage_tile<T, S, kThreads, DK / 8>(smem + L::q, in.q + t0 * in.q_step, in.q_step, n, dk, tid);
-  stage_tile<T, S, kThreads, DK / 8>(smem + L::k, in.k + t0 * in.k_step, in.k_step, n, dk, tid);
-  stage_tile<T, S, kThreads, SLICE / 8>(smem + L::v, in.v + t0 * in.v_step, in.v_step, n, dv - v0, tid);
+  stage_chunk<T, S, kThreads, DK, SLICE>(smem, L::q, L::k, L::v, in, t0, n, dk, dv - v0, tid);
   stage_output_gates<GATED>(s_gates, p, rows, chunk, constant_log2_gate(p, at.head), tid);
   wait_for_chunk_state(p, rows.state_index, v0, SLICE, chunk);
   const T* state = static_cast<const T*>(p.states) + (rows.chunk_base + chunk) * state_size + v0;

@@ -123,9 +123,7 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), RESIDENT) chunk_walk_co
     if (c < chunks) {
       const int t0 = (first_chunk + c) * kChunk, n = min(kChunk, rows.length - t0);
       unsigned char* to = slot(c);
-      stage_tile<T, S, kThreads, DK / 8>(to + L::q, in.q + t0 * in.q_step, in.q_step, n, dk, tid);
-      stage_tile<T, S, kThreads, DK / 8>(to + L::k, in.k + t0 * in.k_step, in.k_step, n, dk, tid);
-      stage_tile<T, S, kThreads, SLICE / 8>(to + L::v, in.v + t0 * in.v_step, in.v_step, n, dv - v0, tid);
+      stage_chunk<T, S, kThreads, DK, SLICE>(to, L::q, L::k, L::v, in, t0, n, dk, dv - v0, tid);
     }
   };
   auto issue_gates = [&](int c) {  // and close chunk c's group of copies
@@ -345,9 +343,7 @@ __global__ void __launch_bounds__(2 * kGroupThreads, kRowSplitResident) chunk_wa
         stage_tile<T, S, kGroupThreads, kGroupCols / 8>(to + L::v, in.v + t0 * in.v_step, in.v_step, n, dv - v0, lt);
       }
     } else {
-      stage_tile<T, S, kThreads, DK / 8>(to + L::q, in.q + t0 * in.q_step, in.q_step, n, dk, tid);
-      stage_tile<T, S, kThreads, DK / 8>(to + L::k, in.k + t0 * in.k_step, in.k_step, n, dk, tid);
-      stage_tile<T, S, kThreads, kGroupCols / 8>(to + L::v, in.v + t0 * in.v_step, in.v_step, n, dv - v0, tid);
+      stage_chunk<T, S, kThreads, DK, kGroupCols>(to, L::q, L::k, L::v, in, t0, n, dk, dv - v0, tid);
     }
   };
   auto issue_gates = [&](int c) {  // and close chunk c's group of copies
@@ -443,15 +439,7 @@ __global__ void __launch_bounds__(2 * kGroupThreads, kRowSplitResident) chunk_wa
     const int i_top = 16 * group_warp + lane.group;
     if (scoring) {
       // P (causal_tile: zero above the diagonal) into the scores tile, as the A operand of P V.
-      const float2 exponents = causal_rows(gates, i_top);
-      uint32_t pa[8][2];
-#pragma unroll
-      for (int x = 0; x < 8; ++x)
-        causal_tile<T>(pa[x][0], pa[x][1], d[x], x, group_warp, p.scale, exponents, gates, lane);
-#pragma unroll
-      for (int x = 0; x < 8; x += 2)
-        wgmma::store_matrices(s_scores + wgmma::swizzled_offset(p_row, x + x_step), pa[x][0], pa[x][1], pa[x + 1][0],
-                              pa[x + 1][1]);
+      store_causal<T>(s_scores, d, 0, group_warp, p.scale, causal_rows(gates, i_top), gates, lane, p_row, x_step);
       wgmma::fence_for_async_reads();
       wgmma::hand_over();
     } else {
@@ -527,7 +515,10 @@ cudaError_t launch_hopper_chunk_walk(const KernelParams& params, int sequences, 
   if (params.dk_padded == 128)
     return slice == 128 ? launch_column_split<T, S, 128, 128>(params, sequences, stream, after_own)
                         : launch_column_split<T, S, 128, 64>(params, sequences, stream, after_own);
-  if (params.dk_padded == 256) return launch_row_split<T, S, 256>(params, sequences, stream, after_own);
+  if (params.dk_padded == 256)
+    return params.walk_slice == kHopperTransposedSlice
+               ? launch_hopper_transposed_walk<T, S>(params, sequences, stream, after_own)
+               : launch_row_split<T, S, 256>(params, sequences, stream, after_own);
   return cudaErrorInvalidValue;
 }
 

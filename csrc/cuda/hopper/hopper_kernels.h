@@ -28,7 +28,8 @@ template <typename T, typename S>
 cudaError_t launch_hopper_chunk_states(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own);
 
 // The fused pass (kernels.h: launch_chunk_walk) on wgmma, for dk_padded of 64, 128 or 256
-// (hopper_walk_takes): the same grid (walk_slice's columns per block) and results. dk 192 stays
+// (hopper_walk_takes): the same grid (walk_slice's columns per block) and results; at dk 256 the
+// row split, or the transposed walk in 128-column blocks where the plan gave it the pass. dk 192 stays
 // on the portable walk: the row split padded to 256 took 0.35 against its 0.33 ms (B4 T4096 H16
 // D192 with gates, H200), a quarter of its products on zeros and in 64-column blocks where the
 // portable walk's are 96 wide (more blocks than multiprocessors).
@@ -42,6 +43,19 @@ constexpr bool hopper_walk_hands_states(int dk_padded, int dv_padded) { return d
 int hopper_walk_resident(int dk_padded, int slice);
 template <typename T, typename S>
 cudaError_t launch_hopper_chunk_walk(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own);
+
+// The transposed walk (hopper/chunk_walk_transposed_wgmma.cu): 128 value columns a block, the
+// state held transposed. It may take a pass of dk 256 whose padded dv is a multiple of 128, with
+// 16-bit rows (no `rounds_on_load`: float32 rows rounded as they load) and no gate dots; the plan
+// gives it the pass where it walks in no more segments than the row split (MmaKernels::
+// wider_slice), and launch_hopper_chunk_walk runs it where the plan did (KernelParams::walk_slice).
+constexpr bool hopper_transposed_walk_takes(int dk_padded, int dv_padded, bool gate_dots, bool rounds_on_load) {
+  return dk_padded == 256 && dv_padded % 128 == 0 && !gate_dots && !rounds_on_load;
+}
+constexpr int kHopperTransposedSlice = 128;
+template <typename T, typename S>
+cudaError_t launch_hopper_transposed_walk(const KernelParams& params, int sequences, cudaStream_t stream,
+                                          bool after_own);
 
 // The two-pass path's output pass (kernels.h: launch_chunk_output) on wgmma, for dk_padded of 64
 // or 128 in one segment: the same grid, block mapping and results. On Hopper the two passes run

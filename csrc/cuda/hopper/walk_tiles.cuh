@@ -75,6 +75,17 @@ struct WalkInputs {
         v_step(rows.stride(p.v_at)) {}
 };
 
+// A chunk's rows from pass row t0 (n of them) into a ring slot by all THREADS threads of the
+// block: q's and k's DK features into the tiles `q_at` and `k_at` bytes into it, v's COLS columns
+// into the one at `v_at` (zeros past `cols`, the v columns left from the block's first).
+template <typename T, typename S, int THREADS, int DK, int COLS>
+__device__ __forceinline__ void stage_chunk(unsigned char* slot, size_t q_at, size_t k_at, size_t v_at,
+                                            const WalkInputs<S>& in, int t0, int n, int dk, int cols, int tid) {
+  stage_tile<T, S, THREADS, DK / 8>(slot + q_at, in.q + t0 * in.q_step, in.q_step, n, dk, tid);
+  stage_tile<T, S, THREADS, DK / 8>(slot + k_at, in.k + t0 * in.k_step, in.k_step, n, dk, tid);
+  stage_tile<T, S, THREADS, COLS / 8>(slot + v_at, in.v + t0 * in.v_step, in.v_step, n, cols, tid);
+}
+
 // Chunk `c` of the block's segment: its kGateSlot cumulative gates into `to`, 16 bytes by each of
 // the first kGateSlot / 4 threads.
 template <bool PACKED>
@@ -105,7 +116,9 @@ __device__ __forceinline__ void start_ring(const IssueRows& issue_rows, const Is
 // (rows first_row + 64 t and + 8, columns col + 8 c and + 1): the initial state for segment 0;
 // else the one a forward's walk handed (KernelParams::ends_entering), or joined from the end
 // states of pass 1's runs before its segment, as the portable walk does (chunk_walk_mma.cu).
-template <int TILES, bool PACKED>
+// TRANSPOSED: the tiles are of H^T, 64 columns each (rows first_row (+ 8), H's columns; columns
+// col + 64 t + 8 c (+ 1), H's rows), as the transposed walk holds its state.
+template <int TILES, bool PACKED, bool TRANSPOSED = false>
 __device__ __forceinline__ void enter_state(float (&acc)[TILES][8][4], const KernelParams& p,
                                             const WalkSpan<PACKED>& span, bool gated, float log2g, int first_row,
                                             int col) {
@@ -114,8 +127,13 @@ __device__ __forceinline__ void enter_state(float (&acc)[TILES][8][4], const Ker
   if (segment == 0) {
     const float* from = p.initial_state ? p.initial_state + rows.state_index * p.dk * p.dv : nullptr;
 #pragma unroll
-    for (int t = 0; t < TILES; ++t)
-      load_initial_tile(acc[t], from, p.initial_transposed, p.dk, p.dv, first_row + 64 * t, col);
+    for (int t = 0; t < TILES; ++t) {
+      // H^T's rows are H's columns: the initial state read the other way round.
+      if constexpr (TRANSPOSED)
+        load_initial_tile(acc[t], from, !p.initial_transposed, p.dv, p.dk, first_row, col + 64 * t);
+      else
+        load_initial_tile(acc[t], from, p.initial_transposed, p.dk, p.dv, first_row + 64 * t, col);
+    }
     return;
   }
   const int64_t size = int64_t(p.dk_padded) * p.dv_padded;
@@ -127,8 +145,12 @@ __device__ __forceinline__ void enter_state(float (&acc)[TILES][8][4], const Ker
   for (int r = r_begin; r < r_end; ++r) {
     const float decay = r == r_begin ? 0.0f : run_decay(p, rows, first, r, gated, log2g);
 #pragma unroll
-    for (int t = 0; t < TILES; ++t)
-      join_padded_tile(acc[t], ends + r * size, p.dv_padded, first_row + 64 * t, col, decay, r == r_begin);
+    for (int t = 0; t < TILES; ++t) {
+      if constexpr (TRANSPOSED)
+        join_transposed_tile(acc[t], ends + r * size, p.dv_padded, first_row, col + 64 * t, decay, r == r_begin);
+      else
+        join_padded_tile(acc[t], ends + r * size, p.dv_padded, first_row + 64 * t, col, decay, r == r_begin);
+    }
   }
 }
 
@@ -144,16 +166,20 @@ __device__ __forceinline__ void hand_state(const float (&acc)[TILES][8][4], cons
 }
 
 // The final state, where this block's segment holds the sequence's last chunk (segment 0 for an
-// empty sequence): only the real rows and columns go out, [dk][dv].
-template <int TILES>
+// empty sequence): only the real rows and columns go out, [dk][dv]. TRANSPOSED: tiles of H^T,
+// as enter_state's.
+template <int TILES, bool TRANSPOSED = false>
 __device__ __forceinline__ void leave_state(const float (&acc)[TILES][8][4], const KernelParams& p,
                                             const SequenceRows& rows, int segment, int all_chunks, int first_row,
                                             int col) {
   const int last_segment = max(0, all_chunks - 1) / p.segment_chunks;
   if (!p.final_state || segment != last_segment) return;
+  float* to = p.final_state + rows.state_index * p.dk * p.dv;
 #pragma unroll
-  for (int t = 0; t < TILES; ++t)
-    store_final_tile(acc[t], p.final_state + rows.state_index * p.dk * p.dv, p.dk, p.dv, first_row + 64 * t, col);
+  for (int t = 0; t < TILES; ++t) {
+    if constexpr (TRANSPOSED) store_final_transposed_tile(acc[t], to, p.dk, p.dv, first_row, col + 64 * t);
+    else store_final_tile(acc[t], to, p.dk, p.dv, first_row + 64 * t, col);
+  }
 }
 
 // store_rows (chunk_rows_mma.cuh) with the staging rows written by stmatrix, four instructions
@@ -245,19 +271,20 @@ __device__ __forceinline__ void causal_fragments(uint32_t (&pa)[4][4], const flo
                    lane);
 }
 
-// P for the 32 keys from key0 (causal_tile) from a warp's accumulators of their scores into
-// the chunk's P tile (64 x 64 16-bit, K-major: the A operand of issue_times_tile), where the
-// other warpgroup stores the other keys. store_matrices' matrices: rows p_row, words x + x_step.
-template <typename T, bool GATED>
-__device__ __forceinline__ void store_causal_half(unsigned char* s_p, const float (&s)[4][4], int key0, int group_warp,
-                                                  float scale, float2 exponents, const GatePowers<GATED>& gates,
-                                                  const LaneRoles& lane, int p_row, int x_step) {
-  uint32_t pa[4][2];
+// P for the 8 TILES keys from key0 (causal_tile) from a warp's accumulators of their scores into
+// the chunk's P tile (64 x 64 16-bit, K-major: the A operand of issue_times_tile): all 64 keys,
+// or the 32 whose scores a warpgroup computes where another stores the rest. store_matrices'
+// matrices: rows p_row, words x + x_step.
+template <typename T, bool GATED, int TILES>
+__device__ __forceinline__ void store_causal(unsigned char* s_p, const float (&s)[TILES][4], int key0, int group_warp,
+                                             float scale, float2 exponents, const GatePowers<GATED>& gates,
+                                             const LaneRoles& lane, int p_row, int x_step) {
+  uint32_t pa[TILES][2];
 #pragma unroll
-  for (int x = 0; x < 4; ++x)
+  for (int x = 0; x < TILES; ++x)
     causal_tile<T>(pa[x][0], pa[x][1], s[x], key0 / 8 + x, group_warp, scale, exponents, gates, lane);
 #pragma unroll
-  for (int x = 0; x < 4; x += 2)
+  for (int x = 0; x < TILES; x += 2)
     wgmma::store_matrices(s_p + wgmma::swizzled_offset(p_row, key0 / 8 + x + x_step), pa[x][0], pa[x][1],
                           pa[x + 1][0], pa[x + 1][1]);
 }
@@ -271,7 +298,7 @@ __device__ __forceinline__ void causal_scores(uint32_t (&pa)[4][4], unsigned cha
                                               const GatePowers<GATED>& gates, const LaneRoles& lane, int p_row,
                                               int x_step) {
   if constexpr (SHARED) {
-    store_causal_half<T>(s_p, s, key0, group_warp, scale, exponents, gates, lane, p_row, x_step);
+    store_causal<T>(s_p, s, key0, group_warp, scale, exponents, gates, lane, p_row, x_step);
     wgmma::fence_for_async_reads();
   } else {
     causal_fragments<T>(pa, s, group_warp, scale, exponents, gates, lane);
