@@ -14,7 +14,7 @@
 // q and k are read once per 128 columns where the row split read them twice; the D256 forward
 // took 8-11% less time than on the row split where neither walks in segments (H200,
 // BENCHMARKS.md). Tried beside it and slower: the two warpgroups computing half of the keys'
-// scores each into one P tile (88 products a chunk against these 104; 2-5% slower than the row
+// scores each into one P tile (88 products a chunk against these 104; 2-7% slower than the row
 // split, its block barrier per chunk holding the warpgroups in step); the state's output a
 // quarter of the features at a time (more waits), or in flight beside the scores (spills).
 // 16-bit rows only, and no gate dots: float32 rows go through registers as they load, and the
