@@ -62,7 +62,8 @@ struct KernelParams {
   int segments;
   int segment_chunks;
   // Fused: blocks of the walk per multiprocessor the plan counts on (MmaPlan::walk_resident),
-  // and the value columns of each (MmaPlan::walk_slice), which pick the Hopper walk at dk 256.
+  // and the value columns of each it was planned for (MmaPlan::walk_slice), which pick the Hopper
+  // walk at dk 256 (hopper_kernels.h: hopper_transposed_walk_runs).
   int walk_resident;
   int walk_slice;
   // Fused, several segments: pass 1 cuts each segment into `pieces` runs of segment_chunks /
@@ -154,9 +155,9 @@ __host__ __device__ inline int walk_items(const KernelParams& p, int sequences) 
 // are several segments; or in two passes: chunk states into the workspace (in segments joined by
 // a scan when the state blocks alone would leave the device idle), then all outputs in parallel.
 // What the plan (common/mma_plan.h: plan_mma) needs to know of the tensor-core kernels that
-// would run `pass` of `elements`, with `walk` walking it, on a device whose blocks may opt in to
+// would run `pass`, with `walk` walking it, on a device whose blocks may opt in to
 // `shared_per_block` bytes of shared memory.
-MmaKernels mma_kernels(const Pass& pass, Elements elements, WalkKernel walk, size_t shared_per_block);
+MmaKernels mma_kernels(const Pass& pass, WalkKernel walk, size_t shared_per_block);
 // `hopper`: the Hopper family (cuda/hopper/hopper_kernels.h): pass 1 on wgmma, and the fused pass
 // where its wgmma walk takes dk; the rest as it is.
 cudaError_t launch_mma(const KernelParams& params, int sequences, Elements elements, cudaStream_t stream, bool hopper);

@@ -153,7 +153,7 @@ Choice choose(const Problem& problem, const Pass& pass, const DeviceFacts& facts
     if (family->family == KernelFamily::kGeneric) return {family, std::nullopt};
     const WalkKernel walk = family->family == KernelFamily::kHopper ? hopper_walk : WalkKernel::kPortable;
     const size_t shared = size_t(facts.shared_per_block_optin);
-    MmaKernels kernels = mma_kernels(pass, problem.elements, walk, shared);
+    MmaKernels kernels = mma_kernels(pass, walk, shared);
     kernels.entering_ready =
         entering_ready && walk == WalkKernel::kHopper && hopper_walk_takes(mma::padded_head_size(int(pass.dk)));
     std::optional<MmaPlan> plan = plan_mma(problem, pass, kernels, facts.multiprocessors, shared);

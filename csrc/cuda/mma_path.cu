@@ -43,7 +43,7 @@ cudaError_t launch_passes(const KernelParams& params, int sequences, cudaStream_
 
 }  // namespace
 
-MmaKernels mma_kernels(const Pass& pass, Elements elements, WalkKernel walk, size_t shared_per_block) {
+MmaKernels mma_kernels(const Pass& pass, WalkKernel walk, size_t shared_per_block) {
   const int dk = int(pass.dk), dv = int(pass.dv), dk_padded = padded_head_size(dk), dv_padded = padded_head_size(dv);
   MmaKernels kernels;
   kernels.walks = CULINA_CHUNK_WALK != 0;
@@ -60,9 +60,7 @@ MmaKernels mma_kernels(const Pass& pass, Elements elements, WalkKernel walk, siz
   } else if (walk == WalkKernel::kHopper && hopper_walk_takes(dk_padded)) {
     kernels.walk_resident = hopper_walk_resident(dk_padded, walk_slice(dk, dv));
     kernels.packed_walks = true;
-    if (hopper_transposed_walk_takes(dk_padded, dv_padded, pass.gate_dots.data != nullptr,
-                                     elements.storage != elements.compute))
-      kernels.wider_slice = kHopperTransposedSlice;
+    if (hopper_transposed_walk_fits(dk_padded, dv_padded)) kernels.wider_slice = kHopperTransposedSlice;
   } else {
     kernels.walk_resident = int(std::max<size_t>(1, shared_per_block / std::max<size_t>(1, kernels.walk_shared)));
   }

@@ -19,7 +19,7 @@
 // quarter of the features at a time (more waits), or in flight beside the scores (spills).
 // 16-bit rows only, and no gate dots: float32 rows go through registers as they load, and the
 // gate dots need the output's rows, which the state leaves no registers for; the row split takes
-// those passes (hopper_kernels.h: hopper_transposed_walk_takes).
+// those passes (hopper_kernels.h: hopper_transposed_walk_runs).
 #include "cuda/hopper/hopper_kernels.h"
 #include "cuda/hopper/walk_tiles.cuh"
 
@@ -248,7 +248,7 @@ template <typename T, typename S>
 cudaError_t launch_hopper_transposed_walk(const KernelParams& params, int sequences, cudaStream_t stream,
                                           bool after_own) {
   if constexpr (kRoundsOnLoad<T, S>) {
-    return cudaErrorInvalidValue;  // hopper_transposed_walk_takes refuses float32 rows
+    return cudaErrorInvalidValue;  // hopper_transposed_walk_runs refuses float32 rows
   } else {
     if (params.gate_dots || params.dk_padded != kDk || params.dv_padded % kSlice != 0) return cudaErrorInvalidValue;
     const dim3 grid(params.dv_padded / kSlice, params.segments, walk_items(params, sequences));

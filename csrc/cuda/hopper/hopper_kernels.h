@@ -45,14 +45,20 @@ template <typename T, typename S>
 cudaError_t launch_hopper_chunk_walk(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own);
 
 // The transposed walk (hopper/chunk_walk_transposed_wgmma.cu): 128 value columns a block, the
-// state held transposed. It may take a pass of dk 256 whose padded dv is a multiple of 128, with
-// 16-bit rows (no `rounds_on_load`: float32 rows rounded as they load) and no gate dots; the plan
-// gives it the pass where it walks in no more segments than the row split (MmaKernels::
-// wider_slice), and launch_hopper_chunk_walk runs it where the plan did (KernelParams::walk_slice).
-constexpr bool hopper_transposed_walk_takes(int dk_padded, int dv_padded, bool gate_dots, bool rounds_on_load) {
-  return dk_padded == 256 && dv_padded % 128 == 0 && !gate_dots && !rounds_on_load;
-}
+// state held transposed, for dk 256 where the padded dv is a multiple of 128. The plan walks such
+// a pass in 128-column blocks where that needs no more segments than the row split's 64
+// (MmaKernels::wider_slice, KernelParams::walk_slice), whatever its rows and gate dots, so that
+// a pass's workspace does not depend on them: the backward's is sized before its gradients are
+// known (launch.cu: backward_workspace). The transposed walk then runs it where its rows are
+// 16-bit (no `rounds_on_load`: float32 rows rounded as they load) and it adds no gate dots; the
+// row split runs the rest in the same segments, on twice as many blocks.
 constexpr int kHopperTransposedSlice = 128;
+constexpr bool hopper_transposed_walk_fits(int dk_padded, int dv_padded) {
+  return dk_padded == 256 && dv_padded % 128 == 0;
+}
+constexpr bool hopper_transposed_walk_runs(int walk_slice, bool gate_dots, bool rounds_on_load) {
+  return walk_slice == kHopperTransposedSlice && !gate_dots && !rounds_on_load;
+}
 template <typename T, typename S>
 cudaError_t launch_hopper_transposed_walk(const KernelParams& params, int sequences, cudaStream_t stream,
                                           bool after_own);
