@@ -19,7 +19,7 @@
 // quarter of the features at a time (more waits), or in flight beside the scores (spills).
 // 16-bit rows only, and no gate dots: float32 rows go through registers as they load, and the
 // gate dots need the output's rows, which the state leaves no registers for; the row split takes
-// those passes (hopper_kernels.h: hopper_transposed_walk_runs).
+// those passes (hopper_kernels.h: hopper_transposed_walk_runs, and launch_hopper_chunk_walk).
 #include "cuda/hopper/hopper_kernels.h"
 #include "cuda/hopper/walk_tiles.cuh"
 
@@ -29,6 +29,7 @@ namespace {
 using namespace hopper_walk;
 
 constexpr int kDk = 256, kSlice = 128, kGroups = kSlice / kGroupCols, kThreads = kGroups * kGroupThreads;
+static_assert(kSlice == kHopperTransposedSlice, "the columns the plan gives this walk's blocks");
 constexpr int kSlots = 2;         // the ring: chunk c + 1's copies fly while chunk c is walked
 constexpr int kTiles = kDk / 64;  // 64-column tiles of H^T per warpgroup
 
@@ -244,28 +245,24 @@ __global__ void __launch_bounds__(kThreads, 1) chunk_walk_transposed_kernel(Kern
 
 }  // namespace
 
-template <typename T, typename S>
+template <typename T>
 cudaError_t launch_hopper_transposed_walk(const KernelParams& params, int sequences, cudaStream_t stream,
                                           bool after_own) {
-  if constexpr (kRoundsOnLoad<T, S>) {
-    return cudaErrorInvalidValue;  // hopper_transposed_walk_runs refuses float32 rows
-  } else {
-    if (params.gate_dots || params.dk_padded != kDk || params.dv_padded % kSlice != 0) return cudaErrorInvalidValue;
-    const dim3 grid(params.dv_padded / kSlice, params.segments, walk_items(params, sequences));
-    const auto launch = [&](auto gated, auto packed) {
-      return launch_with_shared(chunk_walk_transposed_kernel<T, decltype(gated)::value, decltype(packed)::value>, grid,
-                                kThreads, Layout::bytes, stream, params, after_own);
-    };
-    const auto packed = [&](auto gated) {
-      return walks_packed(params) ? launch(gated, std::true_type{}) : launch(gated, std::false_type{});
-    };
-    return params.chunk_gates ? packed(std::true_type{}) : packed(std::false_type{});
-  }
+  if (!hopper_transposed_walk_runs(params.walk_slice, params.gate_dots) || params.dk_padded != kDk ||
+      !hopper_transposed_walk_fits(params.dk_padded, params.dv_padded))
+    return cudaErrorInvalidValue;
+  const dim3 grid(params.dv_padded / kSlice, params.segments, walk_items(params, sequences));
+  const auto launch = [&](auto gated, auto packed) {
+    return launch_with_shared(chunk_walk_transposed_kernel<T, decltype(gated)::value, decltype(packed)::value>, grid,
+                              kThreads, Layout::bytes, stream, params, after_own);
+  };
+  const auto packed = [&](auto gated) {
+    return walks_packed(params) ? launch(gated, std::true_type{}) : launch(gated, std::false_type{});
+  };
+  return params.chunk_gates ? packed(std::true_type{}) : packed(std::false_type{});
 }
 
-template cudaError_t launch_hopper_transposed_walk<__half, __half>(const KernelParams&, int, cudaStream_t, bool);
-template cudaError_t launch_hopper_transposed_walk<__nv_bfloat16, __nv_bfloat16>(const KernelParams&, int, cudaStream_t,
-                                                                                  bool);
-template cudaError_t launch_hopper_transposed_walk<__nv_bfloat16, float>(const KernelParams&, int, cudaStream_t, bool);
+template cudaError_t launch_hopper_transposed_walk<__half>(const KernelParams&, int, cudaStream_t, bool);
+template cudaError_t launch_hopper_transposed_walk<__nv_bfloat16>(const KernelParams&, int, cudaStream_t, bool);
 
 }  // namespace culina::gpu

@@ -515,10 +515,12 @@ cudaError_t launch_hopper_chunk_walk(const KernelParams& params, int sequences, 
   if (params.dk_padded == 128)
     return slice == 128 ? launch_column_split<T, S, 128, 128>(params, sequences, stream, after_own)
                         : launch_column_split<T, S, 128, 64>(params, sequences, stream, after_own);
-  if (params.dk_padded == 256)
-    return hopper_transposed_walk_runs(params.walk_slice, params.gate_dots, kRoundsOnLoad<T, S>)
-               ? launch_hopper_transposed_walk<T, S>(params, sequences, stream, after_own)
-               : launch_row_split<T, S, 256>(params, sequences, stream, after_own);
+  if (params.dk_padded == 256) {
+    if constexpr (!kRoundsOnLoad<T, S>)  // float32 rows: the row split
+      if (hopper_transposed_walk_runs(params.walk_slice, params.gate_dots))
+        return launch_hopper_transposed_walk<T>(params, sequences, stream, after_own);
+    return launch_row_split<T, S, 256>(params, sequences, stream, after_own);
+  }
   return cudaErrorInvalidValue;
 }
 

@@ -50,16 +50,16 @@ cudaError_t launch_hopper_chunk_walk(const KernelParams& params, int sequences, 
 // (MmaKernels::wider_slice, KernelParams::walk_slice), whatever its rows and gate dots, so that
 // a pass's workspace does not depend on them: the backward's is sized before its gradients are
 // known (launch.cu: backward_workspace). The transposed walk then runs it where its rows are
-// 16-bit (no `rounds_on_load`: float32 rows rounded as they load) and it adds no gate dots; the
-// row split runs the rest in the same segments, on twice as many blocks.
+// 16-bit (float32 rows, rounded as they load, go through registers it has no room for) and it
+// adds no gate dots; the row split runs the rest in the same segments, on twice as many blocks.
 constexpr int kHopperTransposedSlice = 128;
 constexpr bool hopper_transposed_walk_fits(int dk_padded, int dv_padded) {
   return dk_padded == 256 && dv_padded % 128 == 0;
 }
-constexpr bool hopper_transposed_walk_runs(int walk_slice, bool gate_dots, bool rounds_on_load) {
-  return walk_slice == kHopperTransposedSlice && !gate_dots && !rounds_on_load;
+constexpr bool hopper_transposed_walk_runs(int walk_slice, bool gate_dots) {
+  return walk_slice == kHopperTransposedSlice && !gate_dots;
 }
-template <typename T, typename S>
+template <typename T>  // rows of T, 16-bit
 cudaError_t launch_hopper_transposed_walk(const KernelParams& params, int sequences, cudaStream_t stream,
                                           bool after_own);
 
