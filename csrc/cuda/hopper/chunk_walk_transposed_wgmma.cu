@@ -78,15 +78,6 @@ __device__ __forceinline__ void issue_state_output_half(float (&o)[8][4], const 
       wgmma::mma_64x64x16<T, 0>(o, f[tile][kk], wgmma::advanced(q_tile, (2 * h + tile) * kBlockBytes + kk * 32));
   wgmma::commit();
 }
-
-// Keeps the fragments' computation ahead of the fence before the wgmma that read them (as
-// walk_tiles.cuh: pin_fragments).
-__device__ __forceinline__ void pin_state_fragments(uint32_t (&f)[4][4]) {
-#pragma unroll
-  for (int kk = 0; kk < 4; ++kk)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(f[kk][e])::"memory");
-}
 #endif
 
 template <typename T, bool GATED, bool PACKED>
@@ -178,8 +169,8 @@ __global__ void __launch_bounds__(kThreads, 1) chunk_walk_transposed_kernel(Kern
         scale_state(acc, gates.total());
         wgmma::sync_warpgroup(group);  // V' for the update, P for P V: the warpgroup's
       }
-      pin_state_fragments(f[0]);
-      pin_state_fragments(f[1]);
+      pin_fragments(f[0]);
+      pin_fragments(f[1]);
       wgmma::pin(o);
 #pragma unroll
       for (int t = 0; t < kTiles; ++t) wgmma::pin(acc[t]);
@@ -208,10 +199,11 @@ __global__ void __launch_bounds__(kThreads, 1) chunk_walk_transposed_kernel(Kern
       o[x][2] *= first, o[x][3] *= second;
     }
     wgmma::pin(o);
+    const uint64_t v_tile = wgmma::tile_descriptor(v_block);
     wgmma::fence();
 #pragma unroll
     for (int kk = 0; kk < kChunk / 16; ++kk)
-      wgmma::mma_64x64x16<T, 1, 0>(o, wgmma::advanced(wgmma::tile_descriptor(v_block), kk * 16 * wgmma::kLineBytes),
+      wgmma::mma_64x64x16<T, 1, 0>(o, wgmma::advanced(v_tile, kk * 16 * wgmma::kLineBytes),
                                    wgmma::advanced(scores_tile, kk * 32));
     wgmma::commit();
     wgmma::wait<0>();
@@ -248,7 +240,7 @@ __global__ void __launch_bounds__(kThreads, 1) chunk_walk_transposed_kernel(Kern
 template <typename T>
 cudaError_t launch_hopper_transposed_walk(const KernelParams& params, int sequences, cudaStream_t stream,
                                           bool after_own) {
-  if (!hopper_transposed_walk_runs(params.walk_slice, params.gate_dots) || params.dk_padded != kDk ||
+  if (!hopper_transposed_walk_runs(params.walk_slice, params.gate_dots) ||
       !hopper_transposed_walk_fits(params.dk_padded, params.dv_padded))
     return cudaErrorInvalidValue;
   const dim3 grid(params.dv_padded / kSlice, params.segments, walk_items(params, sequences));
