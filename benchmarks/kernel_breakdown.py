@@ -24,7 +24,8 @@ from simple_gla_bench import bench, make_inputs, refuse_unknown_shapes  # noqa: 
 # short and a wide one, the head size where culina's forward trails fla's (BENCHMARKS.md), and a
 # row for each path a backward can take (the 96- and 64-column walks, packed sequences of random
 # lengths walked in segment slots, at D128 and D256), each with both kinds of gate (--train-gamma
-# adds the per-head gradient).
+# adds the per-head gradient), and the two issue 24 shapes that fill the H100/H200's 132
+# multiprocessors where the D64 and D256 bars are measured.
 SHAPES = [
     ("B2 T16384 H16 D128, g", 2, 16384, 16, 128, "g", 0),
     ("B2 T16384 H16 D128, g_gamma", 2, 16384, 16, 128, "gamma", 0),
@@ -41,6 +42,8 @@ SHAPES = [
     ("packed 8 seqs T16384 H16 D128, g_gamma", 1, 16384, 16, 128, "gamma", 8),
     ("packed 64 seqs T16384 H16 D64, g", 1, 16384, 16, 64, "g", 64),
     ("packed 8 seqs T8192 H8 D256, g", 1, 8192, 8, 256, "g", 8),
+    ("B2 T8192 H132 D64, g", 2, 8192, 132, 64, "g", 0),
+    ("B1 T8192 H132 D256, g_gamma", 1, 8192, 132, 256, "gamma", 0),
 ]
 
 

@@ -11,9 +11,11 @@ waiting on the one ahead counts once), which host work does not touch, and the s
 forward+backward. The family is switched with culina._C.set_arch_specific_kernels, what
 CULINA_KERNELS sets once per process. HBM fraction: the forward's 8 N D bytes (N = B H T, bf16)
 over its GPU time, the forward+backward's 22 N D over its GPU time, each over the device's peak.
+Tensor fraction: the least tensor work a chunked forward does (forward_flops) over its GPU time,
+over the rate of a bf16 matrix product measured in the same run (tensor_flops_per_s).
 
 Usage: python benchmarks/kernel_families_bench.py [--fla] [--rounds 3] [--json out.json] [--plot out.png]
-                                                   [--plot-hbm hbm.png]
+                                                   [--plot-hbm hbm.png] [--plot-limits limits.png]
        python benchmarks/kernel_families_bench.py --plot-only out.json --plot out.png --plot-hbm hbm.png
 """
 from __future__ import annotations
@@ -52,9 +54,11 @@ SHAPES = [
     ("B1 T8192 H132 D128, g_gamma", 1, 8192, 132, 128, "gamma", 0),
     ("B2 T8192 H132 D128, g_gamma", 2, 8192, 132, 128, "gamma", 0),
     ("B2 T8192 H132 D64, g", 2, 8192, 132, 64, "g", 0),
+    ("B2 T8192 H132 D64, g_gamma", 2, 8192, 132, 64, "gamma", 0),
     ("B1 T8192 H132 D256, g_gamma", 1, 8192, 132, 256, "gamma", 0),
 ]
 IMPLS = ("hopper", "portable", "fla")
+HEAD_SIZE = {name: d for name, _, _, _, d, _, _ in SHAPES}
 
 
 def measure(torch, shape, impls, rounds, rep_ms):
@@ -126,6 +130,8 @@ def table(result) -> str:
         ("hopper / fla fwd+bwd (GPU)", both("fla_fwdbwd_ms", "hopper_fwdbwd_ms"), True),
         ("hopper fwd HBM (GPU)", lambda r: f"{hbm_fractions(result, r)[0]:.0%}", False),
         ("hopper fwd+bwd HBM (GPU)", lambda r: f"{hbm_fractions(result, r)[1]:.0%}", False)]
+    if "tensor_flops_per_s" in result:
+        columns.append(("hopper fwd tensor (GPU)", lambda r: f"{tensor_fraction(result, r):.0%}", False))
     with_fla = any(not math.isnan(r.get("fla_fwd_ms", math.nan)) for r in result["rows"])
     columns = [column for column in columns if with_fla or not column[2]]
     lines = [f"{result['gpu']}, bf16, medians of {result['rounds']} interleaved rounds (ms; speed-ups as ratios of the same column)", "",
@@ -175,42 +181,86 @@ def hbm_fractions(result, row) -> tuple[float, float]:
             hbm_fraction(FORWARD_BACKWARD_BYTES, row["n_d"], row["hopper_fwdbwd_gpu_ms"], peak))
 
 
+def forward_flops(n_d, d):
+    """The least tensor work of a chunked forward with chunks of 64 tokens and dk = dv = d, in
+    FLOPs: per token, its scores against the chunk's keys (64 d products) and their sum over the
+    chunk's values (64 d), its output from the state entering the chunk (d^2), and its share of
+    the state's update (d^2). n_d is N D (N = B H T). The intra-chunk terms count every key, as the
+    tensor cores do, masked or not. Per byte of the forward's 8 N D: 64 (D64), 96 (D128), 160
+    (D256), against an H200's about 165 (790 TFLOP/s over 4.8 TB/s): D256 sits at the ridge."""
+    return 2 * (2 * 64 * d + 2 * d * d) * n_d // d
+
+
+def gemm_rate(torch, rep_ms):
+    """FLOP/s of a bf16 8192 x 8192 x 8192 matrix product on this GPU: the tensor cores' rate
+    that the tensor fractions are taken of."""
+    a, b = (torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    return 2 * 8192 ** 3 / (bench(lambda: a @ b, rep_ms) * 1e-3)
+
+
+def tensor_fraction(result, row):
+    """The Hopper forward's least tensor work (forward_flops) over its GPU time, a fraction of
+    the measured matrix-product rate."""
+    d = HEAD_SIZE[row["shape"]]
+    return forward_flops(row["n_d"], d) / (row["hopper_fwd_gpu_ms"] * 1e-3) / result["tensor_flops_per_s"]
+
+
 # Issue 24's bars: the forward's fraction of the HBM peak by head size, forward+backward's at D128.
 FORWARD_BARS = {64: 0.60, 128: 0.70, 256: 0.60}
 FORWARD_BACKWARD_BAR = 0.50
 
 
-def plot_hbm(result, out: Path):
-    """The Hopper kernels' HBM fractions per shape, forward and forward+backward, each beside the
-    bar its head size has (a tick where a shape has one)."""
+def plot_fraction_pairs(result, out: Path, series, bar_label, xlabel, title, width=10):
+    """Two bars per shape, `series`: ((label, fraction of a row, bar of a head size or None),
+    (label, ...)), each beside its bar for the shape's head size (a tick where it has one)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     rows = result["rows"]
-    fractions = [hbm_fractions(result, r) for r in rows]
     y = range(len(rows))
-    fig, ax = plt.subplots(figsize=(10, 0.45 * len(rows) + 1.8))
-    ax.barh([i - 0.2 for i in y], [100 * f for f, _ in fractions], height=0.4, label="forward (8 N D bytes)")
-    ax.barh([i + 0.2 for i in y], [100 * b for _, b in fractions], height=0.4, label="forward+backward (22 N D bytes)")
-    head_size = {name: d for name, _, _, _, d, _, _ in SHAPES}
-    for i, r in enumerate(rows):
-        d = head_size.get(r["shape"])
-        if d in FORWARD_BARS:
-            ax.plot([100 * FORWARD_BARS[d]] * 2, [i - 0.4, i], color="black", linewidth=2)
-        if d == 128:
-            ax.plot([100 * FORWARD_BACKWARD_BAR] * 2, [i, i + 0.4], color="black", linewidth=2)
-    ax.plot([], [], color="black", linewidth=2, label="issue 24's bar")
+    fig, ax = plt.subplots(figsize=(width, 0.45 * len(rows) + 1.8))
+    for offset, (label, fraction, bar_of) in zip((-0.2, 0.2), series):
+        ax.barh([i + offset for i in y], [100 * fraction(r) for r in rows], height=0.4, label=label)
+        for i, r in enumerate(rows):
+            bar = bar_of(HEAD_SIZE.get(r["shape"]))
+            if bar is not None:
+                ax.plot([100 * bar] * 2, [i + offset - 0.2, i + offset + 0.2], color="black", linewidth=2)
+    ax.plot([], [], color="black", linewidth=2, label=bar_label)
     ax.set_yticks(list(y), [r["shape"] for r in rows])
     ax.invert_yaxis()
     ax.set_xlim(0, 100)
-    ax.set_xlabel("% of the HBM peak, culina's Hopper kernels (GPU busy time)")
-    ax.set_title(f"How close to the memory limit, bf16, {result['gpu']}", fontsize=10)
+    ax.set_xlabel(xlabel)
+    ax.set_title(f"{title}, bf16, {result['gpu']}", fontsize=10)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110)
+
+
+def plot_hbm(result, out: Path):
+    """The Hopper kernels' HBM fractions per shape, forward and forward+backward, each beside the
+    bar its head size has."""
+    plot_fraction_pairs(
+        result, out,
+        (("forward (8 N D bytes)", lambda r: hbm_fractions(result, r)[0], FORWARD_BARS.get),
+         ("forward+backward (22 N D bytes)", lambda r: hbm_fractions(result, r)[1],
+          lambda d: FORWARD_BACKWARD_BAR if d == 128 else None)),
+        "issue 24's bar", "% of the HBM peak, culina's Hopper kernels (GPU busy time)", "How close to the memory limit")
+
+
+def plot_limits(result, out: Path):
+    """The Hopper forward per shape against both of its limits: its fraction of the HBM peak (8 N
+    D bytes), beside the forward's bar for its head size, and of the measured matrix-product rate
+    (forward_flops)."""
+    plot_fraction_pairs(
+        result, out,
+        (("of the HBM peak (8 N D bytes)", lambda r: hbm_fractions(result, r)[0], FORWARD_BARS.get),
+         (f"of a bf16 matrix product's rate ({result['tensor_flops_per_s'] / 1e12:.0f} TFLOP/s)",
+          lambda r: tensor_fraction(result, r), lambda d: None)),
+        "issue 24's forward bar (HBM)", "% of each limit, culina's Hopper forward (GPU busy time)",
+        "The forward against memory and tensor-core limits", width=13)
 
 
 def main():
@@ -222,6 +272,8 @@ def main():
     parser.add_argument("--json", type=Path)
     parser.add_argument("--plot", type=Path, help="a PNG of the speed-ups")
     parser.add_argument("--plot-hbm", type=Path, help="a PNG of the Hopper kernels' HBM fractions beside issue 24's bars")
+    parser.add_argument("--plot-limits", type=Path,
+                        help="a PNG of the Hopper forward's fractions of the HBM peak and of the tensor cores' rate")
     parser.add_argument("--plot-only", type=Path, help="a --json result to tabulate and plot, without running")
     args = parser.parse_args()
     refuse_unknown_shapes(parser, args.only, SHAPES)
@@ -244,7 +296,8 @@ def main():
             rows.append(measure(torch, shape, impls, args.rounds, args.rep_ms))
             print(json.dumps(rows[-1]), flush=True)
         peak = next((v for key, v in HBM_PEAK.items() if key in gpu), math.nan)
-        result = {"gpu": gpu, "rounds": args.rounds, "peak_bytes_per_s": peak, "rows": rows}
+        result = {"gpu": gpu, "rounds": args.rounds, "peak_bytes_per_s": peak,
+                  "tensor_flops_per_s": gemm_rate(torch, args.rep_ms), "rows": rows}
         if args.json:
             args.json.write_text(json.dumps(result, indent=1))
     print(table(result))
@@ -252,6 +305,10 @@ def main():
         plot(result, args.plot)
     if args.plot_hbm:
         plot_hbm(result, args.plot_hbm)
+    if args.plot_limits:
+        if "tensor_flops_per_s" not in result:
+            sys.exit(f"--plot-limits: {args.plot_only} has no tensor_flops_per_s (a run before it was measured)")
+        plot_limits(result, args.plot_limits)
 
 
 if __name__ == "__main__":

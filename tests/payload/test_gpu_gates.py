@@ -136,6 +136,18 @@ def test_packed_sequences_with_gates(dtype, gates):
                          cu_seqlens=[0, 100, 100, 229, 230, 330], scale=0.2, device="cuda", seed=9), dtype)
 
 
+# Per-token gates over many heads (37, an odd count; the cases above take 2 or 3), each head's
+# chunk gates in their own workspace slots, in the layout where a chunk's
+# gates of adjacent heads are adjacent (BTHD, padded and packed) and where its tokens are (BHTD).
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("layout,cu_seqlens", [("BHTD", None), ("BTHD", None), ("BTHD", [0, 70, 200, 330])],
+                         ids=["BHTD", "BTHD", "BTHD-packed"])
+def test_per_token_gates_over_many_heads(dtype, layout, cu_seqlens):
+    shape = (2, 37, 150, 64, 64) if cu_seqlens is None else (1, 37, 330, 64, 64)
+    check(gated_case.run(shape, dtype, layout=layout, per_token=True, per_head=False, cu_seqlens=cu_seqlens,
+                         device="cuda", seed=stable_seed(dtype, layout, str(cu_seqlens))), dtype)
+
+
 @pytest.mark.parametrize("gates", list(GATES))
 def test_chunk_simple_gla_matches_float64_reference(gates):
     per_token, per_head = GATES[gates]
