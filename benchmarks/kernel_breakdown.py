@@ -24,8 +24,9 @@ from simple_gla_bench import bench, make_inputs, refuse_unknown_shapes  # noqa: 
 # short and a wide one, the head size where culina's forward trails fla's (BENCHMARKS.md), and a
 # row for each path a backward can take (the 96- and 64-column walks, packed sequences of random
 # lengths walked in segment slots, at D128 and D256), each with both kinds of gate (--train-gamma
-# adds the per-head gradient), and the two issue 24 shapes that fill the H100/H200's 132
-# multiprocessors where the D64 and D256 bars are measured.
+# adds the per-head gradient), the two issue 24 shapes that fill the H100/H200's 132
+# multiprocessors where the D64 and D256 bars are measured, and two D64 shapes whose walks take
+# two and four waves of three blocks to a multiprocessor (the gate-dot walks' residency).
 SHAPES = [
     ("B2 T16384 H16 D128, g", 2, 16384, 16, 128, "g", 0),
     ("B2 T16384 H16 D128, g_gamma", 2, 16384, 16, 128, "gamma", 0),
@@ -44,6 +45,8 @@ SHAPES = [
     ("packed 8 seqs T8192 H8 D256, g", 1, 8192, 8, 256, "g", 8),
     ("B2 T8192 H132 D64, g", 2, 8192, 132, 64, "g", 0),
     ("B1 T8192 H132 D256, g_gamma", 1, 8192, 132, 256, "gamma", 0),
+    ("B4 T8192 H64 D64, g", 4, 8192, 64, 64, "g", 0),
+    ("B8 T2048 H64 D64, g", 8, 2048, 64, 64, "g", 0),
 ]
 
 
@@ -126,27 +129,31 @@ def legend_above(fig, ax, columns: int):
 
 def label_medians(results, labels, names, key):
     """Per label, the median of row[key] over the results (--json files of interleaved rounds)
-    that carry that label, for each shape in `names`: label -> heights in names' order."""
+    that carry that label and the shape, for each shape in `names`: label -> heights in names'
+    order."""
     import statistics
 
     runs = {}
     for result, label in zip(results, labels):
         runs.setdefault(label, []).append(result)
-    return {label: [statistics.median(run[name][key] for run in group) for name in names]
+    return {label: [statistics.median(run[name][key] for run in group if name in run) for name in names]
             for label, group in runs.items()}
 
 
 def plot(results, labels, out: Path, only=None):
     """Bars of the forward's and the forward+backward's busy GPU time per shape (those in `only`
-    where given), one per label: the median over the runs (--json files) that carry it, for builds
-    run in interleaved rounds."""
+    where given), one per label: the median over the runs (--json files) that carry it and the
+    shape, for builds run in interleaved rounds."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = [name for name in results[0]
-             if all(name in result for result in results) and (not only or name in only)]
+    # Every shape that each label's runs measured, in some of them (rounds of separate calls
+    # may take different shapes).
+    names = list(dict.fromkeys(name for result in results for name in result))
+    names = [name for name in names if (not only or name in only) and all(
+        any(name in result for result, other in zip(results, labels) if other == label) for label in set(labels))]
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
     for ax, key, title in ((axes[0], "fwd_busy_ms", "forward"), (axes[1], "fwdbwd_busy_ms", "forward+backward")):
         draw_bars(ax, names, label_medians(results, labels, names, key), "GPU busy time, ms (lower is better)",

@@ -142,6 +142,15 @@ std::optional<MmaPlan> plan_for_slice(const Problem& problem, const Pass& pass, 
   for (plan.walk_resident = resident;
        plan.walk_resident > 1 && walk_blocks * plan.segments <= int64_t(plan.walk_resident - 1) * multiprocessors;)
     --plan.walk_resident;
+  // The column split with gate dots spills 76-108 bytes at three blocks to a multiprocessor and
+  // none at two (ptxas, nvcc 13.0). Past one wave of three the one built for two took the dq pass's walk in its
+  // segments, more waves and all (B2 T8192 H132 D64 g, 792 blocks: forward+backward 8% faster,
+  // its twin walk beside it faster too; 768 and 1536 blocks: 1%); within one wave it did not (384
+  // blocks: 5% slower; BENCHMARKS.md). Packed slots, many idle, stay (64 sequences: 1.6% slower).
+  if (plan.fused && pass.gate_dots.data && !problem.packed() && kernels.dots_walk_resident > 0 &&
+      kernels.dots_walk_resident < plan.walk_resident &&
+      walk_blocks * plan.segments > int64_t(plan.walk_resident) * multiprocessors)
+    plan.walk_resident = kernels.dots_walk_resident;
   if (plan.fused && plan.segments > 1 && !problem.packed() && !entering_ready)
     plan.pieces = state_pieces(plan.segments, plan.segment_chunks,
                                int64_t(dk_padded / kernels.state_tile) * (dv_padded / kernels.state_tile) * rows *

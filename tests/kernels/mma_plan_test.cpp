@@ -126,6 +126,37 @@ TEST(MmaPlan, RunsFollowTheStatePassBlocks) {
   EXPECT_EQ(wide128->pieces, 2);
 }
 
+TEST(MmaPlan, AWalkWithGateDotsPastOneWaveOfThreeRunsTwoToAMultiprocessor) {
+  // Hopper's column split at dk 64: three blocks to a multiprocessor, and with gate dots also
+  // built for two (MmaKernels::dots_walk_resident), which spills nothing. B2 T8192 H132: 264
+  // (sequence, head)s in three segments, 792 blocks, two waves of three: the dq pass walks the
+  // same segments two to a multiprocessor, the forward three. B4 T4096 H24: 384 blocks, one wave
+  // of three: three. Packed sequences (slots, many idle): three.
+  MmaKernels kernels = kernels_with(3);
+  kernels.dots_walk_resident = 2;
+  float dots = 0.0f;
+  Gradients gradients;
+  gradients.gate_dots.data = &dots;
+  const auto plans = [&](const Problem& problem) {
+    return std::pair{plan_for(problem, kernels),
+                     plan_mma(problem, backward_passes(problem, gradients)[0], kernels, kMultiprocessors, kSharedPerBlock)};
+  };
+  const auto [forward, dq] = plans(problem_of(2, 8192, 132, 64));
+  const auto [one_wave_forward, one_wave_dq] = plans(problem_of(4, 4096, 24, 64));
+  const auto [packed_forward, packed_dq] = plans(problem_of(1, 65536, 132, 64, 64));
+  ASSERT_TRUE(forward && dq && one_wave_forward && one_wave_dq && packed_forward && packed_dq);
+  EXPECT_EQ(forward->segments, 3);
+  EXPECT_EQ(forward->walk_resident, 3);
+  EXPECT_EQ(dq->segments, forward->segments);
+  EXPECT_EQ(dq->segment_chunks, forward->segment_chunks);
+  EXPECT_EQ(dq->workspace, forward->workspace);
+  EXPECT_EQ(dq->walk_resident, 2);
+  EXPECT_EQ(one_wave_forward->segments * 96, 384);
+  EXPECT_EQ(one_wave_dq->walk_resident, 3);
+  EXPECT_GT(int64_t(packed_dq->segments) * 132, 3 * kMultiprocessors);
+  EXPECT_EQ(packed_dq->walk_resident, 3);
+}
+
 TEST(MmaPlan, AWiderWalkTakesThePassWhereItWalksInNoMoreSegments) {
   // Dk 256 on Hopper: the row split's 64-column blocks, or the transposed walk's 128-column ones
   // (MmaKernels::wider_slice). B1 T8192 H132: 528 or 264 blocks, one segment either way: the

@@ -216,6 +216,31 @@ def test_the_dk256_passes_with_gate_dots_walk_on_the_row_split_in_the_same_segme
         assert not any("generic" in name for name in names), names
 
 
+def column_split_walks(names):
+    """(gate dots, blocks to a multiprocessor) of each column-split walk among kernel `names`,
+    from its template arguments (T, S, DK, SLICE, GATED, DOTS, RESIDENT, ...)."""
+    walks = []
+    for name in names:
+        if "chunk_walk_column_split_kernel<" in name:
+            args = [a.strip() for a in name.split("chunk_walk_column_split_kernel<", 1)[1].split(",")]
+            walks.append((args[5] == "true", int(args[6])))
+    return walks
+
+
+@pytest.mark.skipif(_api.apply_kernel_choice() == "portable", reason="CULINA_KERNELS=portable turns the Hopper family off")
+@pytest.mark.parametrize("b, t, h, dq_resident", [(2, 8192, 132, 2), (4, 4096, 24, 3)])
+def test_a_dq_walk_with_gate_dots_past_one_wave_of_three_runs_two_to_a_multiprocessor(b, t, h, dq_resident):
+    """At D64 the column split runs three blocks to a multiprocessor, and with gate dots (the dq
+    pass's, per-token gates) spills at three: past one wave of three (B2 T8192 H132, 792 blocks)
+    the dq pass walks on the one built for two, within one (B4 T4096 H24, 384) on three. The
+    forward's walk runs three either way."""
+    if torch.cuda.get_device_properties(0).multi_processor_count != 132:
+        pytest.skip("the waves counted are those of an H100 SXM's or H200's 132 multiprocessors")
+    walks = column_split_walks(backward_kernels(b, t, h, 64, 64, "g"))
+    assert (False, 3) in walks and (True, dq_resident) in walks, walks
+    assert len(walks) == 2, walks
+
+
 @pytest.mark.skipif(_api.apply_kernel_choice() == "portable", reason="CULINA_KERNELS=portable turns the Hopper family off")
 def test_each_family_gets_a_workspace_for_its_own_plan():
     """At D64 the Hopper walk runs three blocks to a multiprocessor and plans fewer segments than

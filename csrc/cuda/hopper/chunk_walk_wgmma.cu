@@ -38,15 +38,19 @@ using namespace hopper_walk;
 // those with gate dots (DOTS), which were 2-5% slower with three (BENCHMARKS.md). At dk and a
 // slice of 64 two slots let three blocks share a multiprocessor where three slots held two:
 // three chains of waits overlap where two did. In the 168 registers that leaves a thread, the
-// gated walks spill 20 bytes and those with gate dots 176-192, which made the dq pass's walk a
-// third slower where its grid fits two blocks to a multiprocessor: the walks with gate dots (the
-// dq pass's, and the dk pass's where the twin walk does not take it) are also built for two,
-// which a plan whose grid two hold takes (MmaPlan::walk_resident).
+// gated walks spill 20 bytes and those with gate dots 76-108 (176-192 when first built), which
+// made the dq pass's walk a third slower where its grid fits two blocks to a multiprocessor:
+// the walks with gate dots (the dq pass's, and the dk pass's where the twin walk does not take
+// it) are also built for two, which a plan takes whose grid two hold, or whose padded grid is
+// more than one wave of three (MmaPlan::walk_resident).
 __host__ __device__ constexpr bool column_split_shares(int dk, int slice) { return dk == 64 && slice == 64; }
 __host__ __device__ constexpr int column_split_slots(int dk, int slice, bool dots) {
   return dots || column_split_shares(dk, slice) ? 2 : 3;
 }
 __host__ __device__ constexpr int column_split_resident(int dk, int slice) { return column_split_shares(dk, slice) ? 3 : 1; }
+__host__ __device__ constexpr int column_split_dots_resident(int dk, int slice) {
+  return column_split_shares(dk, slice) ? 2 : 1;
+}
 
 // A ring slot: q and k (DK / 64 blocks each), v (SLICE / 64 blocks), the chunk's gates; then
 // per warpgroup its state H_c and its scaled v columns V', the P tile two warpgroups share, the
@@ -488,8 +492,10 @@ cudaError_t launch_column_split(const KernelParams& params, int sequences, cudaS
     // The walk hopper_walk_hands_states picks (a forward: no gate dots; padded).
     if constexpr (DK == 128 && SLICE == 128 && !kDots && !decltype(packed)::value)
       if (params.hand_every > 0) return launch(std::integral_constant<int, kResident>{}, std::true_type{});
-    if constexpr (kDots && kResident > 2)
-      if (params.walk_resident < kResident) return launch(std::integral_constant<int, 2>{}, std::false_type{});
+    constexpr int kDotsResident = column_split_dots_resident(DK, SLICE);
+    if constexpr (kDots && kDotsResident < kResident)
+      if (params.walk_resident < kResident)
+        return launch(std::integral_constant<int, kDotsResident>{}, std::false_type{});
     return launch(std::integral_constant<int, kResident>{}, std::false_type{});
   });
 }
@@ -526,6 +532,10 @@ cudaError_t launch_hopper_chunk_walk(const KernelParams& params, int sequences, 
 
 int hopper_walk_resident(int dk_padded, int slice) {
   return dk_padded == 256 ? kRowSplitResident : column_split_resident(dk_padded, slice);
+}
+
+int hopper_dots_walk_resident(int dk_padded, int slice) {
+  return dk_padded == 256 ? kRowSplitResident : column_split_dots_resident(dk_padded, slice);
 }
 
 template cudaError_t launch_hopper_chunk_walk<__half, __half>(const KernelParams&, int, cudaStream_t, bool);

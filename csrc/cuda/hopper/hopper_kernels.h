@@ -41,6 +41,8 @@ constexpr bool hopper_walk_hands_states(int dk_padded, int dv_padded) { return d
 // Blocks of that walk one multiprocessor holds (its launch bound), for dk_padded and walk_slice's
 // `slice`: what the plan counts on where the Hopper family walks (plan_mma).
 int hopper_walk_resident(int dk_padded, int slice);
+// The same for that walk with gate dots (the dq and dk passes'), where it is built for fewer too.
+int hopper_dots_walk_resident(int dk_padded, int slice);
 template <typename T, typename S>
 cudaError_t launch_hopper_chunk_walk(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own);
 
