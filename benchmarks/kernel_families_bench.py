@@ -17,6 +17,7 @@ over the rate of a bf16 matrix product measured in the same run (tensor_flops_pe
 Usage: python benchmarks/kernel_families_bench.py [--fla] [--rounds 3] [--json out.json] [--plot out.png]
                                                    [--plot-hbm hbm.png] [--plot-limits limits.png]
        python benchmarks/kernel_families_bench.py --plot-only out.json --plot out.png --plot-hbm hbm.png
+                                                   [--plot-limits limits.png]
 """
 from __future__ import annotations
 
@@ -105,7 +106,7 @@ def measure(torch, shape, impls, rounds, rep_ms):
             except RuntimeError as error:
                 refused[impl] = str(error).splitlines()[0][:200]
     _C.set_arch_specific_kernels(True)
-    row = {"shape": name, "n_d": b * h * t * d, **{f"{impl}_fwdbwd_refused": why for impl, why in refused.items()}}
+    row = {"shape": name, "d": d, "n_d": b * h * t * d, **{f"{impl}_fwdbwd_refused": why for impl, why in refused.items()}}
     for impl, values in samples.items():
         for key, series in values.items():
             row[f"{impl}_{key}"] = statistics.median(series) if series else math.nan
@@ -187,13 +188,15 @@ def forward_flops(n_d, d):
     chunk's values (64 d), its output from the state entering the chunk (d^2), and its share of
     the state's update (d^2). n_d is N D (N = B H T). The intra-chunk terms count every key, as the
     tensor cores do, masked or not. Per byte of the forward's 8 N D: 64 (D64), 96 (D128), 160
-    (D256), against an H200's about 165 (790 TFLOP/s over 4.8 TB/s): D256 sits at the ridge."""
+    (D256), against an H200's 142 (a matrix product's 684 TFLOP/s measured by gemm_rate, over
+    4.8 TB/s; 165 at 790): D256 is past the ridge, bound by the tensor cores."""
     return 2 * (2 * 64 * d + 2 * d * d) * n_d // d
 
 
 def gemm_rate(torch, rep_ms):
     """FLOP/s of a bf16 8192 x 8192 x 8192 matrix product on this GPU: the tensor cores' rate
-    that the tensor fractions are taken of."""
+    that the tensor fractions are taken of (its wall time per call, where the forwards' is their
+    GPU busy time: one launch of about 1.6 ms, which no host gap touches)."""
     a, b = (torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16) for _ in range(2))
     return 2 * 8192 ** 3 / (bench(lambda: a @ b, rep_ms) * 1e-3)
 
@@ -201,7 +204,9 @@ def gemm_rate(torch, rep_ms):
 def tensor_fraction(result, row):
     """The Hopper forward's least tensor work (forward_flops) over its GPU time, a fraction of
     the measured matrix-product rate."""
-    d = HEAD_SIZE[row["shape"]]
+    d = row.get("d", HEAD_SIZE.get(row["shape"]))
+    if d is None:
+        return math.nan  # a shape no longer in SHAPES, from a result that did not record d
     return forward_flops(row["n_d"], d) / (row["hopper_fwd_gpu_ms"] * 1e-3) / result["tensor_flops_per_s"]
 
 
@@ -279,6 +284,8 @@ def main():
     refuse_unknown_shapes(parser, args.only, SHAPES)
     if args.plot_only:
         result = json.loads(args.plot_only.read_text())
+        if args.plot_limits and "tensor_flops_per_s" not in result:
+            parser.error(f"--plot-limits: {args.plot_only} has no tensor_flops_per_s (a run from before it was measured)")
     else:
         import torch
 
@@ -306,8 +313,6 @@ def main():
     if args.plot_hbm:
         plot_hbm(result, args.plot_hbm)
     if args.plot_limits:
-        if "tensor_flops_per_s" not in result:
-            sys.exit(f"--plot-limits: {args.plot_only} has no tensor_flops_per_s (a run before it was measured)")
         plot_limits(result, args.plot_limits)
 
 

@@ -143,10 +143,12 @@ std::optional<MmaPlan> plan_for_slice(const Problem& problem, const Pass& pass, 
        plan.walk_resident > 1 && walk_blocks * plan.segments <= int64_t(plan.walk_resident - 1) * multiprocessors;)
     --plan.walk_resident;
   // The column split with gate dots spills 76-108 bytes at three blocks to a multiprocessor and
-  // none at two (ptxas, nvcc 13.0). Past one wave of three the one built for two took the dq pass's walk in its
-  // segments, more waves and all (B2 T8192 H132 D64 g, 792 blocks: forward+backward 8% faster,
-  // its twin walk beside it faster too; 768 and 1536 blocks: 1%); within one wave it did not (384
-  // blocks: 5% slower; BENCHMARKS.md). Packed slots, many idle, stay (64 sequences: 1.6% slower).
+  // none at two (ptxas, nvcc 13.0). Past one wave of three the build for two walked the dq
+  // pass's segments faster, in more waves (B2 T8192 H132 D64 g, 792 blocks: forward+backward 8%
+  // faster, the twin walk beside it faster too; 768 and 1536 blocks: 1%); within one wave it did
+  // not (384 blocks: 5% slower; BENCHMARKS.md). Packed slots, many idle, stay (64 sequences: 1.6%
+  // slower). A dk pass with gate dots that walks alone (the twin walk not taking it) follows the
+  // same rule, unmeasured.
   if (plan.fused && pass.gate_dots.data && !problem.packed() && kernels.dots_walk_resident > 0 &&
       kernels.dots_walk_resident < plan.walk_resident &&
       walk_blocks * plan.segments > int64_t(plan.walk_resident) * multiprocessors)

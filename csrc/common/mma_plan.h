@@ -66,8 +66,9 @@ struct MmaKernels {
   // The plan takes it where it walks in no more segments (MmaPlan::walk_slice).
   int wider_slice = 0;
   int walk_resident = 1;
-  // Where less, the blocks a multiprocessor holds of the walk built for passes with gate dots
-  // (the dq and dk passes'), 0 for none: Hopper's column split at dk 64 (hopper_kernels.h).
+  // The blocks a multiprocessor holds of the walk built for passes with gate dots (the dq and dk
+  // passes'), 0 for walks without such a build (the portable and twin walks). Hopper's walks set
+  // it; only the column split at dk 64 has it below walk_resident (hopper_kernels.h).
   int dots_walk_resident = 0;
   // Pass 1 before a walk: the edge of its blocks' square of the state (64 or 128) and how many of
   // them share a multiprocessor, for the runs a padded batch's segments are cut into (state_pieces).
@@ -88,9 +89,9 @@ struct MmaPlan {
   int segment_chunks = 1;
   int pieces = 1;          // pass 1's runs per segment (KernelParams::pieces)
   // Fused: the walk's blocks per multiprocessor, its residency or fewer where fewer hold its grid
-  // in one wave (a walk built for both then takes the one with more registers a thread); with
-  // gate dots, MmaKernels::dots_walk_resident where the grid is more than one wave at its
-  // residency.
+  // in one wave (a walk built for both then takes the one with more registers a thread); a
+  // padded walk with gate dots, MmaKernels::dots_walk_resident where its grid is more than one
+  // wave at its residency. The segments are planned at the walk's residency either way.
   int walk_resident = 1;
   int walk_slice = 0;      // fused: value columns per block of its walk (walk_slice, or MmaKernels::wider_slice)
   size_t workspace = 0;    // bytes: chunk states (two passes), segment states, then the gates'

@@ -61,9 +61,9 @@ struct KernelParams {
   // adds to the chunk states it reads; the fused pass's blocks join the end states before them.
   int segments;
   int segment_chunks;
-  // Fused: blocks of the walk per multiprocessor the plan counts on (MmaPlan::walk_resident),
-  // and the value columns of each it was planned for (MmaPlan::walk_slice), which pick the Hopper
-  // walk at dk 256 (hopper_kernels.h: hopper_transposed_walk_runs).
+  // Fused: blocks of the walk per multiprocessor it runs at (MmaPlan::walk_resident: the build
+  // the launcher takes), and the value columns of each it was planned for (MmaPlan::walk_slice),
+  // which pick the Hopper walk at dk 256 (hopper_kernels.h: hopper_transposed_walk_runs).
   int walk_resident;
   int walk_slice;
   // Fused, several segments: pass 1 cuts each segment into `pieces` runs of segment_chunks /

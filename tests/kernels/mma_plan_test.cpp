@@ -155,6 +155,11 @@ TEST(MmaPlan, AWalkWithGateDotsPastOneWaveOfThreeRunsTwoToAMultiprocessor) {
   EXPECT_EQ(one_wave_dq->walk_resident, 3);
   EXPECT_GT(int64_t(packed_dq->segments) * 132, 3 * kMultiprocessors);
   EXPECT_EQ(packed_dq->walk_resident, 3);
+  // A walk without a build for gate dots (the portable and twin walks: 0) keeps its residency.
+  kernels.dots_walk_resident = 0;
+  const auto portable_dq = plans(problem_of(2, 8192, 132, 64)).second;
+  ASSERT_TRUE(portable_dq);
+  EXPECT_EQ(portable_dq->walk_resident, 3);
 }
 
 TEST(MmaPlan, AWiderWalkTakesThePassWhereItWalksInNoMoreSegments) {

@@ -33,12 +33,13 @@ namespace {
 using namespace hopper_walk;
 
 // The column split's ring slots (copies slots - 1 chunks ahead) and the blocks a multiprocessor
-// holds (the kernel's launch bound; the plan's residency, hopper_walk_resident). Three slots for
+// holds (the kernel's launch bound; the plan's residency, hopper_walk_resident and, with gate
+// dots, hopper_dots_walk_resident). Three slots for
 // the forward and dv walks (3-4% faster than two, H100, one block per multiprocessor), two for
 // those with gate dots (DOTS), which were 2-5% slower with three (BENCHMARKS.md). At dk and a
 // slice of 64 two slots let three blocks share a multiprocessor where three slots held two:
 // three chains of waits overlap where two did. In the 168 registers that leaves a thread, the
-// gated walks spill 20 bytes and those with gate dots 76-108 (176-192 when first built), which
+// padded gated walks spill 36-64 bytes and those with gate dots 76-108 (ptxas, nvcc 13.0), which
 // made the dq pass's walk a third slower where its grid fits two blocks to a multiprocessor:
 // the walks with gate dots (the dq pass's, and the dk pass's where the twin walk does not take
 // it) are also built for two, which a plan takes whose grid two hold, or whose padded grid is
