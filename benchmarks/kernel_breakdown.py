@@ -127,17 +127,21 @@ def legend_above(fig, ax, columns: int):
     fig.tight_layout(rect=(0, 0, 1, 0.9))
 
 
-def label_medians(results, labels, names, key):
-    """Per label, the median of row[key] over the results (--json files of interleaved rounds)
-    that carry that label and the shape, for each shape in `names`: label -> heights in names'
-    order."""
-    import statistics
-
+def runs_by_label(results, labels):
+    """The results (--json files of interleaved rounds) grouped by their labels: label -> results."""
     runs = {}
     for result, label in zip(results, labels):
         runs.setdefault(label, []).append(result)
+    return runs
+
+
+def label_medians(results, labels, names, key):
+    """Per label, the median of row[key] over the results that carry that label and the shape,
+    for each shape in `names`: label -> heights in names' order."""
+    import statistics
+
     return {label: [statistics.median(run[name][key] for run in group if name in run) for name in names]
-            for label, group in runs.items()}
+            for label, group in runs_by_label(results, labels).items()}
 
 
 def plot(results, labels, out: Path, only=None):
@@ -151,9 +155,9 @@ def plot(results, labels, out: Path, only=None):
 
     # Every shape that each label's runs measured, in some of them (rounds of separate calls
     # may take different shapes).
-    names = list(dict.fromkeys(name for result in results for name in result))
-    names = [name for name in names if (not only or name in only) and all(
-        any(name in result for result, other in zip(results, labels) if other == label) for label in set(labels))]
+    groups = runs_by_label(results, labels).values()
+    names = [name for name in dict.fromkeys(name for result in results for name in result)
+             if (not only or name in only) and all(any(name in run for run in group) for group in groups)]
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
     for ax, key, title in ((axes[0], "fwd_busy_ms", "forward"), (axes[1], "fwdbwd_busy_ms", "forward+backward")):
         draw_bars(ax, names, label_medians(results, labels, names, key), "GPU busy time, ms (lower is better)",

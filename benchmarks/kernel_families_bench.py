@@ -201,10 +201,16 @@ def gemm_rate(torch, rep_ms):
     return 2 * 8192 ** 3 / (bench(lambda: a @ b, rep_ms) * 1e-3)
 
 
+def head_size(row):
+    """A result row's head size: recorded with it, or from SHAPES for results from before rows
+    recorded it (None for a shape no longer there)."""
+    return row.get("d", HEAD_SIZE.get(row["shape"]))
+
+
 def tensor_fraction(result, row):
     """The Hopper forward's least tensor work (forward_flops) over its GPU time, a fraction of
     the measured matrix-product rate."""
-    d = row.get("d", HEAD_SIZE.get(row["shape"]))
+    d = head_size(row)
     if d is None:
         return math.nan  # a shape no longer in SHAPES, from a result that did not record d
     return forward_flops(row["n_d"], d) / (row["hopper_fwd_gpu_ms"] * 1e-3) / result["tensor_flops_per_s"]
@@ -229,7 +235,7 @@ def plot_fraction_pairs(result, out: Path, series, bar_label, xlabel, title, wid
     for offset, (label, fraction, bar_of) in zip((-0.2, 0.2), series):
         ax.barh([i + offset for i in y], [100 * fraction(r) for r in rows], height=0.4, label=label)
         for i, r in enumerate(rows):
-            bar = bar_of(HEAD_SIZE.get(r["shape"]))
+            bar = bar_of(head_size(r))
             if bar is not None:
                 ax.plot([100 * bar] * 2, [i + offset - 0.2, i + offset + 0.2], color="black", linewidth=2)
     ax.plot([], [], color="black", linewidth=2, label=bar_label)

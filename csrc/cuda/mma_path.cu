@@ -58,8 +58,9 @@ MmaKernels mma_kernels(const Pass& pass, WalkKernel walk, size_t shared_per_bloc
     kernels.walk_resident = hopper_twin_resident(dk_padded);
     kernels.packed_walks = true;
   } else if (walk == WalkKernel::kHopper && hopper_walk_takes(dk_padded)) {
-    kernels.walk_resident = hopper_walk_resident(dk_padded, walk_slice(dk, dv));
-    kernels.dots_walk_resident = hopper_dots_walk_resident(dk_padded, walk_slice(dk, dv));
+    const int slice = walk_slice(dk, dv);
+    kernels.walk_resident = hopper_walk_resident(dk_padded, slice);
+    kernels.dots_walk_resident = hopper_dots_walk_resident(dk_padded, slice);
     kernels.packed_walks = true;
     if (hopper_transposed_walk_fits(dk_padded, dv_padded)) kernels.wider_slice = kHopperTransposedSlice;
   } else {

@@ -536,7 +536,8 @@ int hopper_walk_resident(int dk_padded, int slice) {
 }
 
 int hopper_dots_walk_resident(int dk_padded, int slice) {
-  return dk_padded == 256 ? kRowSplitResident : column_split_dots_resident(dk_padded, slice);
+  return column_split_shares(dk_padded, slice) ? column_split_dots_resident(dk_padded, slice)
+                                               : hopper_walk_resident(dk_padded, slice);
 }
 
 template cudaError_t launch_hopper_chunk_walk<__half, __half>(const KernelParams&, int, cudaStream_t, bool);
