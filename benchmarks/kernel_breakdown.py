@@ -25,8 +25,10 @@ from simple_gla_bench import bench, make_inputs, refuse_unknown_shapes  # noqa: 
 # row for each path a backward can take (the 96- and 64-column walks, packed sequences of random
 # lengths walked in segment slots, at D128 and D256), each with both kinds of gate (--train-gamma
 # adds the per-head gradient), the two issue 24 shapes that fill the H100/H200's 132
-# multiprocessors where the D64 and D256 bars are measured, and two D64 shapes whose walks take
-# two and four waves of three blocks to a multiprocessor (the gate-dot walks' residency).
+# multiprocessors where the D64 and D256 bars are measured, two D64 shapes whose walks took
+# two and four waves of three blocks to a multiprocessor (the gate-dot walks' residency), and
+# D64 shapes whose 256-264 walk blocks fit one wave two to a multiprocessor (one segment, no
+# state pass: MmaKernels::walk_step_times).
 SHAPES = [
     ("B2 T16384 H16 D128, g", 2, 16384, 16, 128, "g", 0),
     ("B2 T16384 H16 D128, g_gamma", 2, 16384, 16, 128, "gamma", 0),
@@ -47,6 +49,8 @@ SHAPES = [
     ("B1 T8192 H132 D256, g_gamma", 1, 8192, 132, 256, "gamma", 0),
     ("B4 T8192 H64 D64, g", 4, 8192, 64, 64, "g", 0),
     ("B8 T2048 H64 D64, g", 8, 2048, 64, 64, "g", 0),
+    ("B2 T8192 H132 D64, g_gamma", 2, 8192, 132, 64, "gamma", 0),
+    ("B2 T16384 H128 D64, g_gamma", 2, 16384, 128, 64, "gamma", 0),
 ]
 
 

@@ -5,6 +5,7 @@
 // with made-up devices and kernels, as it checks the dispatch table.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -44,6 +45,10 @@ int64_t chunk_slots(const Problem& problem);
 // its q and k: at dk = dv = 192, two 96-column blocks do that half as often as three 64-column ones.
 int walk_slice(int dk, int dv);
 
+// The entries of MmaKernels::walk_step_times: the most blocks of a walk with measured step times
+// one multiprocessor holds (the Hopper column split at dk 64, three).
+constexpr int kMaxWalkResident = 3;
+
 // The kernel that walks a fused plan, whose blocks per multiprocessor the plan's segments follow:
 // the portable walk, the Hopper family's (cuda/hopper/hopper_kernels.h), or its twin walk (the
 // backward's dv pass with the dk pass riding on it).
@@ -66,6 +71,12 @@ struct MmaKernels {
   // The plan takes it where it walks in no more segments (MmaPlan::walk_slice).
   int wider_slice = 0;
   int walk_resident = 1;
+  // The time of one chunk step of a walk block while k blocks share its multiprocessor (entry
+  // k - 1, k up to walk_resident), relative to the step at walk_resident: below that residency
+  // a block's step shortens as it shares the multiprocessor's bandwidth with fewer. Where none is
+  // measured (walk_step_times[0] 0), every step counts as one at full residency, as if each block
+  // waited on its own latency alone.
+  std::array<float, kMaxWalkResident> walk_step_times{};
   // The blocks a multiprocessor holds of the walk built for passes with gate dots (the dq and dk
   // passes'), 0 for walks without such a build (the portable and twin walks). Hopper's walks set
   // it; only the column split at dk 64 has it below walk_resident (hopper_kernels.h).

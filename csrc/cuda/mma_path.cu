@@ -61,6 +61,7 @@ MmaKernels mma_kernels(const Pass& pass, WalkKernel walk, size_t shared_per_bloc
     const int slice = walk_slice(dk, dv);
     kernels.walk_resident = hopper_walk_resident(dk_padded, slice);
     kernels.dots_walk_resident = hopper_dots_walk_resident(dk_padded, slice);
+    kernels.walk_step_times = hopper_walk_step_times(dk_padded, slice);
     kernels.packed_walks = true;
     if (hopper_transposed_walk_fits(dk_padded, dv_padded)) kernels.wider_slice = kHopperTransposedSlice;
   } else {

@@ -127,8 +127,9 @@ TEST(MmaPlan, RunsFollowTheStatePassBlocks) {
 }
 
 TEST(MmaPlan, AWalkWithGateDotsPastOneWaveOfThreeRunsTwoToAMultiprocessor) {
-  // Hopper's column split at dk 64: three blocks to a multiprocessor, and with gate dots also
-  // built for two (MmaKernels::dots_walk_resident), which spills nothing. B2 T8192 H132: 264
+  // Hopper's column split at dk 64 (here without its measured step times): three blocks to a
+  // multiprocessor, and with gate dots also built for two (MmaKernels::dots_walk_resident), which
+  // spills nothing. B2 T8192 H132: 264
   // (sequence, head)s in three segments, 792 blocks, two waves of three: the dq pass walks the
   // same segments two to a multiprocessor, the forward three. B4 T4096 H24: 384 blocks, one wave
   // of three: three. Packed sequences (slots, many idle): three.
@@ -160,6 +161,41 @@ TEST(MmaPlan, AWalkWithGateDotsPastOneWaveOfThreeRunsTwoToAMultiprocessor) {
   const auto portable_dq = plans(problem_of(2, 8192, 132, 64)).second;
   ASSERT_TRUE(portable_dq);
   EXPECT_EQ(portable_dq->walk_resident, 3);
+}
+
+TEST(MmaPlan, AWalkWhoseBlocksFitOneWaveTwoToAMultiprocessorWalksInOneSegment) {
+  // Hopper's column split at dk 64, with its measured step times (MmaKernels::walk_step_times):
+  // a step two to a multiprocessor takes 0.74 of one among three. B2 T8192 H132: 264 blocks walk
+  // 128 chunks in one segment two to a multiprocessor (94.7 steps at full residency), where three
+  // segments took two waves of 43 and the state pass (114.7); no segment states then, and the
+  // dq pass with gate dots plans the same (the backward's workspace is sized without them).
+  // B1 T8192 H132: one wave of three in three segments (57.3) beats two to a multiprocessor in
+  // two (63.1) and one alone in one (70.4). B2 T16384 H96: 192 blocks, whose busiest
+  // multiprocessors would hold two in one segment (189 steps): two segments, one wave of three
+  // (171). Without step times the walk's steps are all full ones: three segments at B2 T8192 H132.
+  MmaKernels kernels = kernels_with(3);
+  kernels.dots_walk_resident = 2;
+  kernels.walk_step_times = {0.55f, 0.74f, 1.0f};
+  float dots = 0.0f;
+  Gradients gradients;
+  gradients.gate_dots.data = &dots;
+  const Problem full = problem_of(2, 8192, 132, 64);
+  const auto forward = plan_for(full, kernels);
+  const auto dq = plan_mma(full, backward_passes(full, gradients)[0], kernels, kMultiprocessors, kSharedPerBlock);
+  const auto one_a_multiprocessor = plan_for(problem_of(1, 8192, 132, 64), kernels);
+  const auto fewer_heads = plan_for(problem_of(2, 16384, 96, 64), kernels);
+  const auto unmeasured = plan_for(full, kernels_with(3));
+  ASSERT_TRUE(forward && dq && one_a_multiprocessor && fewer_heads && unmeasured);
+  EXPECT_EQ(forward->segments, 1);
+  EXPECT_EQ(forward->walk_resident, 2);
+  EXPECT_EQ(forward->segment_states_bytes, 0u);
+  EXPECT_EQ(dq->segments, 1);
+  EXPECT_EQ(dq->walk_resident, 2);
+  EXPECT_EQ(dq->workspace, forward->workspace);
+  EXPECT_EQ(one_a_multiprocessor->segments, 3);
+  EXPECT_EQ(one_a_multiprocessor->walk_resident, 3);
+  EXPECT_EQ(fewer_heads->segments, 2);
+  EXPECT_EQ(unmeasured->segments, 3);
 }
 
 TEST(MmaPlan, AWiderWalkTakesThePassWhereItWalksInNoMoreSegments) {

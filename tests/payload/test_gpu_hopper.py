@@ -35,6 +35,8 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available() or _C.device_count
 # wave run three to a multiprocessor (B8 T1024 H24: 384 blocks), the dq pass's on its build for
 # three, which spills. At B1 T4096 H96 D128 the forward walks in one segment and hands the dq
 # pass the states entering its four (launch.cu: kept_for_dq), which walks beside the twin walk.
+# At B2 T1536 H132 D64 the walks' 264 blocks fit one wave two to a multiprocessor: every pass
+# walks in one segment, the gated walks (the forward's, the dq pass's) on their builds for two.
 CASES = [
     (2, 4096, 4, 128, 128, "g", 0, "bfloat16"),
     (2, 4096, 4, 128, 128, "gamma", 0, "bfloat16"),
@@ -61,6 +63,7 @@ CASES = [
     (2, 2048, 2, 128, 128, "gamma", 0, "float32"),
     (1, 4096, 96, 128, 128, "g", 0, "bfloat16"),
     (1, 4096, 96, 128, 128, "gamma", 0, "float16"),
+    (2, 1536, 132, 64, 64, "g", 0, "bfloat16"),
 ]
 
 
@@ -228,20 +231,37 @@ def column_split_walks(names):
 
 
 @pytest.mark.skipif(_api.apply_kernel_choice() == "portable", reason="CULINA_KERNELS=portable turns the Hopper family off")
-@pytest.mark.parametrize("b, t, h, dq_resident", [(2, 8192, 132, 2), (4, 4096, 24, 3)])
-def test_a_dq_walk_with_gate_dots_past_one_wave_of_three_runs_two_to_a_multiprocessor(b, t, h, dq_resident):
-    """At D64 the column split runs three blocks to a multiprocessor, and with gate dots (the dq
-    pass's, per-token gates) spills at three: past one wave of three (B2 T8192 H132, 792 blocks)
-    the dq pass walks on the one built for two, within one (B4 T4096 H24, 384) on three. The
-    forward's walk runs three either way."""
+@pytest.mark.parametrize("b, t, h, resident", [(2, 8192, 132, 2), (4, 4096, 24, 3)])
+def test_the_walks_with_gates_run_two_to_a_multiprocessor_where_the_plan_counts_on_two(b, t, h, resident):
+    """At D64 the column split runs three blocks to a multiprocessor, and its gated walks spill at
+    three (the dq pass's, with gate dots, most). At B2 T8192 H132 the 264 (sequence, head)s walk
+    in one segment, two to a multiprocessor: the forward's and the dq pass's walks run their builds
+    for two. At B4 T4096 H24 (384 blocks in four segments, one wave of three) both run three."""
     if torch.cuda.get_device_properties(0).multi_processor_count != 132:
         pytest.skip("the waves counted are those of an H100 SXM's or H200's 132 multiprocessors")
     names = backward_kernels(b, t, h, 64, 64, "g")
     walks = column_split_walks(names)
     # The forward's and the dq pass's walks; dk and dv on the twin walk (with one walk each, the
     # dv walk's name would be the forward's and the dk walk's the dq walk's).
-    assert sorted(walks) == [(False, 3), (True, dq_resident)], walks
+    assert sorted(walks) == [(False, resident), (True, resident)], walks
     assert any("chunk_walk_twin_kernel" in name for name in names), names
+
+
+@pytest.mark.skipif(_api.apply_kernel_choice() == "portable", reason="CULINA_KERNELS=portable turns the Hopper family off")
+@pytest.mark.parametrize("b, t, h, state_pass", [(2, 1536, 132, False), (1, 1536, 132, True)])
+def test_a_d64_walk_whose_blocks_fit_one_wave_two_to_a_multiprocessor_walks_in_one_segment(b, t, h, state_pass):
+    """At D64 the column split's step is faster where two blocks share a multiprocessor than
+    where three do (MmaKernels::walk_step_times): B2 T1536 H132 (264 blocks) walks its 24 chunks
+    in one segment, two blocks to a multiprocessor (the gated walk on its build for two), with no
+    state pass, where three segments and their state pass took longer. B1 (132 blocks) walks three
+    segments, one wave of three, after the state pass."""
+    if torch.cuda.get_device_properties(0).multi_processor_count != 132:
+        pytest.skip("the waves counted are those of an H100 SXM's or H200's 132 multiprocessors")
+    q, k, v, g, _, _, _ = inputs(b, t, h, 64, 64, "g", 0, "bfloat16", seed=4)
+    with torch.no_grad():
+        names = launched_kernels(lambda: culina.chunk_simple_gla(q, k, v, g=g))
+    assert column_split_walks(names) == [(False, 3 if state_pass else 2)], names
+    assert any("chunk_states_wgmma_kernel" in name for name in names) == state_pass, names
 
 
 @pytest.mark.skipif(_api.apply_kernel_choice() == "portable", reason="CULINA_KERNELS=portable turns the Hopper family off")

@@ -40,16 +40,19 @@ using namespace hopper_walk;
 // slice of 64 two slots let three blocks share a multiprocessor where three slots held two:
 // three chains of waits overlap where two did. In the 168 registers that leaves a thread, the
 // padded gated walks spill 36-64 bytes and those with gate dots 76-108 (ptxas, nvcc 13.0), which
-// made the dq pass's walk a third slower where its grid fits two blocks to a multiprocessor:
-// the walks with gate dots (the dq pass's, and the dk pass's where the twin walk does not take
-// it) are also built for two, which a plan takes whose grid two hold, or whose padded grid is
-// more than one wave of three (MmaPlan::walk_resident).
+// made the dq pass's walk a third slower where its grid fits two blocks to a multiprocessor. So
+// the walks that spill at three (gated, or with gate dots) are also built for two, which a plan
+// takes whose grid two hold, or, with gate dots, whose padded grid is more than one wave of
+// three (MmaPlan::walk_resident): the gated forward at B2 T8192 H132, one segment, 0.358 ms
+// on the build for three and 0.310 on the one for two (H200, BENCHMARKS.md). Without gates the
+// build for three spills nothing and walks as fast two to a multiprocessor (0.287 ms both).
 __host__ __device__ constexpr bool column_split_shares(int dk, int slice) { return dk == 64 && slice == 64; }
 __host__ __device__ constexpr int column_split_slots(int dk, int slice, bool dots) {
   return dots || column_split_shares(dk, slice) ? 2 : 3;
 }
 __host__ __device__ constexpr int column_split_resident(int dk, int slice) { return column_split_shares(dk, slice) ? 3 : 1; }
-__host__ __device__ constexpr int column_split_dots_resident(int dk, int slice) {
+// The build for fewer blocks of the walks that spill at column_split_resident (gated, or DOTS).
+__host__ __device__ constexpr int column_split_fewer_resident(int dk, int slice) {
   return column_split_shares(dk, slice) ? 2 : 1;
 }
 
@@ -493,10 +496,10 @@ cudaError_t launch_column_split(const KernelParams& params, int sequences, cudaS
     // The walk hopper_walk_hands_states picks (a forward: no gate dots; padded).
     if constexpr (DK == 128 && SLICE == 128 && !kDots && !decltype(packed)::value)
       if (params.hand_every > 0) return launch(std::integral_constant<int, kResident>{}, std::true_type{});
-    constexpr int kDotsResident = column_split_dots_resident(DK, SLICE);
-    if constexpr (kDots && kDotsResident < kResident)
+    constexpr int kFewerResident = column_split_fewer_resident(DK, SLICE);
+    if constexpr ((decltype(gated)::value || kDots) && kFewerResident < kResident)
       if (params.walk_resident < kResident)
-        return launch(std::integral_constant<int, kDotsResident>{}, std::false_type{});
+        return launch(std::integral_constant<int, kFewerResident>{}, std::false_type{});
     return launch(std::integral_constant<int, kResident>{}, std::false_type{});
   });
 }
@@ -536,8 +539,18 @@ int hopper_walk_resident(int dk_padded, int slice) {
 }
 
 int hopper_dots_walk_resident(int dk_padded, int slice) {
-  return column_split_shares(dk_padded, slice) ? column_split_dots_resident(dk_padded, slice)
+  return column_split_shares(dk_padded, slice) ? column_split_fewer_resident(dk_padded, slice)
                                                : hopper_walk_resident(dk_padded, slice);
+}
+
+// The column split at dk and slice 64, forward, bf16, g_gamma, H200: a block's chunk step takes
+// 1.66 us alone on a multiprocessor (B1 T8192 H132 in one segment), 2.25 us beside another (B2
+// T8192 H132, one segment) and 3.03 us among three (B2 T8192 H132 in three segments, the state
+// pass's time taken off). With per-token gates on the build for two, 2.29 us beside another
+// (BENCHMARKS.md).
+std::array<float, kMaxWalkResident> hopper_walk_step_times(int dk_padded, int slice) {
+  if (column_split_shares(dk_padded, slice)) return {0.55f, 0.74f, 1.0f};
+  return {};
 }
 
 template cudaError_t launch_hopper_chunk_walk<__half, __half>(const KernelParams&, int, cudaStream_t, bool);

@@ -8,6 +8,8 @@
 
 #include <cuda_runtime.h>
 
+#include <array>
+
 #include "cuda/kernels.h"
 
 namespace culina::gpu {
@@ -43,6 +45,11 @@ constexpr bool hopper_walk_hands_states(int dk_padded, int dv_padded) { return d
 int hopper_walk_resident(int dk_padded, int slice);
 // The same for that walk with gate dots (the dq and dk passes'), where it is built for fewer too.
 int hopper_dots_walk_resident(int dk_padded, int slice);
+// The time of that walk's chunk step while fewer blocks share a multiprocessor, where measured
+// (MmaKernels::walk_step_times; empty elsewhere). Every pass on that walk plans with it, with gate
+// dots or without, so that the backward's workspace, sized before its gradients are known
+// (launch.cu: backward_workspace), holds the plan of the pass that runs.
+std::array<float, kMaxWalkResident> hopper_walk_step_times(int dk_padded, int slice);
 template <typename T, typename S>
 cudaError_t launch_hopper_chunk_walk(const KernelParams& params, int sequences, cudaStream_t stream, bool after_own);
 
