@@ -28,7 +28,8 @@ from simple_gla_bench import bench, make_inputs, refuse_unknown_shapes  # noqa: 
 # multiprocessors where the D64 and D256 bars are measured, two D64 shapes whose walks took
 # two and four waves of three blocks to a multiprocessor (the gate-dot walks' residency), and
 # D64 shapes whose 256-264 walk blocks fit one wave two to a multiprocessor (one segment, no
-# state pass: MmaKernels::walk_step_times).
+# state pass: MmaKernels::walk_step_times), and two with few heads whose segments that model
+# keeps one block to a multiprocessor (B1 T8192 H9: 13 segments where 16 left 12 multiprocessors two).
 SHAPES = [
     ("B2 T16384 H16 D128, g", 2, 16384, 16, 128, "g", 0),
     ("B2 T16384 H16 D128, g_gamma", 2, 16384, 16, 128, "gamma", 0),
@@ -51,6 +52,8 @@ SHAPES = [
     ("B8 T2048 H64 D64, g", 8, 2048, 64, 64, "g", 0),
     ("B2 T8192 H132 D64, g_gamma", 2, 8192, 132, 64, "gamma", 0),
     ("B2 T16384 H128 D64, g_gamma", 2, 16384, 128, 64, "gamma", 0),
+    ("B1 T8192 H9 D64, g", 1, 8192, 9, 64, "g", 0),
+    ("B1 T16384 H5 D64, g_gamma", 1, 16384, 5, 64, "gamma", 0),
 ]
 
 

@@ -22,15 +22,16 @@ int segments_for(int64_t blocks, int64_t chunks, int waves, int multiprocessors)
 
 // The time `blocks` walk blocks take for `steps` chunk steps each, `resident` to a multiprocessor,
 // in steps at full residency: waves of full steps, or, where one wave holds every block and the
-// busiest multiprocessor k of them, steps at step_times[k - 1] where measured
-// (MmaKernels::walk_step_times). A later wave's blocks land where slots free up, unevenly:
-// those keep full steps.
+// busiest multiprocessor k of them, steps of step_times[k - 1] / step_times[resident - 1] where
+// both are measured (MmaKernels::walk_step_times). A later wave's blocks land where slots free
+// up, unevenly: those keep full steps.
 double walk_time(int64_t blocks, int64_t steps, int resident, int multiprocessors,
                  const std::array<float, kMaxWalkResident>& step_times) {
   const int64_t per_wave = std::max<int64_t>(1, int64_t(resident) * multiprocessors);
-  if (blocks < per_wave && step_times[0] > 0 && resident <= kMaxWalkResident) {
+  if (blocks < per_wave && resident >= 1 && resident <= kMaxWalkResident) {
     const int64_t sharing = std::max<int64_t>(1, (blocks + multiprocessors - 1) / std::max(1, multiprocessors));
-    return double(steps) * step_times[size_t(sharing - 1)];
+    const float step = step_times[size_t(sharing - 1)], full = step_times[size_t(resident - 1)];
+    if (step > 0 && full > 0) return double(steps) * step / full;
   }
   return double(steps) * double((blocks + per_wave - 1) / per_wave);
 }
@@ -166,9 +167,10 @@ std::optional<MmaPlan> plan_for_slice(const Problem& problem, const Pass& pass, 
     --plan.walk_resident;
   // The column split with gate dots spills 76-108 bytes at three blocks to a multiprocessor and
   // none at two (ptxas, nvcc 13.0). Past one wave of three the build for two walked the dq
-  // pass's segments faster, in more waves (B2 T8192 H132 D64 g, 792 blocks: forward+backward 8%
-  // faster, the twin walk beside it faster too; 768 and 1536 blocks: 1%); within one wave it did
-  // not (384 blocks: 5% slower; BENCHMARKS.md). Packed slots, many idle, stay (64 sequences: 1.6%
+  // pass's segments faster, in more waves (measured before walk_step_times, when B2 T8192 H132
+  // D64 g walked 792 blocks in three segments: forward+backward 8% faster, the twin walk beside
+  // it faster too; 768 and 1536 blocks: 1%); within one wave it did not (384 blocks: 5% slower;
+  // BENCHMARKS.md). Packed slots, many idle, stay (64 sequences: 1.6%
   // slower). A dk pass with gate dots that walks alone (the twin walk not taking it) follows the
   // same rule, unmeasured.
   if (plan.fused && pass.gate_dots.data && !problem.packed() && kernels.dots_walk_resident > 0 &&

@@ -172,7 +172,10 @@ TEST(MmaPlan, AWalkWhoseBlocksFitOneWaveTwoToAMultiprocessorWalksInOneSegment) {
   // B1 T8192 H132: one wave of three in three segments (57.3) beats two to a multiprocessor in
   // two (63.1) and one alone in one (70.4). B2 T16384 H96: 192 blocks, whose busiest
   // multiprocessors would hold two in one segment (189 steps): two segments, one wave of three
-  // (171). Without step times the walk's steps are all full ones: three segments at B2 T8192 H132.
+  // (171). B1 T8192 H9: 13 segments of 10 chunks, 117 blocks one to a multiprocessor (7.3), where
+  // 16 of 8 leave 12 multiprocessors two (7.9; full steps and a busiest multiprocessor rounded
+  // down both choose 16). Without step times the walk's steps are all full ones: three segments
+  // at B2 T8192 H132.
   MmaKernels kernels = kernels_with(3);
   kernels.dots_walk_resident = 2;
   kernels.walk_step_times = {0.55f, 0.74f, 1.0f};
@@ -184,8 +187,9 @@ TEST(MmaPlan, AWalkWhoseBlocksFitOneWaveTwoToAMultiprocessorWalksInOneSegment) {
   const auto dq = plan_mma(full, backward_passes(full, gradients)[0], kernels, kMultiprocessors, kSharedPerBlock);
   const auto one_a_multiprocessor = plan_for(problem_of(1, 8192, 132, 64), kernels);
   const auto fewer_heads = plan_for(problem_of(2, 16384, 96, 64), kernels);
+  const auto few_heads = plan_for(problem_of(1, 8192, 9, 64), kernels);
   const auto unmeasured = plan_for(full, kernels_with(3));
-  ASSERT_TRUE(forward && dq && one_a_multiprocessor && fewer_heads && unmeasured);
+  ASSERT_TRUE(forward && dq && one_a_multiprocessor && fewer_heads && few_heads && unmeasured);
   EXPECT_EQ(forward->segments, 1);
   EXPECT_EQ(forward->walk_resident, 2);
   EXPECT_EQ(forward->segment_states_bytes, 0u);
@@ -195,6 +199,7 @@ TEST(MmaPlan, AWalkWhoseBlocksFitOneWaveTwoToAMultiprocessorWalksInOneSegment) {
   EXPECT_EQ(one_a_multiprocessor->segments, 3);
   EXPECT_EQ(one_a_multiprocessor->walk_resident, 3);
   EXPECT_EQ(fewer_heads->segments, 2);
+  EXPECT_EQ(few_heads->segments, 13);
   EXPECT_EQ(unmeasured->segments, 3);
 }
 

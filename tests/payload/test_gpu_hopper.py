@@ -235,8 +235,9 @@ def column_split_walks(names):
 def test_the_walks_with_gates_run_two_to_a_multiprocessor_where_the_plan_counts_on_two(b, t, h, resident):
     """At D64 the column split runs three blocks to a multiprocessor, and its gated walks spill at
     three (the dq pass's, with gate dots, most). At B2 T8192 H132 the 264 (sequence, head)s walk
-    in one segment, two to a multiprocessor: the forward's and the dq pass's walks run their builds
-    for two. At B4 T4096 H24 (384 blocks in four segments, one wave of three) both run three."""
+    in one segment, two to a multiprocessor, with no state pass: the forward's and the dq pass's
+    walks run their builds for two. At B4 T4096 H24 (384 blocks in four segments after the state
+    pass, one wave of three) both run three."""
     if torch.cuda.get_device_properties(0).multi_processor_count != 132:
         pytest.skip("the waves counted are those of an H100 SXM's or H200's 132 multiprocessors")
     names = backward_kernels(b, t, h, 64, 64, "g")
@@ -245,6 +246,7 @@ def test_the_walks_with_gates_run_two_to_a_multiprocessor_where_the_plan_counts_
     # dv walk's name would be the forward's and the dk walk's the dq walk's).
     assert sorted(walks) == [(False, resident), (True, resident)], walks
     assert any("chunk_walk_twin_kernel" in name for name in names), names
+    assert any("chunk_states_wgmma_kernel" in name for name in names) == (resident == 3), names
 
 
 @pytest.mark.skipif(_api.apply_kernel_choice() == "portable", reason="CULINA_KERNELS=portable turns the Hopper family off")

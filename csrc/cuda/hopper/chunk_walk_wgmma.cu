@@ -41,7 +41,8 @@ using namespace hopper_walk;
 // three chains of waits overlap where two did. In the 168 registers that leaves a thread, the
 // padded gated walks spill 36-64 bytes and those with gate dots 76-108 (ptxas, nvcc 13.0), which
 // made the dq pass's walk a third slower where its grid fits two blocks to a multiprocessor. So
-// the walks that spill at three (gated, or with gate dots) are also built for two, which a plan
+// the walks that spill at three (padded gated ones, and those with gate dots; packed gated walks
+// spill nothing) are also built for two, which a plan
 // takes whose grid two hold, or, with gate dots, whose padded grid is more than one wave of
 // three (MmaPlan::walk_resident): the gated forward at B2 T8192 H132, one segment, 0.358 ms
 // on the build for three and 0.310 on the one for two (H200, BENCHMARKS.md). Without gates the
@@ -51,7 +52,8 @@ __host__ __device__ constexpr int column_split_slots(int dk, int slice, bool dot
   return dots || column_split_shares(dk, slice) ? 2 : 3;
 }
 __host__ __device__ constexpr int column_split_resident(int dk, int slice) { return column_split_shares(dk, slice) ? 3 : 1; }
-// The build for fewer blocks of the walks that spill at column_split_resident (gated, or DOTS).
+// The build for fewer blocks of the walks that spill at column_split_resident (padded and gated,
+// or DOTS).
 __host__ __device__ constexpr int column_split_fewer_resident(int dk, int slice) {
   return column_split_shares(dk, slice) ? 2 : 1;
 }
@@ -497,7 +499,9 @@ cudaError_t launch_column_split(const KernelParams& params, int sequences, cudaS
     if constexpr (DK == 128 && SLICE == 128 && !kDots && !decltype(packed)::value)
       if (params.hand_every > 0) return launch(std::integral_constant<int, kResident>{}, std::true_type{});
     constexpr int kFewerResident = column_split_fewer_resident(DK, SLICE);
-    if constexpr ((decltype(gated)::value || kDots) && kFewerResident < kResident)
+    // Packed gated walks spill nothing at three (ptxas): no build for two.
+    constexpr bool kSpillsAtThree = (decltype(gated)::value && !decltype(packed)::value) || kDots;
+    if constexpr (kSpillsAtThree && kFewerResident < kResident)
       if (params.walk_resident < kResident)
         return launch(std::integral_constant<int, kFewerResident>{}, std::false_type{});
     return launch(std::integral_constant<int, kResident>{}, std::false_type{});

@@ -43,7 +43,9 @@ constexpr bool hopper_walk_hands_states(int dk_padded, int dv_padded) { return d
 // Blocks of that walk one multiprocessor holds (its launch bound), for dk_padded and walk_slice's
 // `slice`: what the plan counts on where the Hopper family walks (plan_mma).
 int hopper_walk_resident(int dk_padded, int slice);
-// The same for that walk with gate dots (the dq and dk passes'), where it is built for fewer too.
+// The same for that walk with gate dots (the dq and dk passes'), where it is built for fewer too
+// (as the padded gated walk is, taken where the plan's grid fits fewer: chunk_walk_wgmma.cu,
+// column_split_fewer_resident).
 int hopper_dots_walk_resident(int dk_padded, int slice);
 // The time of that walk's chunk step while fewer blocks share a multiprocessor, where measured
 // (MmaKernels::walk_step_times; empty elsewhere). Every pass on that walk plans with it, with gate
