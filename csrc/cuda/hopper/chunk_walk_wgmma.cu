@@ -42,11 +42,11 @@ using namespace hopper_walk;
 // padded gated walks spill 36-64 bytes and those with gate dots 76-108 (ptxas, nvcc 13.0), which
 // made the dq pass's walk a third slower where its grid fits two blocks to a multiprocessor. So
 // the walks that spill at three (padded gated ones, and those with gate dots; packed gated walks
-// spill nothing) are also built for two, which a plan
-// takes whose grid two hold, or, with gate dots, whose padded grid is more than one wave of
-// three (MmaPlan::walk_resident): the gated forward at B2 T8192 H132, one segment, 0.358 ms
-// on the build for three and 0.310 on the one for two (H200, BENCHMARKS.md). Without gates the
-// build for three spills nothing and walks as fast two to a multiprocessor (0.287 ms both).
+// spill nothing) are also built for two, which a plan takes whose grid two hold, or, with gate
+// dots, whose padded grid is more than one wave of three (MmaPlan::walk_resident): the gated
+// forward at B2 T8192 H132, one segment, took 0.358 ms on the build for three and 0.310 on the
+// one for two (H200, BENCHMARKS.md). Without gates the build for three spills nothing and walks
+// as fast two to a multiprocessor (0.287 ms both).
 __host__ __device__ constexpr bool column_split_shares(int dk, int slice) { return dk == 64 && slice == 64; }
 __host__ __device__ constexpr int column_split_slots(int dk, int slice, bool dots) {
   return dots || column_split_shares(dk, slice) ? 2 : 3;
