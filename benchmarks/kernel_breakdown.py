@@ -26,10 +26,10 @@ from simple_gla_bench import bench, make_inputs, refuse_unknown_shapes  # noqa: 
 # lengths walked in segment slots, at D128 and D256), each with both kinds of gate (--train-gamma
 # adds the per-head gradient), the two issue 24 shapes that fill the H100/H200's 132
 # multiprocessors where the D64 and D256 bars are measured, two D64 shapes whose walks took
-# two and four waves of three blocks to a multiprocessor (the gate-dot walks' residency), and
-# D64 shapes whose 256-264 walk blocks fit one wave two to a multiprocessor (one segment, no
-# state pass: MmaKernels::walk_step_times), and two with few heads whose segments that model
-# keeps one block to a multiprocessor (B1 T8192 H9: 13 segments where 16 left 12 multiprocessors two).
+# two and four waves of three blocks to a multiprocessor (the gate-dot walks' residency), D64
+# shapes whose 256-264 walk blocks fit one wave two to a multiprocessor (one segment, no state
+# pass: MmaKernels::walk_step_times), and two with few heads whose segments that model keeps one
+# block to a multiprocessor (B1 T8192 H9: 13 segments where 16 left 12 multiprocessors two).
 SHAPES = [
     ("B2 T16384 H16 D128, g", 2, 16384, 16, 128, "g", 0),
     ("B2 T16384 H16 D128, g_gamma", 2, 16384, 16, 128, "gamma", 0),

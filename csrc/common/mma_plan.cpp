@@ -36,23 +36,22 @@ double walk_time(int64_t blocks, int64_t steps, int resident, int multiprocessor
   return double(steps) * double((blocks + per_wave - 1) / per_wave);
 }
 
-// Segments for the chunk walk, whose blocks each walk segment_chunks chunks one after another:
-// the fewest that minimise the walk's time (walk_time: the chunk steps the busiest
+// Segments for the chunk walk of `kernels`, whose blocks each walk segment_chunks chunks one
+// after another: the fewest that minimise the walk's time (walk_time: the chunk steps the busiest
 // multiprocessor takes, at the speed its residency gives them), with the state pass that several
 // segments need counted as a third more where one runs (`state_pass`). Where a block's step is
 // measured faster on a multiprocessor it shares with fewer, one segment in a partial wave can
 // beat more segments and their state pass: B2 T8192 H132 D64 (264 blocks of the column split,
 // three to a multiprocessor) walks in 0.288 ms in one segment, two blocks to a multiprocessor,
 // against 0.368 ms in three with the state pass (H200, BENCHMARKS.md).
-int walk_segments(int64_t blocks, int64_t chunks, int resident, int multiprocessors, bool state_pass,
-                  const std::array<float, kMaxWalkResident>& step_times) {
+int walk_segments(int64_t blocks, int64_t chunks, const MmaKernels& kernels, int multiprocessors, bool state_pass) {
   const int64_t most = std::max<int64_t>(1, std::min<int64_t>(chunks / kMinSegmentChunks, kMaxSegments));
   int best = 1;
   double best_cost = 0;
   for (int64_t segments = 1; segments <= most; ++segments) {
     const double weight = segments > 1 && state_pass ? 4.0 / 3.0 : 1.0;
-    const double cost = walk_time(blocks * segments, (chunks + segments - 1) / segments, resident, multiprocessors,
-                                  step_times) *
+    const double cost = walk_time(blocks * segments, (chunks + segments - 1) / segments, kernels.walk_resident,
+                                  multiprocessors, kernels.walk_step_times) *
                         weight;
     if (segments == 1 || cost < best_cost) best = int(segments), best_cost = cost;
   }
@@ -90,14 +89,13 @@ struct PackedSegments {
   int slots, chunks;
 };
 
-std::optional<PackedSegments> packed_segments(const Problem& problem, int64_t columns, int resident,
-                                              int multiprocessors,
-                                              const std::array<float, kMaxWalkResident>& step_times) {
+std::optional<PackedSegments> packed_segments(const Problem& problem, int64_t columns, const MmaKernels& kernels,
+                                              int multiprocessors) {
   const int64_t all_chunks = (problem.seq_len + kStateChunk - 1) / kStateChunk;
-  const int64_t blocks = columns * problem.heads, slots_per_wave = int64_t(resident) * multiprocessors;
+  const int64_t blocks = columns * problem.heads, slots_per_wave = int64_t(kernels.walk_resident) * multiprocessors;
   int64_t chunks;
   if (problem.num_seqs == 1) {
-    const int64_t segments = walk_segments(blocks, all_chunks, resident, multiprocessors, true, step_times);
+    const int64_t segments = walk_segments(blocks, all_chunks, kernels, multiprocessors, true);
     chunks = (all_chunks + segments - 1) / segments;
   } else {
     const int64_t even = (blocks * all_chunks + slots_per_wave - 1) / slots_per_wave;
@@ -139,7 +137,7 @@ std::optional<MmaPlan> plan_for_slice(const Problem& problem, const Pass& pass, 
   const bool walk_fits = kernels.walks && std::max(kernels.walk_shared, kernels.states_shared_fused) <= shared_per_block;
   const std::optional<PackedSegments> packed =
       walk_fits && problem.packed() && kernels.packed_walks
-          ? packed_segments(problem, columns, kernels.walk_resident, multiprocessors, kernels.walk_step_times)
+          ? packed_segments(problem, columns, kernels, multiprocessors)
           : std::nullopt;
   MmaPlan plan;
   plan.walk_slice = slice;
@@ -156,8 +154,7 @@ std::optional<MmaPlan> plan_for_slice(const Problem& problem, const Pass& pass, 
     // sequences stay in one segment (their state pass walks whole sequences). Gated two-pass:
     // the output's fix-up would need each chunk's gate from its segment's start.
     if (!problem.packed() && (plan.fused || !problem.token_gated()))
-      plan.segments = plan.fused ? walk_segments(walk_blocks, chunks, resident, multiprocessors, !entering_ready,
-                                                       kernels.walk_step_times)
+      plan.segments = plan.fused ? walk_segments(walk_blocks, chunks, kernels, multiprocessors, !entering_ready)
                                  : segments_for((dk_padded / 64) * (dv_padded / 64) * rows, chunks, 3, multiprocessors);
     plan.segment_chunks = int(std::max<int64_t>(1, (chunks + plan.segments - 1) / plan.segments));
     plan.segments = int(std::max<int64_t>(1, (chunks + plan.segment_chunks - 1) / plan.segment_chunks));
@@ -170,9 +167,8 @@ std::optional<MmaPlan> plan_for_slice(const Problem& problem, const Pass& pass, 
   // pass's segments faster, in more waves (measured before walk_step_times, when B2 T8192 H132
   // D64 g walked 792 blocks in three segments: forward+backward 8% faster, the twin walk beside
   // it faster too; 768 and 1536 blocks: 1%); within one wave it did not (384 blocks: 5% slower;
-  // BENCHMARKS.md). Packed slots, many idle, stay (64 sequences: 1.6%
-  // slower). A dk pass with gate dots that walks alone (the twin walk not taking it) follows the
-  // same rule, unmeasured.
+  // BENCHMARKS.md). Packed slots, many idle, stay (64 sequences: 1.6% slower). A dk pass with
+  // gate dots that walks alone (the twin walk not taking it) follows the same rule, unmeasured.
   if (plan.fused && pass.gate_dots.data && !problem.packed() && kernels.dots_walk_resident > 0 &&
       kernels.dots_walk_resident < plan.walk_resident &&
       walk_blocks * plan.segments > int64_t(plan.walk_resident) * multiprocessors)

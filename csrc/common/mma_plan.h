@@ -73,9 +73,9 @@ struct MmaKernels {
   int walk_resident = 1;
   // The time of one chunk step of a walk block while k blocks share its multiprocessor (entry
   // k - 1, k up to walk_resident), relative to the step at walk_resident: below that residency
-  // a block's step shortens as it shares the multiprocessor's bandwidth with fewer. Where none is
-  // measured (walk_step_times[0] 0), every step counts as one at full residency, as if each block
-  // waited on its own latency alone.
+  // a block's step shortens as it shares the multiprocessor's bandwidth with fewer. Where the
+  // entries are not measured (zeros), every step counts as one at full residency, as if each
+  // block waited on its own latency alone.
   std::array<float, kMaxWalkResident> walk_step_times{};
   // The blocks a multiprocessor holds of the walk built for passes with gate dots (the dq and dk
   // passes'), 0 for walks without such a build (the portable and twin walks). Hopper's walks set

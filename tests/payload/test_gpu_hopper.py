@@ -219,6 +219,12 @@ def test_the_dk256_passes_with_gate_dots_walk_on_the_row_split_in_the_same_segme
         assert not any("generic" in name for name in names), names
 
 
+def skip_unless_132_multiprocessors():
+    """The plans these tests name count the waves of an H100 SXM's or H200's 132 multiprocessors."""
+    if torch.cuda.get_device_properties(0).multi_processor_count != 132:
+        pytest.skip("the waves counted are those of an H100 SXM's or H200's 132 multiprocessors")
+
+
 def column_split_walks(names):
     """(gate dots, blocks to a multiprocessor) of each column-split walk among kernel `names`,
     from its template arguments (T, S, DK, SLICE, GATED, DOTS, RESIDENT, ...)."""
@@ -238,8 +244,7 @@ def test_the_walks_with_gates_run_two_to_a_multiprocessor_where_the_plan_counts_
     in one segment, two to a multiprocessor, with no state pass: the forward's and the dq pass's
     walks run their builds for two. At B4 T4096 H24 (384 blocks in four segments after the state
     pass, one wave of three) both run three."""
-    if torch.cuda.get_device_properties(0).multi_processor_count != 132:
-        pytest.skip("the waves counted are those of an H100 SXM's or H200's 132 multiprocessors")
+    skip_unless_132_multiprocessors()
     names = backward_kernels(b, t, h, 64, 64, "g")
     walks = column_split_walks(names)
     # The forward's and the dq pass's walks; dk and dv on the twin walk (with one walk each, the
@@ -257,8 +262,7 @@ def test_a_d64_walk_whose_blocks_fit_one_wave_two_to_a_multiprocessor_walks_in_o
     in one segment, two blocks to a multiprocessor (the gated walk on its build for two), with no
     state pass, where three segments and their state pass took longer. B1 (132 blocks) walks three
     segments, one wave of three, after the state pass."""
-    if torch.cuda.get_device_properties(0).multi_processor_count != 132:
-        pytest.skip("the waves counted are those of an H100 SXM's or H200's 132 multiprocessors")
+    skip_unless_132_multiprocessors()
     q, k, v, g, _, _, _ = inputs(b, t, h, 64, 64, "g", 0, "bfloat16", seed=4)
     with torch.no_grad():
         names = launched_kernels(lambda: culina.chunk_simple_gla(q, k, v, g=g))
