@@ -236,6 +236,30 @@ def column_split_walks(names):
     return walks
 
 
+def column_split_store_groups(names):
+    """(gate dots, whether a third warpgroup stores the output) of each column-split walk among
+    kernel `names`, from its template arguments (..., DOTS, RESIDENT, PACKED, HAND, STORE_GROUP)."""
+    walks = []
+    for name in names:
+        if "chunk_walk_column_split_kernel<" in name:
+            args = [a.strip() for a in name.split("chunk_walk_column_split_kernel<", 1)[1].split(",")]
+            walks.append((args[5] == "true", args[9].startswith("true")))
+    return walks
+
+
+@pytest.mark.skipif(_api.apply_kernel_choice() == "portable", reason="CULINA_KERNELS=portable turns the Hopper family off")
+def test_the_d128_walks_of_16_bit_rows_without_gate_dots_store_from_a_third_warpgroup():
+    """At dk 128 the column split's walks of 16-bit rows without gate dots stage their output for
+    a third warpgroup to store (column_split_store_group): the forward's walk. The dq pass's walk,
+    with gate dots, and a walk of float32 rows store their own."""
+    assert sorted(column_split_store_groups(backward_kernels(1, 1024, 4, 128, 128, "g"))) == [(False, True),
+                                                                                             (True, False)]
+    q, k, v, _, g_gamma, _, _ = inputs(1, 1024, 4, 128, 128, "gamma", 0, "float32", seed=3)
+    with torch.no_grad():
+        names = launched_kernels(lambda: culina.chunk_simple_gla(q, k, v, g_gamma=g_gamma))
+    assert column_split_store_groups(names) == [(False, False)], names
+
+
 @pytest.mark.skipif(_api.apply_kernel_choice() == "portable", reason="CULINA_KERNELS=portable turns the Hopper family off")
 @pytest.mark.parametrize("b, t, h, resident", [(2, 8192, 132, 2), (4, 4096, 24, 3)])
 def test_the_walks_with_gates_run_two_to_a_multiprocessor_where_the_plan_counts_on_two(b, t, h, resident):

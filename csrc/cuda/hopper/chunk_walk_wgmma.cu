@@ -23,7 +23,8 @@
 // Both share the chunk's q, k and v tiles (hopper/wgmma.cuh's swizzled layout, filled by
 // asynchronous copies one or two chunks ahead: column_split_slots, kRowSplitSlots). In the
 // backward's dq and dk passes (DOTS) each output warp dots its rows' fp32 values with the
-// partner rows (chunk_rows_mma.cuh: add_gate_dots).
+// partner rows (chunk_rows_mma.cuh: add_gate_dots). At dk 128, with no gate dots, the column
+// split has a third warpgroup that stores the output the walkers stage (column_split_store_group).
 #include "cuda/hopper/hopper_kernels.h"
 #include "cuda/hopper/walk_tiles.cuh"
 
@@ -56,6 +57,17 @@ __host__ __device__ constexpr int column_split_resident(int dk, int slice) { ret
 // or DOTS).
 __host__ __device__ constexpr int column_split_fewer_resident(int dk, int slice) {
   return column_split_shares(dk, slice) ? 2 : 1;
+}
+
+// Whether a column-split walk has a third warpgroup that stores its output (store_staged_chunks):
+// the walkers stage a chunk's rows by stmatrix and go on, where their own stores held up their
+// chain of products (issued or not, the stores cost 9-18% of the D128 walk: BENCHMARKS.md). The
+// D128 forward then walked 2-7% faster (H200). For two-warpgroup blocks alone on a
+// multiprocessor (their 384 threads share the register file: setmaxnreg gives the walkers what
+// the store warpgroup does not need), 16-bit rows, and no gate dots (whose partner rows share
+// the staging rows).
+__host__ __device__ constexpr bool column_split_store_group(int dk, int slice, bool dots, bool sixteen_bit_rows) {
+  return dk == 128 && slice == 128 && !dots && sixteen_bit_rows;
 }
 
 // A ring slot: q and k (DK / 64 blocks each), v (SLICE / 64 blocks), the chunk's gates; then
@@ -99,11 +111,14 @@ struct ColumnSplitLayout {
 
 // Rows stored as S (T, or float32 rounded to T as it loads: mma_common.cuh).
 // HAND: a one-segment walk of a padded batch handing a later pass its states (hand_state), built
-// apart so that the other walks' loops stay as they are.
-template <typename T, typename S, int DK, int SLICE, bool GATED, bool DOTS, int RESIDENT, bool PACKED, bool HAND>
-__global__ void __launch_bounds__(walk_threads<SLICE>(), RESIDENT) chunk_walk_column_split_kernel(KernelParams p) {
+// apart so that the other walks' loops stay as they are. STORE_GROUP: column_split_store_group.
+template <typename T, typename S, int DK, int SLICE, bool GATED, bool DOTS, int RESIDENT, bool PACKED, bool HAND,
+          bool STORE_GROUP>
+__global__ void __launch_bounds__(walk_threads<SLICE>() + (STORE_GROUP ? kGroupThreads : 0), RESIDENT)
+    chunk_walk_column_split_kernel(KernelParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(!(HAND && PACKED), "a packed walk hands no states");
+  static_assert(!STORE_GROUP || column_split_store_group(DK, SLICE, DOTS, std::is_same_v<T, S>), "see column_split_store_group");
   constexpr int kSlots = column_split_slots(DK, SLICE, DOTS);
   using L = ColumnSplitLayout<DK, SLICE, kSlots>;
   static_assert(L::bytes <= 227 * 1024, "what one sm_90 block may opt in to");
@@ -125,6 +140,20 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), RESIDENT) chunk_walk_co
   const int chunks = span.chunks;
   const float log2g = constant_log2_gate(p, head);
   const float w_state = state_weight(p), w_update = update_weight(p);
+  if constexpr (STORE_GROUP) {
+    // 384 threads of 168 registers: the store warpgroup needs 40 and the walkers 216-234 (ptxas).
+    if (group == kThreads / kGroupThreads) {
+      lower_registers<40>();
+      store_staged_chunks<T, kThreads>(p, span, smem + L::stage, v0, group_warp, tid % 32);
+      return;
+    }
+    raise_registers<232>();
+  }
+  // The walkers' block barrier: every thread's but a store warpgroup's.
+  const auto sync_walkers = [] {
+    if constexpr (STORE_GROUP) sync_named<0, kThreads>();
+    else __syncthreads();
+  };
 
   const WalkInputs<S> in(p, rows, v0);
   auto slot = [&](int c) { return smem + (c % kSlots) * L::slot_bytes; };
@@ -165,7 +194,7 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), RESIDENT) chunk_walk_co
   const auto walk_chunk = [&](int c) {
     wait_async_copies<kSlots - 2>();  // chunk c's copies; later ones may fly
     wgmma::fence_for_async_reads();   // this thread's landed copies, for the other warpgroup's wgmma too
-    __syncthreads();  // chunk c's rows are in; every warp is past chunk c - 1 (its slot, H, V' and P are free)
+    sync_walkers();  // chunk c's rows are in; every warp is past chunk c - 1 (its slot, H, V' and P are free)
     const int t0 = (first_chunk + c) * kChunk, n = min(kChunk, rows.length - t0);
     const int first_row = t0 + 16 * group_warp, valid = n - 16 * group_warp;
     // The gates' gradient terms: the partner rows into this warp's staging rows, a group of
@@ -222,7 +251,7 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), RESIDENT) chunk_walk_co
     wgmma::pin(o);
     scale_rows(o, decay_top, decay_bottom);
     scale_state(acc, gates.total());
-    if constexpr (L::kSharedScores) __syncthreads();  // both halves of P are in its tile
+    if constexpr (L::kSharedScores) sync_walkers();  // both halves of P are in its tile
 
     // O += P V, then H = 2^L H + K^T V': O goes out while H updates. P's registers, O's and H's
     // are pinned before the fence: computed after it, ptxas inserts a warpgroup sync of its own
@@ -245,7 +274,11 @@ __global__ void __launch_bounds__(walk_threads<SLICE>(), RESIDENT) chunk_walk_co
     S* out = static_cast<S*>(p.out) + rows.at(p.out_at, first_row) + col0;
     // stmatrix into the staging rows where no gate dots run and the rows are 16-bit; elsewhere
     // it added 4-24 bytes of spills (ptxas), and it was timed only here.
-    if constexpr (std::is_same_v<T, S> && !DOTS)
+    if constexpr (STORE_GROUP) {
+      if (c > 0) sync_named<kFreedBarrier, kThreads + kGroupThreads>();  // chunk c - 1's rows are read
+      stage_rows_matrices<T, kGroupCols>(o, stage, lane);
+      arrive_named<kStagedBarrier, kThreads + kGroupThreads>();
+    } else if constexpr (std::is_same_v<T, S> && !DOTS)
       store_rows_matrices<T, kGroupCols>(o, stage, out, rows.stride(p.out_at), valid, dv - col0, lane, tid % 32);
     else
       store_rows<T, kGroupCols>(o, stage, out, rows.stride(p.out_at), valid, dv - col0, lane, tid % 32);
@@ -488,16 +521,18 @@ cudaError_t launch_column_split(const KernelParams& params, int sequences, cudaS
     constexpr bool kDots = decltype(dots)::value;
     constexpr int kResident = column_split_resident(DK, SLICE);
     const auto launch = [&](auto resident, auto hand) {
+      constexpr bool kStoreGroup = column_split_store_group(DK, SLICE, kDots, std::is_same_v<T, S>);
       const auto kernel =
           chunk_walk_column_split_kernel<T, S, DK, SLICE, decltype(gated)::value, kDots, decltype(resident)::value,
-                                         decltype(packed)::value, decltype(hand)::value>;
-      return launch_with_shared(kernel, grid, walk_threads<SLICE>(),
+                                         decltype(packed)::value, decltype(hand)::value, kStoreGroup>;
+      return launch_with_shared(kernel, grid, walk_threads<SLICE>() + (kStoreGroup ? kGroupThreads : 0),
                                 ColumnSplitLayout<DK, SLICE, column_split_slots(DK, SLICE, kDots)>::bytes, stream,
                                 params, after_own);
     };
     // The walk hopper_walk_hands_states picks (a forward: no gate dots; padded).
     if constexpr (DK == 128 && SLICE == 128 && !kDots && !decltype(packed)::value)
-      if (params.hand_every > 0) return launch(std::integral_constant<int, kResident>{}, std::true_type{});
+      if (params.hand_every > 0)
+        return launch(std::integral_constant<int, kResident>{}, std::true_type{});
     constexpr int kFewerResident = column_split_fewer_resident(DK, SLICE);
     // Packed gated walks spill nothing at three (ptxas): no build for two.
     constexpr bool kSpillsAtThree = (decltype(gated)::value && !decltype(packed)::value) || kDots;

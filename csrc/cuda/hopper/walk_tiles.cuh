@@ -60,6 +60,48 @@ __device__ __forceinline__ void stage_tile(unsigned char* to, const S* from, int
   for (int x = 0; x < kPerThread; ++x) words.land(x, word_to + x * kRowStep * wgmma::kLineBytes);
 }
 
+// A walk's store warpgroup and its walkers hand a chunk's staging rows over on two
+// named barriers (0 is __syncthreads', 1-3 wgmma.cuh's): kStagedBarrier, the walkers' rows of a
+// chunk are staged; kFreedBarrier, the store warpgroup has read them.
+constexpr int kStagedBarrier = 6, kFreedBarrier = 7;
+template <int ID, int THREADS>
+__device__ __forceinline__ void sync_named() { asm volatile("bar.sync %0, %1;\n" ::"n"(ID), "n"(THREADS) : "memory"); }
+template <int ID, int THREADS>
+__device__ __forceinline__ void arrive_named() { asm volatile("bar.arrive %0, %1;\n" ::"n"(ID), "n"(THREADS) : "memory"); }
+// A warpgroup's registers per thread from here on (the register file is split by warpgroup: a
+// store warpgroup gives the walkers what it does not need).
+template <int REGISTERS>
+__device__ __forceinline__ void raise_registers() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGISTERS)); }
+template <int REGISTERS>
+__device__ __forceinline__ void lower_registers() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGISTERS)); }
+
+// The store warpgroup of a walk of WALKERS threads (WALKERS / 32 warps, each 16 rows of a
+// 64-column block, staging rows at `stages` in warp order), `store_warp` this warp of it (0-3):
+// every chunk's output from the walkers' staging rows to device memory, so that the walkers'
+// chain of products issues no global store.
+template <typename T, int WALKERS, bool PACKED>
+__device__ __forceinline__ void store_staged_chunks(const KernelParams& p, const WalkSpan<PACKED>& span,
+                                                    const unsigned char* stages, int v0, int store_warp,
+                                                    int lane_index) {
+  constexpr int kThreads = WALKERS + kGroupThreads;
+  const SequenceRows& rows = span.rows;
+  const int64_t stride = rows.stride(p.out_at);
+  wait_for_previous_grid();
+#pragma unroll 1
+  for (int c = 0; c < span.chunks; ++c) {
+    sync_named<kStagedBarrier, kThreads>();
+    const int t0 = (span.first_chunk + c) * kChunk, n = min(kChunk, rows.length - t0);
+#pragma unroll
+    for (int w = store_warp; w < WALKERS / 32; w += 4) {
+      const int group_warp = w % 4, first_row = t0 + 16 * group_warp, col0 = v0 + (w / 4) * kGroupCols;
+      T* out = static_cast<T*>(p.out) + rows.at(p.out_at, first_row) + col0;
+      store_staged_rows<T, kGroupCols>(reinterpret_cast<const T*>(stages + w * staging_bytes<kGroupCols>()), out,
+                                       stride, n - 16 * group_warp, p.dv - col0, lane_index);
+    }
+    if (c + 1 < span.chunks) arrive_named<kFreedBarrier, kThreads>();
+  }
+}
+
 // A walk block's rows of q, k and v (v from value column v0) at pass row 0, and the elements from
 // one pass row to the next.
 template <typename S>
@@ -182,21 +224,27 @@ __device__ __forceinline__ void leave_state(const float (&acc)[TILES][8][4], con
   }
 }
 
-// store_rows (chunk_rows_mma.cuh) with the staging rows written by stmatrix, four instructions
-// where the lanes' own stores took sixteen: the D128 forward's walk 0.4-1.8% faster (medians of
-// four rounds, H200; BENCHMARKS.md, with the bulk copies tried for the output). Matrix m of a
-// pair of column tiles c, c + 1 is rows 8 (m % 2) .. + 7 of column tile c + m / 2 (o[c][0..1]
-// the top rows' pair, o[c][2..3] the bottom's).
-template <typename T, int COLS, typename S>
-__device__ __forceinline__ void store_rows_matrices(const float (&o)[COLS / 8][4], T* stage, S* out,
-                                                    int64_t row_stride, int valid, int cols, const LaneRoles& lane,
-                                                    int lane_index) {
+// A warp's 16 x COLS output into its staging rows by stmatrix, four instructions where the
+// lanes' own stores took sixteen (store_rows, chunk_rows_mma.cuh): the D128 forward's walk
+// 0.4-1.8% faster (medians of four rounds, H200; BENCHMARKS.md, with the bulk copies tried for
+// the output). Matrix m of a pair of column tiles c, c + 1 is rows 8 (m % 2) .. + 7 of column
+// tile c + m / 2 (o[c][0..1] the top rows' pair, o[c][2..3] the bottom's).
+template <typename T, int COLS>
+__device__ __forceinline__ void stage_rows_matrices(const float (&o)[COLS / 8][4], T* stage, const LaneRoles& lane) {
   constexpr int kLd = staging_ld<COLS>();
 #pragma unroll
   for (int c = 0; c < COLS / 8; c += 2)
     wgmma::store_matrices(stage + (lane.r + 8 * (lane.m % 2)) * kLd + (c + lane.m / 2) * 8, pack2<T>(o[c][0], o[c][1]),
                           pack2<T>(o[c][2], o[c][3]), pack2<T>(o[c + 1][0], o[c + 1][1]),
                           pack2<T>(o[c + 1][2], o[c + 1][3]));
+}
+
+// store_rows with the staging rows written by stage_rows_matrices.
+template <typename T, int COLS, typename S>
+__device__ __forceinline__ void store_rows_matrices(const float (&o)[COLS / 8][4], T* stage, S* out,
+                                                    int64_t row_stride, int valid, int cols, const LaneRoles& lane,
+                                                    int lane_index) {
+  stage_rows_matrices<T, COLS>(o, stage, lane);
   __syncwarp();
   store_staged_rows<T, COLS>(stage, out, row_stride, valid, cols, lane_index);
 }
