@@ -118,7 +118,8 @@ __global__ void __launch_bounds__(walk_threads<SLICE>() + (STORE_GROUP ? kGroupT
     chunk_walk_column_split_kernel(KernelParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(!(HAND && PACKED), "a packed walk hands no states");
-  static_assert(!STORE_GROUP || column_split_store_group(DK, SLICE, DOTS, std::is_same_v<T, S>), "see column_split_store_group");
+  static_assert(!STORE_GROUP || column_split_store_group(DK, SLICE, DOTS, std::is_same_v<T, S>),
+                "the walks column_split_store_group names");
   constexpr int kSlots = column_split_slots(DK, SLICE, DOTS);
   using L = ColumnSplitLayout<DK, SLICE, kSlots>;
   static_assert(L::bytes <= 227 * 1024, "what one sm_90 block may opt in to");
@@ -272,8 +273,9 @@ __global__ void __launch_bounds__(walk_threads<SLICE>() + (STORE_GROUP ? kGroupT
       add_gate_dots<T, kGroupCols>(p, rows, o, stage, staging_ld<kGroupCols>(), first_row, valid, col0, dv, lane);
     }
     S* out = static_cast<S*>(p.out) + rows.at(p.out_at, first_row) + col0;
-    // stmatrix into the staging rows where no gate dots run and the rows are 16-bit; elsewhere
-    // it added 4-24 bytes of spills (ptxas), and it was timed only here.
+    // The store warpgroup's rows (column_split_store_group); else the warps' own stores, through
+    // staging rows written by stmatrix where no gate dots run and the rows are 16-bit (elsewhere
+    // stmatrix added 4-24 bytes of spills, ptxas, and it was timed only there).
     if constexpr (STORE_GROUP) {
       if (c > 0) sync_named<kFreedBarrier, kThreads + kGroupThreads>();  // chunk c - 1's rows are read
       stage_rows_matrices<T, kGroupCols>(o, stage, lane);

@@ -60,20 +60,28 @@ __device__ __forceinline__ void stage_tile(unsigned char* to, const S* from, int
   for (int x = 0; x < kPerThread; ++x) words.land(x, word_to + x * kRowStep * wgmma::kLineBytes);
 }
 
-// A walk's store warpgroup and its walkers hand a chunk's staging rows over on two
-// named barriers (0 is __syncthreads', 1-3 wgmma.cuh's): kStagedBarrier, the walkers' rows of a
-// chunk are staged; kFreedBarrier, the store warpgroup has read them.
+// A walk's store warpgroup and its walkers hand a chunk's staging rows over on two named
+// barriers (0 is __syncthreads' and the walkers' own, 1-3 wgmma.cuh's): kStagedBarrier, the
+// walkers' rows of a chunk are staged; kFreedBarrier, the store warpgroup has read them.
 constexpr int kStagedBarrier = 6, kFreedBarrier = 7;
 template <int ID, int THREADS>
-__device__ __forceinline__ void sync_named() { asm volatile("bar.sync %0, %1;\n" ::"n"(ID), "n"(THREADS) : "memory"); }
+__device__ __forceinline__ void sync_named() {
+  asm volatile("bar.sync %0, %1;\n" ::"n"(ID), "n"(THREADS) : "memory");
+}
 template <int ID, int THREADS>
-__device__ __forceinline__ void arrive_named() { asm volatile("bar.arrive %0, %1;\n" ::"n"(ID), "n"(THREADS) : "memory"); }
+__device__ __forceinline__ void arrive_named() {
+  asm volatile("bar.arrive %0, %1;\n" ::"n"(ID), "n"(THREADS) : "memory");
+}
 // A warpgroup's registers per thread from here on (the register file is split by warpgroup: a
 // store warpgroup gives the walkers what it does not need).
 template <int REGISTERS>
-__device__ __forceinline__ void raise_registers() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGISTERS)); }
+__device__ __forceinline__ void raise_registers() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGISTERS));
+}
 template <int REGISTERS>
-__device__ __forceinline__ void lower_registers() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGISTERS)); }
+__device__ __forceinline__ void lower_registers() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGISTERS));
+}
 
 // The store warpgroup of a walk of WALKERS threads (WALKERS / 32 warps, each 16 rows of a
 // 64-column block, staging rows at `stages` in warp order), `store_warp` this warp of it (0-3):
