@@ -45,6 +45,7 @@ CASES = [
     (8, 1024, 24, 64, 64, "g", 0, "bfloat16"),
     (2, 1500, 3, 64, 128, "g", 0, "bfloat16"),
     (2, 1500, 3, 128, 64, "gamma", 0, "bfloat16"),
+    (2, 1500, 3, 128, 256, "gamma", 0, "bfloat16"),
     (1, 4096, 2, 256, 256, "gamma", 0, "bfloat16"),
     (2, 2049, 3, 256, 256, "g", 0, "bfloat16"),
     (2, 1500, 3, 256, 128, "g+gamma", 0, "bfloat16"),
@@ -243,6 +244,7 @@ def column_split_store_groups(names):
     for name in names:
         if "chunk_walk_column_split_kernel<" in name:
             args = [a.strip() for a in name.split("chunk_walk_column_split_kernel<", 1)[1].split(",")]
+            assert len(args) == 10, name  # T, S, DK, SLICE, GATED, DOTS, RESIDENT, PACKED, HAND, STORE_GROUP
             walks.append((args[5] == "true", args[9].startswith("true")))
     return walks
 
@@ -250,8 +252,8 @@ def column_split_store_groups(names):
 @pytest.mark.skipif(_api.apply_kernel_choice() == "portable", reason="CULINA_KERNELS=portable turns the Hopper family off")
 def test_the_d128_walks_of_16_bit_rows_without_gate_dots_store_from_a_third_warpgroup():
     """At dk 128 the column split's walks of 16-bit rows without gate dots stage their output for
-    a third warpgroup to store (column_split_store_group): the forward's walk. The dq pass's walk,
-    with gate dots, and a walk of float32 rows store their own."""
+    a third warpgroup to store (column_split_store_group): with per-token gates, the forward's
+    walk. The dq pass's walk, with gate dots, and a walk of float32 rows store their own."""
     assert sorted(column_split_store_groups(backward_kernels(1, 1024, 4, 128, 128, "g"))) == [(False, True),
                                                                                              (True, False)]
     q, k, v, _, g_gamma, _, _ = inputs(1, 1024, 4, 128, 128, "gamma", 0, "float32", seed=3)

@@ -120,6 +120,9 @@ __global__ void __launch_bounds__(walk_threads<SLICE>() + (STORE_GROUP ? kGroupT
   static_assert(!(HAND && PACKED), "a packed walk hands no states");
   static_assert(!STORE_GROUP || column_split_store_group(DK, SLICE, DOTS, std::is_same_v<T, S>),
                 "the walks column_split_store_group names");
+  // setmaxnreg below moves registers between the warpgroups of a block that has the register
+  // file to itself: 384 threads of 168 at launch, 256 walkers of 232 and 128 of 40 after.
+  static_assert(!STORE_GROUP || (RESIDENT == 1 && 256 * 232 + 128 * 40 <= 384 * 168), "one block's registers");
   constexpr int kSlots = column_split_slots(DK, SLICE, DOTS);
   using L = ColumnSplitLayout<DK, SLICE, kSlots>;
   static_assert(L::bytes <= 227 * 1024, "what one sm_90 block may opt in to");
@@ -272,7 +275,6 @@ __global__ void __launch_bounds__(walk_threads<SLICE>() + (STORE_GROUP ? kGroupT
       __syncwarp();            // and every lane's copies of them
       add_gate_dots<T, kGroupCols>(p, rows, o, stage, staging_ld<kGroupCols>(), first_row, valid, col0, dv, lane);
     }
-    S* out = static_cast<S*>(p.out) + rows.at(p.out_at, first_row) + col0;
     // The store warpgroup's rows (column_split_store_group); else the warps' own stores, through
     // staging rows written by stmatrix where no gate dots run and the rows are 16-bit (elsewhere
     // stmatrix added 4-24 bytes of spills, ptxas, and it was timed only there).
@@ -280,10 +282,13 @@ __global__ void __launch_bounds__(walk_threads<SLICE>() + (STORE_GROUP ? kGroupT
       if (c > 0) sync_named<kFreedBarrier, kThreads + kGroupThreads>();  // chunk c - 1's rows are read
       stage_rows_matrices<T, kGroupCols>(o, stage, lane);
       arrive_named<kStagedBarrier, kThreads + kGroupThreads>();
-    } else if constexpr (std::is_same_v<T, S> && !DOTS)
-      store_rows_matrices<T, kGroupCols>(o, stage, out, rows.stride(p.out_at), valid, dv - col0, lane, tid % 32);
-    else
-      store_rows<T, kGroupCols>(o, stage, out, rows.stride(p.out_at), valid, dv - col0, lane, tid % 32);
+    } else {
+      S* out = static_cast<S*>(p.out) + rows.at(p.out_at, first_row) + col0;
+      if constexpr (std::is_same_v<T, S> && !DOTS)
+        store_rows_matrices<T, kGroupCols>(o, stage, out, rows.stride(p.out_at), valid, dv - col0, lane, tid % 32);
+      else
+        store_rows<T, kGroupCols>(o, stage, out, rows.stride(p.out_at), valid, dv - col0, lane, tid % 32);
+    }
     wgmma::wait<0>();
 #pragma unroll
     for (int t = 0; t < kDkBlocks; ++t) wgmma::pin(acc[t]);

@@ -94,6 +94,8 @@ __device__ __forceinline__ void store_staged_chunks(const KernelParams& p, const
   constexpr int kThreads = WALKERS + kGroupThreads;
   const SequenceRows& rows = span.rows;
   const int64_t stride = rows.stride(p.out_at);
+  // Its first store follows the walkers' own wait (through the first barrier): waiting here as
+  // well keeps that from depending on the walkers' code.
   wait_for_previous_grid();
 #pragma unroll 1
   for (int c = 0; c < span.chunks; ++c) {
