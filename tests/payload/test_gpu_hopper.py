@@ -226,27 +226,28 @@ def skip_unless_132_multiprocessors():
         pytest.skip("the waves counted are those of an H100 SXM's or H200's 132 multiprocessors")
 
 
-def column_split_walks(names):
-    """(gate dots, blocks to a multiprocessor) of each column-split walk among kernel `names`,
-    from its template arguments (T, S, DK, SLICE, GATED, DOTS, RESIDENT, ...)."""
+def column_split_arguments(names):
+    """The template arguments of each column-split walk among kernel `names`: T, S, DK, SLICE,
+    GATED, DOTS, RESIDENT, PACKED, HAND, STORE_GROUP."""
     walks = []
     for name in names:
         if "chunk_walk_column_split_kernel<" in name:
-            args = [a.strip() for a in name.split("chunk_walk_column_split_kernel<", 1)[1].split(",")]
-            walks.append((args[5] == "true", int(args[6])))
+            template = name.split("chunk_walk_column_split_kernel<", 1)[1].split(">", 1)[0]
+            args = [a.strip() for a in template.split(",")]
+            assert len(args) == 10, name
+            walks.append(args)
     return walks
+
+
+def column_split_walks(names):
+    """(gate dots, blocks to a multiprocessor) of each column-split walk among kernel `names`."""
+    return [(args[5] == "true", int(args[6])) for args in column_split_arguments(names)]
 
 
 def column_split_store_groups(names):
     """(gate dots, whether a third warpgroup stores the output) of each column-split walk among
-    kernel `names`, from its template arguments (..., DOTS, RESIDENT, PACKED, HAND, STORE_GROUP)."""
-    walks = []
-    for name in names:
-        if "chunk_walk_column_split_kernel<" in name:
-            args = [a.strip() for a in name.split("chunk_walk_column_split_kernel<", 1)[1].split(",")]
-            assert len(args) == 10, name  # T, S, DK, SLICE, GATED, DOTS, RESIDENT, PACKED, HAND, STORE_GROUP
-            walks.append((args[5] == "true", args[9].startswith("true")))
-    return walks
+    kernel `names`."""
+    return [(args[5] == "true", args[9] == "true") for args in column_split_arguments(names)]
 
 
 @pytest.mark.skipif(_api.apply_kernel_choice() == "portable", reason="CULINA_KERNELS=portable turns the Hopper family off")

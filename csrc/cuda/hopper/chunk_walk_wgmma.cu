@@ -70,6 +70,12 @@ __host__ __device__ constexpr bool column_split_store_group(int dk, int slice, b
   return dk == 128 && slice == 128 && !dots && sixteen_bit_rows;
 }
 
+// A column-split block's threads: its walkers', with a store warpgroup's where it has one.
+template <int SLICE, bool STORE_GROUP>
+__host__ __device__ constexpr int column_split_threads() {
+  return STORE_GROUP ? with_store_group<walk_threads<SLICE>()>() : walk_threads<SLICE>();
+}
+
 // A ring slot: q and k (DK / 64 blocks each), v (SLICE / 64 blocks), the chunk's gates; then
 // per warpgroup its state H_c and its scaled v columns V', the P tile two warpgroups share, the
 // warps' output staging rows and a constant gate's powers. Where three blocks share a
@@ -114,7 +120,7 @@ struct ColumnSplitLayout {
 // apart so that the other walks' loops stay as they are. STORE_GROUP: column_split_store_group.
 template <typename T, typename S, int DK, int SLICE, bool GATED, bool DOTS, int RESIDENT, bool PACKED, bool HAND,
           bool STORE_GROUP>
-__global__ void __launch_bounds__(walk_threads<SLICE>() + (STORE_GROUP ? kGroupThreads : 0), RESIDENT)
+__global__ void __launch_bounds__(column_split_threads<SLICE, STORE_GROUP>(), RESIDENT)
     chunk_walk_column_split_kernel(KernelParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(!(HAND && PACKED), "a packed walk hands no states");
@@ -279,9 +285,9 @@ __global__ void __launch_bounds__(walk_threads<SLICE>() + (STORE_GROUP ? kGroupT
     // staging rows written by stmatrix where no gate dots run and the rows are 16-bit (elsewhere
     // stmatrix added 4-24 bytes of spills, ptxas, and it was timed only there).
     if constexpr (STORE_GROUP) {
-      if (c > 0) sync_named<kFreedBarrier, kThreads + kGroupThreads>();  // chunk c - 1's rows are read
+      if (c > 0) sync_named<kFreedBarrier, column_split_threads<SLICE, true>()>();  // chunk c - 1's rows are read
       stage_rows_matrices<T, kGroupCols>(o, stage, lane);
-      arrive_named<kStagedBarrier, kThreads + kGroupThreads>();
+      arrive_named<kStagedBarrier, column_split_threads<SLICE, true>()>();
     } else {
       S* out = static_cast<S*>(p.out) + rows.at(p.out_at, first_row) + col0;
       if constexpr (std::is_same_v<T, S> && !DOTS)
@@ -532,7 +538,7 @@ cudaError_t launch_column_split(const KernelParams& params, int sequences, cudaS
       const auto kernel =
           chunk_walk_column_split_kernel<T, S, DK, SLICE, decltype(gated)::value, kDots, decltype(resident)::value,
                                          decltype(packed)::value, decltype(hand)::value, kStoreGroup>;
-      return launch_with_shared(kernel, grid, walk_threads<SLICE>() + (kStoreGroup ? kGroupThreads : 0),
+      return launch_with_shared(kernel, grid, column_split_threads<SLICE, kStoreGroup>(),
                                 ColumnSplitLayout<DK, SLICE, column_split_slots(DK, SLICE, kDots)>::bytes, stream,
                                 params, after_own);
     };

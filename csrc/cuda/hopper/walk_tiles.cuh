@@ -29,6 +29,10 @@ __host__ __device__ constexpr bool fit_one_multiprocessor(int blocks, size_t byt
 
 template <int SLICE>
 __host__ __device__ constexpr int walk_threads() { return SLICE / kGroupCols * kGroupThreads; }
+// A block's threads where a store warpgroup (store_staged_chunks) joins WALKERS walking threads:
+// what the kernel is launched with and what the two hand-over barriers count.
+template <int WALKERS>
+__host__ __device__ constexpr int with_store_group() { return WALKERS + kGroupThreads; }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 // Thread `tid`'s warpgroup, read from lane 0 so that the compiler knows it is the same across the
@@ -91,7 +95,7 @@ template <typename T, int WALKERS, bool PACKED>
 __device__ __forceinline__ void store_staged_chunks(const KernelParams& p, const WalkSpan<PACKED>& span,
                                                     const unsigned char* stages, int v0, int store_warp,
                                                     int lane_index) {
-  constexpr int kThreads = WALKERS + kGroupThreads;
+  constexpr int kThreads = with_store_group<WALKERS>();
   const SequenceRows& rows = span.rows;
   const int64_t stride = rows.stride(p.out_at);
   // Its first store follows the walkers' own wait (through the first barrier): waiting here as
